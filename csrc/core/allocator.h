@@ -1,0 +1,71 @@
+// Caching allocators, one per device type, with the statistics that opt-level comparisons report
+// (bytes in use, peak, number of allocations). Freed blocks are kept for reuse, as PyTorch's
+// CUDA caching allocator does, so a training step allocates nothing from the system once warm.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <mutex>
+
+#include "csrc/core/device.h"
+
+namespace amp {
+
+struct MemoryStats {
+  int64_t allocated = 0;      // bytes of live blocks (rounded sizes)
+  int64_t max_allocated = 0;  // peak of `allocated` since start or reset_peak
+  int64_t reserved = 0;       // bytes held from the system: live plus cached
+  int64_t allocations = 0;    // number of allocate() calls
+  int64_t system_allocations = 0;  // of those, how many went to the system
+};
+
+class CachingAllocator {
+ public:
+  using RawAlloc = void* (*)(size_t bytes, int device_index);
+  using RawFree = void (*)(void* ptr, int device_index);
+
+  CachingAllocator(DeviceType type, RawAlloc raw_alloc, RawFree raw_free, bool caching);
+  ~CachingAllocator();
+  CachingAllocator(const CachingAllocator&) = delete;
+  CachingAllocator& operator=(const CachingAllocator&) = delete;
+
+  // Returns a block of at least `bytes` bytes, aligned to 64 bytes; nullptr for 0 bytes.
+  void* allocate(size_t bytes, int device_index);
+  void deallocate(void* ptr);
+
+  MemoryStats stats() const;
+  void reset_peak();
+  void empty_cache();  // returns every cached block to the system
+
+  // Requests are rounded up to this granularity (so the statistics match the blocks held).
+  static size_t round_size(size_t bytes);
+
+ private:
+  struct Block {
+    size_t size;
+    int device_index;
+  };
+  DeviceType type_;
+  RawAlloc raw_alloc_;
+  RawFree raw_free_;
+  bool caching_;
+  mutable std::mutex mutex_;
+  std::map<void*, Block> live_;
+  std::multimap<std::pair<int, size_t>, void*> free_;  // (device, size) -> cached block
+  MemoryStats stats_;
+};
+
+// The allocator of a device type (the CUDA one raises amp::Error when CUDA is unavailable).
+CachingAllocator& allocator_for(DeviceType type);
+
+namespace memory {
+int64_t allocated(DeviceType type);
+int64_t max_allocated(DeviceType type);
+void reset_peak(DeviceType type);
+int64_t reserved(DeviceType type);
+void empty_cache(DeviceType type);
+MemoryStats stats(DeviceType type);
+}  // namespace memory
+
+}  // namespace amp

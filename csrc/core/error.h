@@ -1,0 +1,12 @@
+// amp::Error: the one exception type of the public API.
+#pragma once
+
+#include <stdexcept>
+
+namespace amp {
+
+struct Error : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+}  // namespace amp

@@ -1,0 +1,140 @@
+#include "csrc/core/factories.h"
+
+#include <cmath>
+#include <mutex>
+
+#include "csrc/core/macros.h"
+#include "csrc/core/philox.h"
+#include "csrc/cpu/parallel.h"
+
+namespace amp {
+
+namespace {
+
+struct GlobalGenerator {
+  std::mutex mutex;
+  uint64_t seed = 67280421310721ull;  // PyTorch's default seed, for a familiar starting point
+  uint64_t offset = 0;                // next unused Philox block
+
+  // Reserves `blocks` consecutive counter blocks and returns (seed, first block).
+  std::pair<uint64_t, uint64_t> reserve(uint64_t blocks) {
+    std::lock_guard<std::mutex> lock(mutex);
+    const uint64_t first = offset;
+    offset += blocks;
+    return {seed, first};
+  }
+};
+
+GlobalGenerator& generator() {
+  static GlobalGenerator g;
+  return g;
+}
+
+enum class Distribution { Uniform, Normal };
+
+Tensor random(Shape shape, TensorOptions options, Distribution dist, const char* op) {
+  AMP_CHECK(is_floating_point(options.dtype), op,
+            ": expected a floating-point dtype (Float32, Float16, BFloat16, Float64), got ",
+            dtype_name(options.dtype));
+  Tensor samples = empty(std::move(shape), {.dtype = DType::Float32});
+  const int64_t n = samples.numel();
+  const auto [seed, first] = generator().reserve(static_cast<uint64_t>((n + 3) / 4));
+  float* out = samples.data<float>();
+  cpu::parallel_for((n + 3) / 4, 4096, [&](int64_t begin, int64_t end) {
+    for (int64_t block = begin; block < end; ++block) {
+      uint32_t bits[4];
+      Philox4x32(seed, first + static_cast<uint64_t>(block)).generate(bits);
+      float values[4];
+      if (dist == Distribution::Uniform) {
+        for (int j = 0; j < 4; ++j) values[j] = uniform_from_bits(bits[j]);
+      } else {
+        // Box-Muller on two pairs; u1 in (0, 1] keeps log finite.
+        for (int j = 0; j < 4; j += 2) {
+          const float u1 = uniform_from_bits(bits[j]) + 1.0f / 16777216.0f;
+          const float u2 = uniform_from_bits(bits[j + 1]);
+          const float radius = std::sqrt(-2.0f * std::log(u1));
+          const float angle = 6.28318530717958647692f * u2;
+          values[j] = radius * std::cos(angle);
+          values[j + 1] = radius * std::sin(angle);
+        }
+      }
+      for (int j = 0; j < 4 && block * 4 + j < n; ++j) out[block * 4 + j] = values[j];
+    }
+  });
+  Tensor result = samples.to(options.dtype).to(options.device);
+  return result;
+}
+
+}  // namespace
+
+void manual_seed(uint64_t seed) {
+  auto& g = generator();
+  std::lock_guard<std::mutex> lock(g.mutex);
+  g.seed = seed;
+  g.offset = 0;
+}
+
+Tensor rand(Shape shape, TensorOptions options) {
+  return random(std::move(shape), options, Distribution::Uniform, "rand");
+}
+
+Tensor randn(Shape shape, TensorOptions options) {
+  return random(std::move(shape), options, Distribution::Normal, "randn");
+}
+
+Tensor full(Shape shape, double value, TensorOptions options) {
+  Tensor out = empty(std::move(shape), options);
+  out.fill_(value);
+  return out;
+}
+
+Tensor zeros(Shape shape, TensorOptions options) { return full(std::move(shape), 0.0, options); }
+Tensor ones(Shape shape, TensorOptions options) { return full(std::move(shape), 1.0, options); }
+
+Tensor empty_like(const Tensor& like) {
+  AMP_CHECK(like.defined(), "empty_like: expected a defined tensor, got an undefined one");
+  return empty(like.sizes(), {.dtype = like.dtype(), .device = like.device()});
+}
+Tensor zeros_like(const Tensor& like) { return empty_like(like).fill_(0.0); }
+Tensor ones_like(const Tensor& like) { return empty_like(like).fill_(1.0); }
+Tensor full_like(const Tensor& like, double value) { return empty_like(like).fill_(value); }
+
+Tensor scalar_tensor(double value, TensorOptions options) { return full({}, value, options); }
+
+Tensor arange(double start, double end, double step, TensorOptions options) {
+  AMP_CHECK(step != 0, "arange: expected a non-zero step, got 0");
+  AMP_CHECK(std::isfinite(start) && std::isfinite(end), "arange: expected finite bounds, got [",
+            start, ", ", end, ")");
+  AMP_CHECK((end - start) / step >= 0, "arange: upper bound and larger bound inconsistent with "
+            "step sign (start ", start, ", end ", end, ", step ", step, ")");
+  const int64_t n = static_cast<int64_t>(std::ceil((end - start) / step));
+  std::vector<double> values(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) values[i] = start + static_cast<double>(i) * step;
+  return from_vector(values, {n}, options);
+}
+
+Tensor arange(int64_t end, TensorOptions options) {
+  return arange(0.0, static_cast<double>(end), 1.0, options);
+}
+
+template <class T>
+Tensor from_vector(const std::vector<T>& data, Shape shape, TensorOptions options) {
+  AMP_CHECK(static_cast<int64_t>(data.size()) == shape_numel(shape), "from_vector: expected ",
+            shape_numel(shape), " values for shape ", shape_to_string(shape), ", got ",
+            data.size());
+  // Stage in the closest exact type, then convert (one rounding) to the requested dtype.
+  using Staged = std::conditional_t<std::is_floating_point_v<T>, double,
+                                    std::conditional_t<std::is_same_v<T, bool>, bool, int64_t>>;
+  Tensor staged = empty(shape, {.dtype = dtype_of<Staged>()});
+  Staged* p = staged.data<Staged>();
+  for (size_t i = 0; i < data.size(); ++i) p[i] = static_cast<Staged>(data[i]);
+  Tensor out = staged.to(options.dtype).to(options.device);
+  return out;
+}
+template Tensor from_vector(const std::vector<float>&, Shape, TensorOptions);
+template Tensor from_vector(const std::vector<double>&, Shape, TensorOptions);
+template Tensor from_vector(const std::vector<int64_t>&, Shape, TensorOptions);
+template Tensor from_vector(const std::vector<int>&, Shape, TensorOptions);
+template Tensor from_vector(const std::vector<bool>&, Shape, TensorOptions);
+
+}  // namespace amp

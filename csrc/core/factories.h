@@ -1,0 +1,35 @@
+// Tensor factories and the global random generator.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "csrc/core/tensor.h"
+
+namespace amp {
+
+Tensor zeros(Shape shape, TensorOptions options = {});
+Tensor ones(Shape shape, TensorOptions options = {});
+Tensor full(Shape shape, double value, TensorOptions options = {});
+Tensor zeros_like(const Tensor& like);
+Tensor ones_like(const Tensor& like);
+Tensor full_like(const Tensor& like, double value);
+Tensor empty_like(const Tensor& like);
+// [start, end) in steps of `step`; Int64 unless options say otherwise.
+Tensor arange(double start, double end, double step = 1.0,
+              TensorOptions options = {.dtype = DType::Int64});
+Tensor arange(int64_t end, TensorOptions options = {.dtype = DType::Int64});
+
+// Uniform [0, 1) and standard normal samples from the global generator (Philox4x32-10, drawn
+// in fp32 on the CPU, so a seed gives the same values on every device and thread count).
+Tensor rand(Shape shape, TensorOptions options = {});
+Tensor randn(Shape shape, TensorOptions options = {});
+void manual_seed(uint64_t seed);
+
+// T in {float, double, int64_t, int, bool}; values are converted to options.dtype (RNE).
+template <class T>
+Tensor from_vector(const std::vector<T>& data, Shape shape, TensorOptions options = {});
+// A 0-d tensor.
+Tensor scalar_tensor(double value, TensorOptions options = {});
+
+}  // namespace amp

@@ -1,0 +1,51 @@
+// Portability and checking macros shared by host and device code.
+#pragma once
+
+#include <sstream>
+#include <string>
+
+#include "csrc/core/error.h"
+
+#if defined(__CUDACC__)
+#define AMP_HOST_DEVICE __host__ __device__
+#define AMP_FORCEINLINE __forceinline__
+#else
+#define AMP_HOST_DEVICE
+#define AMP_FORCEINLINE inline __attribute__((always_inline))
+#endif
+
+namespace amp::detail {
+
+// Concatenates every argument with operator<< into one message string.
+template <class... Args>
+std::string concat(const Args&... args) {
+  std::ostringstream out;
+  (out << ... << args);
+  return out.str();
+}
+
+[[noreturn]] void throw_error(const char* file, int line, const std::string& message);
+[[noreturn]] void throw_internal(const char* file, int line, const char* condition,
+                                 const std::string& message);
+
+}  // namespace amp::detail
+
+// User errors: the message says the op, what was expected and what was got.
+#define AMP_CHECK(cond, ...)                                                       \
+  do {                                                                             \
+    if (!(cond)) [[unlikely]] {                                                    \
+      ::amp::detail::throw_error(__FILE__, __LINE__, ::amp::detail::concat(__VA_ARGS__)); \
+    }                                                                              \
+  } while (0)
+
+#define AMP_FAIL(...) ::amp::detail::throw_error(__FILE__, __LINE__, ::amp::detail::concat(__VA_ARGS__))
+
+// Internal invariants: a failure here is a bug in ampcpp, still reported as amp::Error so that
+// a library never aborts its host program.
+#define AMP_ASSERT(cond, ...)                                                          \
+  do {                                                                                 \
+    if (!(cond)) [[unlikely]] {                                                        \
+      ::amp::detail::throw_internal(__FILE__, __LINE__, #cond,                         \
+                                    ::amp::detail::concat("" __VA_OPT__(, ) __VA_ARGS__)); \
+    }                                                                                  \
+  } while (0)

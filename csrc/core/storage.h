@@ -1,0 +1,37 @@
+// Storage: one allocation on one device, shared by a tensor and all of its views.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "csrc/core/device.h"
+
+namespace amp {
+
+class StorageImpl {
+ public:
+  StorageImpl(size_t nbytes, Device device);  // from the device's caching allocator
+  ~StorageImpl();
+  StorageImpl(const StorageImpl&) = delete;
+  StorageImpl& operator=(const StorageImpl&) = delete;
+
+  void* data() const { return data_; }
+  size_t nbytes() const { return nbytes_; }
+  Device device() const { return device_; }
+
+  // Bumped by every in-place write through any view; autograd compares it with the value saved
+  // at forward time to detect a saved tensor modified in place.
+  uint64_t version() const { return version_; }
+  void bump_version() { ++version_; }
+
+ private:
+  void* data_ = nullptr;
+  size_t nbytes_ = 0;
+  Device device_;
+  uint64_t version_ = 0;
+};
+
+using Storage = std::shared_ptr<StorageImpl>;
+
+}  // namespace amp

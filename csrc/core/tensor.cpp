@@ -1,0 +1,458 @@
+#include "csrc/core/tensor.h"
+
+#include <algorithm>
+#include <iomanip>
+#include <numeric>
+#include <ostream>
+#include <sstream>
+
+#include "csrc/core/macros.h"
+#include "csrc/cuda/cuda_backend.h"
+#include "csrc/ops/kernels.h"
+#include "csrc/ops/reduce.h"
+
+namespace amp {
+
+std::string shape_to_string(const Shape& shape) {
+  std::ostringstream out;
+  out << "[";
+  for (size_t i = 0; i < shape.size(); ++i) out << (i ? ", " : "") << shape[i];
+  out << "]";
+  return out.str();
+}
+
+Shape contiguous_strides(const Shape& shape) {
+  Shape strides(shape.size());
+  int64_t stride = 1;
+  for (size_t i = shape.size(); i-- > 0;) {
+    strides[i] = stride;
+    stride *= std::max<int64_t>(shape[i], 1);
+  }
+  return strides;
+}
+
+int64_t shape_numel(const Shape& shape) {
+  int64_t n = 1;
+  for (int64_t s : shape) n *= s;
+  return n;
+}
+
+int64_t wrap_dim(int64_t dim, int64_t ndim, const char* op) {
+  const int64_t lo = ndim == 0 ? -1 : -ndim;
+  const int64_t hi = ndim == 0 ? 0 : ndim - 1;
+  AMP_CHECK(dim >= lo && dim <= hi, op, ": dimension out of range (expected to be in range of [",
+            lo, ", ", hi, "], but got ", dim, ")");
+  return dim < 0 ? dim + std::max<int64_t>(ndim, 1) : dim;
+}
+
+Tensor empty(Shape shape, TensorOptions options) {
+  if (options.device.is_cuda()) cuda_backend::require_available("empty");
+  AMP_CHECK(static_cast<int>(shape.size()) <= kMaxDims, "empty: expected at most ", kMaxDims,
+            " dims, got ", shape.size(), " (shape ", shape_to_string(shape), ")");
+  for (int64_t s : shape) {
+    AMP_CHECK(s >= 0, "empty: expected non-negative sizes, got shape ", shape_to_string(shape));
+  }
+  const int64_t n = shape_numel(shape);
+  AMP_CHECK(n <= (int64_t{1} << 40), "empty: tensor of ", n, " elements is too large (shape ",
+            shape_to_string(shape), ")");
+  auto impl = std::make_shared<TensorImpl>();
+  impl->storage = std::make_shared<StorageImpl>(static_cast<size_t>(n) * element_size(options.dtype),
+                                                options.device);
+  impl->strides = contiguous_strides(shape);
+  impl->sizes = std::move(shape);
+  impl->dtype = options.dtype;
+  return Tensor(std::move(impl));
+}
+
+Tensor make_view(const Tensor& base, Shape sizes, Shape strides, int64_t offset) {
+  auto impl = std::make_shared<TensorImpl>();
+  impl->storage = base.storage();
+  impl->sizes = std::move(sizes);
+  impl->strides = std::move(strides);
+  impl->offset = offset;
+  impl->dtype = base.dtype();
+  return Tensor(std::move(impl));
+}
+
+const TensorImpl& Tensor::checked_impl(const char* op) const {
+  AMP_CHECK(impl_ != nullptr, op, ": expected a defined tensor, got an undefined one");
+  return *impl_;
+}
+
+const Shape& Tensor::sizes() const { return checked_impl("sizes").sizes; }
+const Shape& Tensor::strides() const { return checked_impl("strides").strides; }
+int64_t Tensor::dim() const { return static_cast<int64_t>(checked_impl("dim").sizes.size()); }
+int64_t Tensor::numel() const { return shape_numel(checked_impl("numel").sizes); }
+DType Tensor::dtype() const { return checked_impl("dtype").dtype; }
+Device Tensor::device() const { return checked_impl("device").storage->device(); }
+int64_t Tensor::storage_offset() const { return checked_impl("storage_offset").offset; }
+const Storage& Tensor::storage() const { return checked_impl("storage").storage; }
+
+int64_t Tensor::size(int64_t dim) const {
+  const auto& s = checked_impl("size").sizes;
+  return s[wrap_dim(dim, static_cast<int64_t>(s.size()), "size")];
+}
+
+int64_t Tensor::stride(int64_t dim) const {
+  const auto& s = checked_impl("stride").strides;
+  return s[wrap_dim(dim, static_cast<int64_t>(s.size()), "stride")];
+}
+
+bool Tensor::is_contiguous() const {
+  const auto& impl = checked_impl("is_contiguous");
+  int64_t expected = 1;
+  for (size_t i = impl.sizes.size(); i-- > 0;) {
+    if (impl.sizes[i] == 1) continue;
+    if (impl.strides[i] != expected) return false;
+    expected *= impl.sizes[i];
+  }
+  return true;
+}
+
+void* Tensor::data_ptr() const {
+  const auto& impl = checked_impl("data_ptr");
+  return static_cast<char*>(impl.storage->data()) +
+         impl.offset * static_cast<int64_t>(element_size(impl.dtype));
+}
+
+template <class T>
+T* Tensor::data() const {
+  AMP_CHECK(dtype() == dtype_of<std::remove_const_t<T>>(), "data: expected a tensor of dtype ",
+            dtype_name(dtype_of<std::remove_const_t<T>>()), ", got ", dtype_name(dtype()));
+  return static_cast<T*>(data_ptr());
+}
+template float* Tensor::data<float>() const;
+template double* Tensor::data<double>() const;
+template Half* Tensor::data<Half>() const;
+template BFloat16* Tensor::data<BFloat16>() const;
+template int64_t* Tensor::data<int64_t>() const;
+template bool* Tensor::data<bool>() const;
+template const float* Tensor::data<const float>() const;
+template const double* Tensor::data<const double>() const;
+template const Half* Tensor::data<const Half>() const;
+template const BFloat16* Tensor::data<const BFloat16>() const;
+template const int64_t* Tensor::data<const int64_t>() const;
+template const bool* Tensor::data<const bool>() const;
+
+Tensor Tensor::to(DType dtype) const {
+  checked_impl("to");
+  if (dtype == this->dtype()) return *this;
+  Tensor out = empty(sizes(), {.dtype = dtype, .device = device()});
+  out.copy_(*this);
+  return out;
+}
+
+Tensor Tensor::to(Device device) const {
+  checked_impl("to");
+  if (device == this->device()) return *this;
+  Tensor out = empty(sizes(), {.dtype = dtype(), .device = device});
+  out.copy_(*this);
+  return out;
+}
+
+Tensor Tensor::contiguous() const {
+  if (is_contiguous()) return *this;
+  return clone();
+}
+
+Tensor Tensor::clone() const {
+  Tensor out = empty(sizes(), {.dtype = dtype(), .device = device()});
+  out.copy_(*this);
+  return out;
+}
+
+namespace {
+
+// Infers one -1 entry of a requested shape and checks the element count.
+Shape infer_shape(Shape shape, int64_t numel, const char* op) {
+  int64_t known = 1;
+  int infer = -1;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (shape[i] == -1) {
+      AMP_CHECK(infer < 0, op, ": only one dimension can be inferred, got shape ",
+                shape_to_string(shape));
+      infer = static_cast<int>(i);
+    } else {
+      AMP_CHECK(shape[i] >= 0, op, ": invalid shape dimension ", shape[i], " in ",
+                shape_to_string(shape));
+      known *= shape[i];
+    }
+  }
+  if (infer >= 0) {
+    AMP_CHECK(known != 0 && numel % known == 0, op, ": shape ", shape_to_string(shape),
+              " is invalid for input of size ", numel);
+    shape[infer] = numel / known;
+  }
+  AMP_CHECK(shape_numel(shape) == numel, op, ": shape ", shape_to_string(shape),
+            " is invalid for input of size ", numel);
+  return shape;
+}
+
+// Strides for viewing (sizes, strides) as `shape` without copying, if possible (PyTorch's
+// computeStride): each group of old dims that merges into new dims must be contiguous.
+bool view_strides(const Shape& sizes, const Shape& strides, const Shape& shape, Shape& out) {
+  out.assign(shape.size(), 0);
+  if (shape_numel(sizes) == 0) {
+    out = contiguous_strides(shape);
+    return true;
+  }
+  int64_t view_d = static_cast<int64_t>(shape.size()) - 1;
+  int64_t chunk_base_stride = strides.empty() ? 1 : strides.back();
+  int64_t tensor_numel = 1, view_numel = 1;
+  for (int64_t tensor_d = static_cast<int64_t>(sizes.size()) - 1; tensor_d >= 0; --tensor_d) {
+    tensor_numel *= sizes[tensor_d];
+    if (tensor_d == 0 ||
+        (sizes[tensor_d - 1] != 1 && strides[tensor_d - 1] != tensor_numel * chunk_base_stride)) {
+      while (view_d >= 0 && (view_numel < tensor_numel || shape[view_d] == 1)) {
+        out[view_d] = view_numel * chunk_base_stride;
+        view_numel *= shape[view_d];
+        --view_d;
+      }
+      if (view_numel != tensor_numel) return false;
+      if (tensor_d > 0) {
+        chunk_base_stride = strides[tensor_d - 1];
+        tensor_numel = 1;
+        view_numel = 1;
+      }
+    }
+  }
+  return view_d == -1;
+}
+
+}  // namespace
+
+Tensor Tensor::view(Shape shape) const {
+  shape = infer_shape(std::move(shape), numel(), "view");
+  Shape strides;
+  AMP_CHECK(view_strides(sizes(), this->strides(), shape, strides),
+            "view: size ", shape_to_string(shape), " is not compatible with input of size ",
+            shape_to_string(sizes()), " and stride ", shape_to_string(this->strides()),
+            " (at least one dimension spans across two contiguous subspaces); use reshape");
+  return make_view(*this, std::move(shape), std::move(strides), storage_offset());
+}
+
+Tensor Tensor::reshape(Shape shape) const {
+  shape = infer_shape(std::move(shape), numel(), "reshape");
+  Shape strides;
+  if (view_strides(sizes(), this->strides(), shape, strides)) {
+    return make_view(*this, std::move(shape), std::move(strides), storage_offset());
+  }
+  return clone().view(std::move(shape));
+}
+
+Tensor Tensor::flatten(int64_t start_dim, int64_t end_dim) const {
+  const int64_t n = dim();
+  if (n == 0) return reshape({1});
+  start_dim = wrap_dim(start_dim, n, "flatten");
+  end_dim = wrap_dim(end_dim, n, "flatten");
+  AMP_CHECK(start_dim <= end_dim, "flatten: expected start_dim <= end_dim, got start_dim ",
+            start_dim, " and end_dim ", end_dim);
+  Shape shape(sizes().begin(), sizes().begin() + start_dim);
+  int64_t merged = 1;
+  for (int64_t d = start_dim; d <= end_dim; ++d) merged *= size(d);
+  shape.push_back(merged);
+  shape.insert(shape.end(), sizes().begin() + end_dim + 1, sizes().end());
+  return reshape(std::move(shape));
+}
+
+Tensor Tensor::t() const {
+  AMP_CHECK(dim() <= 2, "t: expected a tensor with <= 2 dimensions, got ", dim(),
+            " dimensions (shape ", shape_to_string(sizes()), ")");
+  if (dim() < 2) return *this;
+  return transpose(0, 1);
+}
+
+Tensor Tensor::transpose(int64_t dim0, int64_t dim1) const {
+  const int64_t n = dim();
+  dim0 = wrap_dim(dim0, n, "transpose");
+  dim1 = wrap_dim(dim1, n, "transpose");
+  if (n == 0) return *this;
+  Shape sizes = this->sizes(), strides = this->strides();
+  std::swap(sizes[dim0], sizes[dim1]);
+  std::swap(strides[dim0], strides[dim1]);
+  return make_view(*this, std::move(sizes), std::move(strides), storage_offset());
+}
+
+Tensor Tensor::permute(Shape dims) const {
+  const int64_t n = dim();
+  AMP_CHECK(static_cast<int64_t>(dims.size()) == n, "permute: expected ", n,
+            " dims in the permutation, got ", shape_to_string(dims));
+  Shape sizes(n), strides(n);
+  std::vector<bool> seen(n, false);
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t d = wrap_dim(dims[i], n, "permute");
+    AMP_CHECK(!seen[d], "permute: expected a permutation, got repeated dim ", dims[i], " in ",
+              shape_to_string(dims));
+    seen[d] = true;
+    sizes[i] = size(d);
+    strides[i] = stride(d);
+  }
+  return make_view(*this, std::move(sizes), std::move(strides), storage_offset());
+}
+
+Tensor Tensor::narrow(int64_t dim, int64_t start, int64_t length) const {
+  AMP_CHECK(this->dim() > 0, "narrow: expected a tensor with at least one dimension, got 0-d");
+  dim = wrap_dim(dim, this->dim(), "narrow");
+  const int64_t n = size(dim);
+  if (start < 0) start += n;
+  AMP_CHECK(start >= 0 && length >= 0 && start + length <= n, "narrow: expected start ", start,
+            " + length ", length, " to be within dimension ", dim, " of size ", n);
+  return slice(dim, start, start + length);
+}
+
+Tensor Tensor::slice(int64_t dim, int64_t start, int64_t end, int64_t step) const {
+  AMP_CHECK(this->dim() > 0, "slice: expected a tensor with at least one dimension, got 0-d");
+  dim = wrap_dim(dim, this->dim(), "slice");
+  AMP_CHECK(step > 0, "slice: expected a positive step, got ", step);
+  const int64_t n = size(dim);
+  if (start < 0) start += n;
+  if (end < 0) end += n;
+  start = std::clamp<int64_t>(start, 0, n);
+  end = std::clamp<int64_t>(end, start, n);
+  Shape sizes = this->sizes(), strides = this->strides();
+  sizes[dim] = (end - start + step - 1) / step;
+  const int64_t offset = storage_offset() + start * strides[dim];
+  strides[dim] *= step;
+  return make_view(*this, std::move(sizes), std::move(strides), offset);
+}
+
+Tensor Tensor::select(int64_t dim, int64_t index) const {
+  AMP_CHECK(this->dim() > 0, "select: expected a tensor with at least one dimension, got 0-d");
+  dim = wrap_dim(dim, this->dim(), "select");
+  const int64_t n = size(dim);
+  AMP_CHECK(index >= -n && index < n, "select: index ", index, " out of range for dimension ",
+            dim, " of size ", n);
+  if (index < 0) index += n;
+  Shape sizes = this->sizes(), strides = this->strides();
+  const int64_t offset = storage_offset() + index * strides[dim];
+  sizes.erase(sizes.begin() + dim);
+  strides.erase(strides.begin() + dim);
+  return make_view(*this, std::move(sizes), std::move(strides), offset);
+}
+
+Tensor Tensor::expand(Shape shape) const {
+  const int64_t n = dim();
+  const int64_t m = static_cast<int64_t>(shape.size());
+  AMP_CHECK(m >= n, "expand: the number of sizes provided (", m,
+            ") must be greater or equal to the number of dimensions in the tensor (", n, ")");
+  Shape strides(m);
+  for (int64_t i = m - 1; i >= 0; --i) {
+    const int64_t j = i - (m - n);
+    if (j < 0) {
+      AMP_CHECK(shape[i] >= 0, "expand: expected non-negative sizes, got ",
+                shape_to_string(shape));
+      strides[i] = 0;
+      continue;
+    }
+    if (shape[i] == -1) shape[i] = size(j);
+    if (size(j) == shape[i]) {
+      strides[i] = stride(j);
+    } else {
+      AMP_CHECK(size(j) == 1, "expand: the expanded size of the tensor (", shape[i],
+                ") must match the existing size (", size(j), ") at non-singleton dimension ", i,
+                ". Target sizes: ", shape_to_string(shape), ". Tensor sizes: ",
+                shape_to_string(sizes()));
+      strides[i] = 0;
+    }
+  }
+  return make_view(*this, std::move(shape), std::move(strides), storage_offset());
+}
+
+Tensor Tensor::unsqueeze(int64_t dim) const {
+  dim = wrap_dim(dim, this->dim() + 1, "unsqueeze");
+  Shape sizes = this->sizes(), strides = this->strides();
+  const int64_t stride =
+      dim < this->dim() ? strides[dim] * sizes[dim] : 1;
+  sizes.insert(sizes.begin() + dim, 1);
+  strides.insert(strides.begin() + dim, stride);
+  return make_view(*this, std::move(sizes), std::move(strides), storage_offset());
+}
+
+Tensor Tensor::squeeze(int64_t dim) const {
+  if (this->dim() == 0) return *this;
+  dim = wrap_dim(dim, this->dim(), "squeeze");
+  if (size(dim) != 1) return *this;
+  Shape sizes = this->sizes(), strides = this->strides();
+  sizes.erase(sizes.begin() + dim);
+  strides.erase(strides.begin() + dim);
+  return make_view(*this, std::move(sizes), std::move(strides), storage_offset());
+}
+
+Tensor Tensor::sum() const { return amp::sum(*this); }
+Tensor Tensor::mean() const { return amp::mean(*this); }
+
+template <class T>
+std::vector<T> Tensor::to_vector() const {
+  checked_impl("to_vector");
+  using Source = std::conditional_t<std::is_same_v<T, int>, int64_t, T>;
+  constexpr DType kTarget = dtype_of<Source>();
+  // Convert on the tensor's device, then bring the packed values to the host.
+  Tensor packed = to(kTarget).contiguous().to(Device::cpu());
+  using Stored = typename StorageTypeOf<kTarget>::type;
+  const Stored* p = packed.data<const Stored>();
+  std::vector<T> out(static_cast<size_t>(packed.numel()));
+  for (size_t i = 0; i < out.size(); ++i) out[i] = static_cast<T>(p[i]);
+  return out;
+}
+template std::vector<float> Tensor::to_vector<float>() const;
+template std::vector<double> Tensor::to_vector<double>() const;
+template std::vector<int64_t> Tensor::to_vector<int64_t>() const;
+template std::vector<int> Tensor::to_vector<int>() const;
+template std::vector<bool> Tensor::to_vector<bool>() const;
+
+template <class T>
+T Tensor::item() const {
+  AMP_CHECK(numel() == 1, "item: expected a tensor with one element, got ", numel(),
+            " elements (shape ", shape_to_string(sizes()), ")");
+  return to_vector<T>()[0];
+}
+template float Tensor::item<float>() const;
+template double Tensor::item<double>() const;
+template int64_t Tensor::item<int64_t>() const;
+template int Tensor::item<int>() const;
+template bool Tensor::item<bool>() const;
+
+Tensor& Tensor::copy_(const Tensor& src) {
+  checked_impl("copy_");
+  AMP_CHECK(src.defined(), "copy_: expected a defined source tensor, got an undefined one");
+  Tensor source = src;
+  if (src.device() != device()) {
+    // Cross-device: convert and pack on the source device, move the bytes, then let the
+    // same-device path below broadcast into this tensor's layout.
+    Tensor packed = src.to(dtype()).contiguous();
+    Tensor staged = empty(packed.sizes(), {.dtype = dtype(), .device = device()});
+    cuda_backend::copy_bytes(staged.data_ptr(), device(), packed.data_ptr(), packed.device(),
+                             static_cast<size_t>(packed.numel()) * element_size(dtype()));
+    source = staged;
+  }
+  Tensor expanded = source.expand(sizes());
+  impl_->storage->bump_version();
+  if (numel() == 0) return *this;
+  const ElementwisePlan plan = make_elementwise_plan(*this, &expanded, 1);
+  kernels_for(device()).copy(plan, dtype(), source.dtype());
+  return *this;
+}
+
+Tensor& Tensor::fill_(double value) {
+  checked_impl("fill_");
+  impl_->storage->bump_version();
+  if (numel() == 0) return *this;
+  const ElementwisePlan plan = make_elementwise_plan(*this, nullptr, 0);
+  kernels_for(device()).fill(plan, dtype(), value);
+  return *this;
+}
+
+Tensor& Tensor::zero_() { return fill_(0.0); }
+
+std::ostream& operator<<(std::ostream& out, const Tensor& tensor) {
+  if (!tensor.defined()) return out << "Tensor(undefined)";
+  out << "Tensor(shape=" << shape_to_string(tensor.sizes()) << ", dtype="
+      << dtype_name(tensor.dtype()) << ", device=" << to_string(tensor.device()) << ", values=[";
+  const auto values = tensor.to_vector<double>();
+  const size_t shown = std::min<size_t>(values.size(), 16);
+  for (size_t i = 0; i < shown; ++i) out << (i ? ", " : "") << std::setprecision(8) << values[i];
+  if (shown < values.size()) out << ", ... (" << values.size() << " values)";
+  return out << "])";
+}
+
+}  // namespace amp

@@ -1,0 +1,121 @@
+// amp::Tensor: a cheap handle to a strided view of a Storage, with a dtype and a device.
+//
+//   amp::manual_seed(0);
+//   amp::Tensor x = amp::randn({64, 784});                 // Float32 on the CPU
+//   amp::Tensor w = amp::randn({784, 10}).to(amp::DType::BFloat16);
+//   amp::Tensor y = amp::matmul(x.to(amp::DType::BFloat16), w);   // bf16 in, fp32 accumulate
+//   float first = y.narrow(0, 0, 1).sum().item<float>();
+//
+// Copying a Tensor copies the handle: both names refer to the same data. Views (reshape of a
+// contiguous tensor, transpose, narrow, expand, ...) share storage with their base.
+#pragma once
+
+#include <cstdint>
+#include <iosfwd>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "csrc/core/device.h"
+#include "csrc/core/dtype.h"
+#include "csrc/core/error.h"
+#include "csrc/core/storage.h"
+
+namespace amp {
+
+using Shape = std::vector<int64_t>;
+
+struct TensorOptions {
+  DType dtype = DType::Float32;
+  Device device = Device::cpu();
+  bool requires_grad = false;
+};
+
+struct TensorImpl {
+  Storage storage;
+  Shape sizes;
+  Shape strides;  // in elements
+  int64_t offset = 0;  // in elements
+  DType dtype = DType::Float32;
+};
+
+class Tensor {
+ public:
+  Tensor() = default;  // undefined: defined() == false
+  explicit Tensor(std::shared_ptr<TensorImpl> impl) : impl_(std::move(impl)) {}
+
+  bool defined() const { return impl_ != nullptr; }
+  const Shape& sizes() const;  // valid while the tensor lives
+  const Shape& strides() const;
+  int64_t size(int64_t dim) const;
+  int64_t stride(int64_t dim) const;
+  int64_t dim() const;
+  int64_t numel() const;
+  DType dtype() const;
+  Device device() const;
+  int64_t storage_offset() const;
+  bool is_contiguous() const;
+  const Storage& storage() const;
+
+  // Address of the first element; data<T>() checks that T is the tensor's storage type.
+  void* data_ptr() const;
+  template <class T>
+  T* data() const;
+
+  // Conversions return *this when nothing changes, a new tensor otherwise.
+  Tensor to(DType dtype) const;
+  Tensor to(Device device) const;
+  Tensor contiguous() const;
+  Tensor clone() const;
+
+  // Views (share storage) and reshapes (a view when the strides allow, a copy otherwise).
+  Tensor reshape(Shape shape) const;
+  Tensor view(Shape shape) const;  // amp::Error when not expressible as a view
+  Tensor flatten(int64_t start_dim = 0, int64_t end_dim = -1) const;
+  Tensor t() const;
+  Tensor transpose(int64_t dim0, int64_t dim1) const;
+  Tensor permute(Shape dims) const;
+  Tensor narrow(int64_t dim, int64_t start, int64_t length) const;
+  Tensor slice(int64_t dim, int64_t start, int64_t end, int64_t step = 1) const;
+  Tensor select(int64_t dim, int64_t index) const;
+  Tensor expand(Shape shape) const;
+  Tensor unsqueeze(int64_t dim) const;
+  Tensor squeeze(int64_t dim) const;
+
+  Tensor sum() const;
+  Tensor mean() const;
+
+  template <class T>
+  T item() const;  // numel() == 1; converts
+  template <class T>
+  std::vector<T> to_vector() const;  // row-major; converts
+
+  // In-place writes (bump the storage version).
+  Tensor& copy_(const Tensor& src);  // converts dtype, broadcasts src, crosses devices
+  Tensor& fill_(double value);
+  Tensor& zero_();
+
+  TensorImpl* impl() const { return impl_.get(); }
+  bool is_same(const Tensor& other) const { return impl_ == other.impl_; }
+
+ private:
+  const TensorImpl& checked_impl(const char* op) const;
+  std::shared_ptr<TensorImpl> impl_;
+};
+
+std::ostream& operator<<(std::ostream& out, const Tensor& tensor);
+std::string shape_to_string(const Shape& shape);  // "[2, 3]"
+
+// Contiguous strides of a shape, in elements.
+Shape contiguous_strides(const Shape& shape);
+int64_t shape_numel(const Shape& shape);
+
+// A new, uninitialised tensor.
+Tensor empty(Shape shape, TensorOptions options = {});
+// A tensor viewing `storage` with the given geometry.
+Tensor make_view(const Tensor& base, Shape sizes, Shape strides, int64_t offset);
+
+// Wraps a possibly negative dim into [0, ndim); amp::Error naming `op` when out of range.
+int64_t wrap_dim(int64_t dim, int64_t ndim, const char* op);
+
+}  // namespace amp

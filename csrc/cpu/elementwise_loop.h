@@ -1,0 +1,90 @@
+// The CPU elementwise launcher: runs a functor from csrc/ops/functors.h over an
+// ElementwisePlan with OpenMP. Inputs are converted to the op-math type before the call and the
+// result is rounded once into the output type.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <tuple>
+#include <utility>
+
+#include "csrc/core/dtype.h"
+#include "csrc/cpu/parallel.h"
+#include "csrc/ops/elementwise_plan.h"
+
+namespace amp::cpu {
+
+namespace detail {
+
+template <class OutT, class... InT, class F, size_t... I>
+inline void run_contiguous(const ElementwisePlan& p, int64_t begin, int64_t end, const F& f,
+                           std::index_sequence<I...>) {
+  OutT* out = reinterpret_cast<OutT*>(p.data[0]);
+  const std::tuple<const InT*...> in{reinterpret_cast<const InT*>(p.data[I + 1])...};
+  for (int64_t i = begin; i < end; ++i) {
+    out[i] = convert<OutT>(f(convert<opmath_t<InT>>(std::get<I>(in)[i])...));
+  }
+}
+
+template <class OutT, class... InT, class F, size_t... I>
+inline void run_strided(const ElementwisePlan& p, int64_t begin, int64_t end, const F& f,
+                        std::index_sequence<I...>) {
+  constexpr int kN = 1 + sizeof...(InT);
+  // Walk the output in row-major order: the innermost dim is a tight loop, outer dims advance a
+  // multi-index counter.
+  int64_t idx[kMaxDims];
+  int64_t rem = begin;
+  for (int d = 0; d < p.ndim; ++d) {
+    idx[d] = rem % p.sizes[d];
+    rem /= p.sizes[d];
+  }
+  char* ptr[kN];
+  for (int a = 0; a < kN; ++a) {
+    ptr[a] = p.data[a];
+    for (int d = 0; d < p.ndim; ++d) ptr[a] += idx[d] * p.strides[a][d];
+  }
+  const int64_t inner = p.ndim > 0 ? p.sizes[0] : 1;
+  int64_t done = begin;
+  while (done < end) {
+    const int64_t count = std::min(inner - (p.ndim > 0 ? idx[0] : 0), end - done);
+    const int64_t s0 = p.ndim > 0 ? p.strides[0][0] : 0;
+    const std::array<int64_t, sizeof...(InT)> si{(p.ndim > 0 ? p.strides[I + 1][0] : 0)...};
+    char* o = ptr[0];
+    const std::array<const char*, sizeof...(InT)> ip{ptr[I + 1]...};
+    for (int64_t j = 0; j < count; ++j) {
+      *reinterpret_cast<OutT*>(o + j * s0) = convert<OutT>(
+          f(convert<opmath_t<InT>>(*reinterpret_cast<const InT*>(ip[I] + j * si[I]))...));
+    }
+    done += count;
+    if (done >= end) break;
+    // Advance: the inner dim wrapped; carry into outer dims.
+    for (int a = 0; a < kN; ++a) ptr[a] += count * (p.ndim > 0 ? p.strides[a][0] : 0);
+    if (p.ndim > 0) idx[0] += count;
+    for (int d = 0; d < p.ndim && idx[d] == p.sizes[d]; ++d) {
+      for (int a = 0; a < kN; ++a) ptr[a] -= p.sizes[d] * p.strides[a][d];
+      idx[d] = 0;
+      if (d + 1 < p.ndim) {
+        ++idx[d + 1];
+        for (int a = 0; a < kN; ++a) ptr[a] += p.strides[a][d + 1];
+      }
+    }
+  }
+}
+
+}  // namespace detail
+
+// out[i] = f(in0[i], in1[i], ...) for every element of the plan.
+template <class OutT, class... InT, class F>
+void elementwise(const ElementwisePlan& plan, const F& f) {
+  static_assert(1 + sizeof...(InT) <= kMaxOperands);
+  const auto seq = std::index_sequence_for<InT...>{};
+  parallel_for(plan.numel, kElementwiseGrain, [&](int64_t begin, int64_t end) {
+    if (plan.contiguous) {
+      detail::run_contiguous<OutT, InT...>(plan, begin, end, f, seq);
+    } else {
+      detail::run_strided<OutT, InT...>(plan, begin, end, f, seq);
+    }
+  });
+}
+
+}  // namespace amp::cpu

@@ -1,0 +1,136 @@
+// The CPU kernel table: each family dispatches on dtype, picks the functor from
+// csrc/ops/functors.h and runs it with the OpenMP launcher.
+#include <omp.h>
+
+#include <algorithm>
+#include <type_traits>
+#include <vector>
+
+#include "csrc/cpu/elementwise_loop.h"
+#include "csrc/cpu/gemm.h"
+#include "csrc/cpu/parallel.h"
+#include "csrc/ops/kernels.h"
+#include "csrc/ops/row_kernels.h"
+
+namespace amp::cpu {
+
+namespace {
+
+struct Identity {
+  template <class T>
+  T operator()(T a) const {
+    return a;
+  }
+};
+
+void unary_kernel(UnaryOp op, UnaryParams params, const ElementwisePlan& plan, DType dtype) {
+  AMP_DISPATCH_NUMERIC(dtype, unary_op_name(op), [&] {
+    visit_unary(op, params, [&](auto f) {
+      using R = decltype(f(opmath_t<scalar_t>{}));
+      if constexpr (std::is_same_v<R, bool>) {
+        elementwise<bool, scalar_t>(plan, f);
+      } else {
+        elementwise<scalar_t, scalar_t>(plan, f);
+      }
+    });
+  });
+}
+
+void binary_kernel(BinaryOp op, const ElementwisePlan& plan, DType dtype) {
+  AMP_DISPATCH_ALL(dtype, binary_op_name(op), [&] {
+    visit_binary(op, [&](auto f) {
+      using M = opmath_t<scalar_t>;
+      using R = decltype(f(M{}, M{}));
+      if constexpr (std::is_same_v<R, bool>) {
+        elementwise<bool, scalar_t, scalar_t>(plan, f);
+      } else {
+        elementwise<scalar_t, scalar_t, scalar_t>(plan, f);
+      }
+    });
+  });
+}
+
+void where_kernel(const ElementwisePlan& plan, DType dtype) {
+  AMP_DISPATCH_ALL(dtype, "where", [&] {
+    elementwise<scalar_t, bool, scalar_t, scalar_t>(plan, functors::Where{});
+  });
+}
+
+void copy_kernel(const ElementwisePlan& plan, DType out_dtype, DType in_dtype) {
+  AMP_DISPATCH_ALL(out_dtype, "copy_", [&] {
+    using out_t = scalar_t;
+    AMP_DISPATCH_ALL(in_dtype, "copy_", [&] { elementwise<out_t, scalar_t>(plan, Identity{}); });
+  });
+}
+
+void fill_kernel(const ElementwisePlan& plan, DType dtype, double value) {
+  AMP_DISPATCH_ALL(dtype, "fill_", [&] {
+    const scalar_t v = convert<scalar_t>(value);
+    elementwise<scalar_t>(plan, [v] { return v; });
+  });
+}
+
+// Few long rows (a full reduction): every thread sums a slice of each row, and the slices are
+// added in a fixed order so the result does not depend on scheduling.
+template <class T>
+void reduce_long_rows(ReduceOp op, const T* x, void* out, int64_t rows, int64_t cols,
+                      int threads) {
+  using Acc = acc_t<T>;
+  std::vector<Acc> partial(threads);
+  for (int64_t r = 0; r < rows; ++r) {
+    const T* row = x + r * cols;
+#pragma omp parallel num_threads(threads)
+    {
+      const int64_t t = omp_get_thread_num(), nt = omp_get_num_threads();
+      const int64_t begin = cols * t / nt, end = cols * (t + 1) / nt;
+      partial[t] = rows::sum<T, Acc>(row + begin, end - begin);
+    }
+    Acc total = 0;
+    for (Acc p : partial) total += p;
+    if constexpr (std::is_integral_v<T>) {
+      static_cast<int64_t*>(out)[r] = total;
+    } else {
+      if (op == ReduceOp::Mean) total /= static_cast<Acc>(cols);
+      static_cast<T*>(out)[r] = convert<T>(total);
+    }
+  }
+}
+
+void reduce_kernel(ReduceOp op, DType in_dtype, const void* in, void* out, int64_t rows,
+                   int64_t cols) {
+  AMP_DISPATCH_ALL(in_dtype, reduce_op_name(op), [&] {
+    const auto* x = static_cast<const scalar_t*>(in);
+    const int threads = omp_in_parallel() ? 1 : omp_get_max_threads();
+    if ((op == ReduceOp::Sum || op == ReduceOp::Mean) && rows < threads &&
+        cols >= 4 * kElementwiseGrain) {
+      reduce_long_rows(op, x, out, rows, cols, threads);
+      return;
+    }
+    const int64_t grain = std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(cols, 1));
+    parallel_for(rows, grain, [&](int64_t begin, int64_t end) {
+      for (int64_t r = begin; r < end; ++r) rows::reduce_row(op, x + r * cols, cols, out, r);
+    });
+  });
+}
+
+void softmax_kernel(bool log, DType dtype, const void* in, void* out, int64_t rows,
+                    int64_t cols) {
+  AMP_DISPATCH_FLOATING(dtype, log ? "log_softmax" : "softmax", [&] {
+    const auto* x = static_cast<const scalar_t*>(in);
+    auto* y = static_cast<scalar_t*>(out);
+    const int64_t grain = std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(cols, 1));
+    parallel_for(rows, grain, [&](int64_t begin, int64_t end) {
+      for (int64_t r = begin; r < end; ++r) rows::softmax(x + r * cols, y + r * cols, cols, log);
+    });
+  });
+}
+
+}  // namespace
+
+const DeviceKernels& kernels() {
+  static const DeviceKernels table{unary_kernel, binary_kernel,  where_kernel,   copy_kernel,
+                                   fill_kernel,  reduce_kernel, softmax_kernel, gemm};
+  return table;
+}
+
+}  // namespace amp::cpu

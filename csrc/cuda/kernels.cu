@@ -1,0 +1,325 @@
+// The CUDA kernel table (csrc/ops/kernels.h): the same dtype dispatch and the same functors as
+// the CPU table (csrc/cpu/kernels.cpp), run from CUDA kernels instead of OpenMP loops. Only the
+// launch code lives here; the math is in csrc/ops/functors.h and is tested on the CPU.
+//
+// Every kernel runs on the legacy default stream of the current device, so launches are ordered
+// with each other and with the cudaMemcpy calls of copy_bytes; nothing here synchronizes.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <type_traits>
+#include <utility>
+
+#include "csrc/core/dtype.h"
+#include "csrc/cuda/cuda_backend.h"
+#include "csrc/cuda/cuda_check.cuh"
+#include "csrc/ops/kernels.h"
+#include "csrc/ops/row_kernels.h"
+
+namespace amp::cuda_backend {
+
+void gemm(const GemmArgs& args);  // cuBLAS, in gemm.cu
+
+namespace {
+
+// Threads per block for every kernel here. A power of two: block_reduce halves it.
+constexpr int kThreads = 256;
+// Enough blocks to fill any current GPU several times over; grid-stride loops do the rest, and
+// the bound keeps every grid far below the 2^31 - 1 limit of gridDim.x.
+constexpr int64_t kMaxBlocks = 65535;
+
+int blocks_for(int64_t work_items) {
+  return static_cast<int>(std::clamp<int64_t>((work_items + kThreads - 1) / kThreads, 1,
+                                              kMaxBlocks));
+}
+int blocks_for_rows(int64_t rows) { return static_cast<int>(std::min<int64_t>(rows, kMaxBlocks)); }
+
+// ---------------------------------------------------------------------------------------------
+// Elementwise: out[i] = f(in0[i], in1[i], ...) over an ElementwisePlan.
+
+struct Identity {
+  template <class T>
+  AMP_HOST_DEVICE T operator()(T a) const {
+    return a;
+  }
+};
+
+template <class T>
+struct FillValue {
+  T value;
+  AMP_HOST_DEVICE T operator()() const { return value; }
+};
+
+// Loads each input at its byte offset, converts it to the op-math type, applies f and rounds
+// once into the output type: exactly what the CPU launcher does per element.
+template <class OutT, class... InT, class F, size_t... I>
+__device__ AMP_FORCEINLINE void apply_at(const ElementwisePlan& p, const int64_t* offset,
+                                         const F& f, std::index_sequence<I...>) {
+  *reinterpret_cast<OutT*>(p.data[0] + offset[0]) = convert<OutT>(
+      f(convert<opmath_t<InT>>(*reinterpret_cast<const InT*>(p.data[I + 1] + offset[I + 1]))...));
+}
+
+template <class OutT, class F, class... InT>
+__global__ void elementwise_kernel(ElementwisePlan plan, F f) {
+  constexpr int kOperands = 1 + sizeof...(InT);
+  const int64_t element_bytes[kOperands] = {static_cast<int64_t>(sizeof(OutT)),
+                                            static_cast<int64_t>(sizeof(InT))...};
+  const int64_t step = static_cast<int64_t>(blockDim.x) * gridDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < plan.numel;
+       i += step) {
+    int64_t offset[kMaxOperands];
+    if (plan.contiguous) {
+      // Dense operands: skip the div/mod walk over dims.
+      for (int a = 0; a < kOperands; ++a) offset[a] = i * element_bytes[a];
+    } else {
+      plan.offsets(i, offset);
+    }
+    apply_at<OutT, InT...>(plan, offset, f, std::index_sequence_for<InT...>{});
+  }
+}
+
+template <class OutT, class... InT, class F>
+void launch_elementwise(const ElementwisePlan& plan, const F& f, const char* name) {
+  static_assert(1 + sizeof...(InT) <= kMaxOperands);
+  if (plan.numel == 0) return;  // a grid of 0 blocks is a launch error
+  elementwise_kernel<OutT, F, InT...><<<blocks_for(plan.numel), kThreads>>>(plan, f);
+  AMP_CUDA_CHECK_LAUNCH(name);
+}
+
+void unary_kernel(UnaryOp op, UnaryParams params, const ElementwisePlan& plan, DType dtype) {
+  const char* name = unary_op_name(op);
+  AMP_DISPATCH_NUMERIC(dtype, name, [&] {
+    visit_unary(op, params, [&](auto f) {
+      using R = decltype(f(opmath_t<scalar_t>{}));
+      if constexpr (std::is_same_v<R, bool>) {
+        launch_elementwise<bool, scalar_t>(plan, f, name);
+      } else {
+        launch_elementwise<scalar_t, scalar_t>(plan, f, name);
+      }
+    });
+  });
+}
+
+void binary_kernel(BinaryOp op, const ElementwisePlan& plan, DType dtype) {
+  const char* name = binary_op_name(op);
+  AMP_DISPATCH_ALL(dtype, name, [&] {
+    visit_binary(op, [&](auto f) {
+      using M = opmath_t<scalar_t>;
+      using R = decltype(f(M{}, M{}));
+      if constexpr (std::is_same_v<R, bool>) {
+        launch_elementwise<bool, scalar_t, scalar_t>(plan, f, name);
+      } else {
+        launch_elementwise<scalar_t, scalar_t, scalar_t>(plan, f, name);
+      }
+    });
+  });
+}
+
+void where_kernel(const ElementwisePlan& plan, DType dtype) {
+  AMP_DISPATCH_ALL(dtype, "where", [&] {
+    launch_elementwise<scalar_t, bool, scalar_t, scalar_t>(plan, functors::Where{}, "where");
+  });
+}
+
+void copy_kernel(const ElementwisePlan& plan, DType out_dtype, DType in_dtype) {
+  // All 36 dtype pairs: going through fp32 would be shorter but double -> 16-bit must round once
+  // from the double (DESIGN.md §3), as the CPU does.
+  AMP_DISPATCH_ALL(out_dtype, "copy_", [&] {
+    using out_t = scalar_t;
+    AMP_DISPATCH_ALL(in_dtype, "copy_",
+                     [&] { launch_elementwise<out_t, scalar_t>(plan, Identity{}, "copy_"); });
+  });
+}
+
+void fill_kernel(const ElementwisePlan& plan, DType dtype, double value) {
+  AMP_DISPATCH_ALL(dtype, "fill_", [&] {
+    // Rounded on the host with the same convert<> as the CPU, so both fill the same bits.
+    launch_elementwise<scalar_t>(plan, FillValue<scalar_t>{convert<scalar_t>(value)}, "fill_");
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Row reductions and softmax: one thread block per row (grid-stride over rows), each thread
+// covering the columns tid, tid + kThreads, ... so global reads are coalesced.
+
+struct Plus {
+  template <class V>
+  __device__ V operator()(V a, V b) const {
+    return a + b;
+  }
+};
+
+// Maximum that propagates NaN, as rows::softmax's running maximum does.
+struct MaxKeepNan {
+  template <class V>
+  __device__ V operator()(V a, V b) const {
+    if (functors::is_nan(a)) return a;
+    if (functors::is_nan(b)) return b;
+    return b > a ? b : a;
+  }
+};
+
+// Combines every thread's `value` with `combine`; all threads get the result. Must be called
+// by all threads of the block (it synchronizes); `shared` holds kThreads values.
+template <class V, class Combine>
+__device__ V block_reduce(V value, V* shared, Combine combine) {
+  const int tid = threadIdx.x;
+  shared[tid] = value;
+  __syncthreads();
+  for (int width = kThreads / 2; width > 0; width /= 2) {
+    if (tid < width) shared[tid] = combine(shared[tid], shared[tid + width]);
+    __syncthreads();
+  }
+  const V result = shared[0];
+  __syncthreads();  // the caller may reuse `shared` right away
+  return result;
+}
+
+// Sum / Mean, accumulated in acc_t<T> (fp32 for 16-bit and fp32, fp64, int64) and rounded once.
+template <class T>
+__global__ void sum_rows_kernel(const T* x, void* out, int64_t rows, int64_t cols, bool mean) {
+  using Acc = acc_t<T>;
+  __shared__ Acc shared[kThreads];
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    const T* row = x + r * cols;
+    Acc partial = 0;
+    for (int64_t i = threadIdx.x; i < cols; i += kThreads) partial += convert<Acc>(row[i]);
+    Acc total = block_reduce(partial, shared, Plus{});
+    if (threadIdx.x == 0) {
+      if constexpr (std::is_integral_v<T>) {
+        static_cast<int64_t*>(out)[r] = total;  // Int64 and Bool sum to Int64
+      } else {
+        if (mean) total = total / static_cast<Acc>(cols);  // 0 / 0 = NaN for an empty row
+        static_cast<T*>(out)[r] = convert<T>(total);
+      }
+    }
+  }
+}
+
+// The best element seen so far by one thread (index -1: none yet).
+template <class M>
+struct Best {
+  M value;
+  int64_t index;
+};
+
+// The order rows::arg_extreme implements sequentially: the first NaN wins; otherwise the
+// largest (smallest) value, and among equal values the lowest index. Being a total order on
+// (value, index) pairs, it gives the same answer whatever the split between threads.
+template <class M>
+__device__ bool better(M value, int64_t index, const Best<M>& best, bool is_max) {
+  if (best.index < 0) return true;
+  const bool value_nan = functors::is_nan(value), best_nan = functors::is_nan(best.value);
+  if (value_nan || best_nan) return value_nan && (!best_nan || index < best.index);
+  if (value != best.value) return is_max ? value > best.value : value < best.value;
+  return index < best.index;
+}
+
+template <class M>
+struct CombineBest {
+  bool is_max;
+  __device__ Best<M> operator()(const Best<M>& a, const Best<M>& b) const {
+    return b.index >= 0 && better(b.value, b.index, a, is_max) ? b : a;
+  }
+};
+
+// Max / Min (the element itself, so -0.0 and NaN payloads are kept) and ArgMax / ArgMin.
+template <class T>
+__global__ void extreme_rows_kernel(ReduceOp op, const T* x, void* out, int64_t rows,
+                                    int64_t cols) {
+  using M = opmath_t<T>;
+  __shared__ Best<M> shared[kThreads];
+  const bool is_max = op == ReduceOp::Max || op == ReduceOp::ArgMax;
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    const T* row = x + r * cols;
+    Best<M> best{M(0), -1};
+    for (int64_t i = threadIdx.x; i < cols; i += kThreads) {
+      const M v = convert<M>(row[i]);
+      if (better(v, i, best, is_max)) best = Best<M>{v, i};
+    }
+    best = block_reduce(best, shared, CombineBest<M>{is_max});
+    if (threadIdx.x == 0) {
+      if (op == ReduceOp::Max || op == ReduceOp::Min) {
+        static_cast<T*>(out)[r] = row[best.index];
+      } else {
+        static_cast<int64_t*>(out)[r] = best.index;
+      }
+    }
+  }
+}
+
+void reduce_kernel(ReduceOp op, DType in_dtype, const void* in, void* out, int64_t rows,
+                   int64_t cols) {
+  const char* name = reduce_op_name(op);
+  if (rows == 0) return;
+  AMP_DISPATCH_ALL(in_dtype, name, [&] {
+    const auto* x = static_cast<const scalar_t*>(in);
+    if (op == ReduceOp::Sum || op == ReduceOp::Mean) {
+      sum_rows_kernel<scalar_t>
+          <<<blocks_for_rows(rows), kThreads>>>(x, out, rows, cols, op == ReduceOp::Mean);
+    } else {
+      // The op layer rejects empty Max/Min/Arg* reductions; the kernel would read row[-1].
+      AMP_ASSERT(cols > 0, name, " of empty rows");
+      extreme_rows_kernel<scalar_t><<<blocks_for_rows(rows), kThreads>>>(op, x, out, rows, cols);
+    }
+    AMP_CUDA_CHECK_LAUNCH(name);
+  });
+}
+
+// y = exp(x - max) / sum(exp(x - max)) per row, or its log, with rows::softmax's arithmetic.
+template <class T>
+__global__ void softmax_rows_kernel(const T* x, T* y, int64_t rows, int64_t cols, bool log) {
+  using Acc = acc_t<T>;
+  __shared__ Acc shared[kThreads];
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    const T* in = x + r * cols;
+    T* o = y + r * cols;
+    // Every thread starts from the row's first element, as rows::softmax does, so a thread with
+    // no columns contributes a value that cannot change the maximum.
+    Acc max_value = convert<Acc>(in[0]);
+    for (int64_t i = threadIdx.x; i < cols; i += kThreads) {
+      const Acc v = convert<Acc>(in[i]);
+      if (v > max_value || functors::is_nan(v)) max_value = v;
+    }
+    max_value = block_reduce(max_value, shared, MaxKeepNan{});
+    Acc partial = 0;
+    for (int64_t i = threadIdx.x; i < cols; i += kThreads) {
+      partial += std::exp(convert<Acc>(in[i]) - max_value);
+    }
+    const Acc total = block_reduce(partial, shared, Plus{});
+    if (log) {
+      const Acc log_total = std::log(total);
+      for (int64_t i = threadIdx.x; i < cols; i += kThreads) {
+        o[i] = convert<T>(convert<Acc>(in[i]) - max_value - log_total);
+      }
+    } else {
+      const Acc inv = Acc(1) / total;
+      for (int64_t i = threadIdx.x; i < cols; i += kThreads) {
+        o[i] = convert<T>(std::exp(convert<Acc>(in[i]) - max_value) * inv);
+      }
+    }
+  }
+}
+
+void softmax_kernel(bool log, DType dtype, const void* in, void* out, int64_t rows,
+                    int64_t cols) {
+  const char* name = log ? "log_softmax" : "softmax";
+  if (rows == 0 || cols == 0) return;
+  AMP_DISPATCH_FLOATING(dtype, name, [&] {
+    softmax_rows_kernel<scalar_t><<<blocks_for_rows(rows), kThreads>>>(
+        static_cast<const scalar_t*>(in), static_cast<scalar_t*>(out), rows, cols, log);
+    AMP_CUDA_CHECK_LAUNCH(name);
+  });
+}
+
+}  // namespace
+
+const DeviceKernels& kernels() {
+  require_available("CUDA kernel");
+  static const DeviceKernels table{unary_kernel, binary_kernel,  where_kernel,   copy_kernel,
+                                   fill_kernel,  reduce_kernel, softmax_kernel, gemm};
+  return table;
+}
+
+}  // namespace amp::cuda_backend

@@ -1,0 +1,245 @@
+// Elementwise ops: argument checks, PyTorch type promotion and broadcasting, then the device
+// kernel from the kernel table.
+#include "csrc/ops/elementwise.h"
+
+#include <cmath>
+#include <limits>
+
+#include "csrc/core/factories.h"
+#include "csrc/core/macros.h"
+#include "csrc/ops/kernels.h"
+#include "csrc/ops/reduce.h"
+
+namespace amp {
+
+namespace {
+
+void check_defined(const Tensor& t, const char* op, const char* what = "input") {
+  AMP_CHECK(t.defined(), op, ": expected a defined ", what, " tensor, got an undefined one");
+}
+
+void check_same_device(const Tensor& a, const Tensor& b, const char* op) {
+  AMP_CHECK(a.device() == b.device(), op,
+            ": expected all tensors to be on the same device, got ", to_string(a.device()),
+            " and ", to_string(b.device()));
+}
+
+void check_numeric(DType dtype, const char* op) {
+  AMP_CHECK(dtype != DType::Bool, op,
+            ": expected a numeric tensor (floating point or Int64), got Bool");
+}
+
+// The dtype a floating-point op computes in: integer inputs become Float32 (torch.exp on an
+// int64 tensor returns float32).
+DType floating_dtype(DType dtype) { return is_floating_point(dtype) ? dtype : DType::Float32; }
+
+Tensor run_unary(UnaryOp op, const Tensor& x, DType dtype, UnaryParams params = {}) {
+  const Tensor in = x.to(dtype);
+  Tensor out = empty(in.sizes(), {.dtype = unary_returns_bool(op) ? DType::Bool : dtype,
+                                  .device = in.device()});
+  if (out.numel() == 0) return out;
+  const ElementwisePlan plan = make_elementwise_plan(out, &in, 1);
+  kernels_for(in.device()).unary(op, params, plan, dtype);
+  return out;
+}
+
+// Ops defined for floating point only: integer inputs are promoted to Float32.
+Tensor float_unary(UnaryOp op, const Tensor& x, UnaryParams params = {}) {
+  const char* name = unary_op_name(op);
+  check_defined(x, name);
+  check_numeric(x.dtype(), name);
+  return run_unary(op, x, floating_dtype(x.dtype()), params);
+}
+
+// Ops that keep an Int64 input Int64.
+Tensor numeric_unary(UnaryOp op, const Tensor& x, UnaryParams params = {}) {
+  const char* name = unary_op_name(op);
+  check_defined(x, name);
+  check_numeric(x.dtype(), name);
+  return run_unary(op, x, x.dtype(), params);
+}
+
+// tensor (op) double: the scalar keeps a floating tensor's dtype; integers go to Float32.
+Tensor scalar_unary(UnaryOp op, const Tensor& x, double s) {
+  const char* name = unary_op_name(op);
+  check_defined(x, name);
+  check_numeric(x.dtype(), name);
+  return run_unary(op, x, floating_dtype(x.dtype()), {.a = s});
+}
+
+Tensor run_binary(BinaryOp op, const Tensor& a, const Tensor& b) {
+  const char* name = binary_op_name(op);
+  check_defined(a, name, "first");
+  check_defined(b, name, "second");
+  check_same_device(a, b, name);
+  DType common = result_type(a, b);
+  if (!is_comparison(op)) {
+    AMP_CHECK(common != DType::Bool, name,
+              ": expected numeric tensors (floating point or Int64), got Bool and Bool");
+    if (op == BinaryOp::Div) common = floating_dtype(common);
+  }
+  const Shape shape = broadcast_shapes(a.sizes(), b.sizes(), name);
+  const Tensor inputs[2] = {a.to(common).expand(shape), b.to(common).expand(shape)};
+  Tensor out = empty(shape, {.dtype = is_comparison(op) ? DType::Bool : common,
+                             .device = a.device()});
+  if (out.numel() == 0) return out;
+  const ElementwisePlan plan = make_elementwise_plan(out, inputs, 2);
+  kernels_for(a.device()).binary(op, plan, common);
+  return out;
+}
+
+// Comparison with a scalar: compared in the tensor's dtype when the scalar is exactly
+// representable there (the common case, e.g. x > 0), otherwise in the op-math type, as PyTorch
+// compares a 16-bit tensor with a Python float in fp32.
+Tensor compare_scalar(BinaryOp op, const Tensor& a, double s) {
+  check_defined(a, binary_op_name(op));
+  const DType dtype = is_floating_point(a.dtype()) ? a.dtype() : DType::Float32;
+  const Tensor exact = scalar_tensor(s, {.dtype = dtype, .device = a.device()});
+  const bool representable = std::isnan(s) || exact.item<double>() == s;
+  const DType compute = representable ? dtype : (dtype == DType::Float64 ? dtype : DType::Float32);
+  return run_binary(op, a.to(compute), scalar_tensor(s, {.dtype = compute, .device = a.device()}));
+}
+
+}  // namespace
+
+Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op) {
+  const size_t n = std::max(a.size(), b.size());
+  Shape out(n);
+  for (size_t i = 0; i < n; ++i) {
+    const int64_t da = i < n - a.size() ? 1 : a[i - (n - a.size())];
+    const int64_t db = i < n - b.size() ? 1 : b[i - (n - b.size())];
+    AMP_CHECK(da == db || da == 1 || db == 1, op, ": shapes ", shape_to_string(a), " and ",
+              shape_to_string(b), " are not broadcastable (size ", da, " vs ", db,
+              " at dimension ", i, ")");
+    out[i] = da == 1 ? db : da;
+  }
+  return out;
+}
+
+DType result_type(const Tensor& a, const Tensor& b) {
+  // PyTorch's ResultTypeState: tensors with dims decide within a category; 0-d tensors only
+  // raise the category (int -> float).
+  std::optional<DType> dim_result, zero_result;
+  for (const Tensor* t : {&a, &b}) {
+    auto& slot = t->dim() > 0 ? dim_result : zero_result;
+    slot = slot ? promote_types(*slot, t->dtype()) : t->dtype();
+  }
+  if (!dim_result) return *zero_result;
+  if (!zero_result) return *dim_result;
+  if (is_floating_point(*dim_result)) return *dim_result;
+  if (*dim_result == DType::Bool || is_floating_point(*zero_result)) {
+    return promote_types(*dim_result, *zero_result);
+  }
+  return *dim_result;
+}
+
+Tensor add(const Tensor& a, const Tensor& b) { return run_binary(BinaryOp::Add, a, b); }
+Tensor sub(const Tensor& a, const Tensor& b) { return run_binary(BinaryOp::Sub, a, b); }
+Tensor mul(const Tensor& a, const Tensor& b) { return run_binary(BinaryOp::Mul, a, b); }
+Tensor div(const Tensor& a, const Tensor& b) { return run_binary(BinaryOp::Div, a, b); }
+Tensor maximum(const Tensor& a, const Tensor& b) { return run_binary(BinaryOp::Maximum, a, b); }
+Tensor minimum(const Tensor& a, const Tensor& b) { return run_binary(BinaryOp::Minimum, a, b); }
+Tensor pow(const Tensor& base, const Tensor& exponent) {
+  return run_binary(BinaryOp::Pow, base, exponent);
+}
+
+Tensor add(const Tensor& a, double s) { return scalar_unary(UnaryOp::AddScalar, a, s); }
+Tensor sub(const Tensor& a, double s) { return scalar_unary(UnaryOp::AddScalar, a, -s); }
+Tensor rsub(const Tensor& a, double s) { return scalar_unary(UnaryOp::RSubScalar, a, s); }
+Tensor mul(const Tensor& a, double s) { return scalar_unary(UnaryOp::MulScalar, a, s); }
+Tensor div(const Tensor& a, double s) { return scalar_unary(UnaryOp::DivScalar, a, s); }
+Tensor rdiv(const Tensor& a, double s) { return scalar_unary(UnaryOp::RDivScalar, a, s); }
+Tensor pow(const Tensor& base, double exponent) {
+  return scalar_unary(UnaryOp::Pow, base, exponent);
+}
+
+Tensor neg(const Tensor& x) { return numeric_unary(UnaryOp::Neg, x); }
+Tensor exp(const Tensor& x) { return float_unary(UnaryOp::Exp, x); }
+Tensor log(const Tensor& x) { return float_unary(UnaryOp::Log, x); }
+Tensor sqrt(const Tensor& x) { return float_unary(UnaryOp::Sqrt, x); }
+Tensor rsqrt(const Tensor& x) { return float_unary(UnaryOp::Rsqrt, x); }
+Tensor abs(const Tensor& x) { return numeric_unary(UnaryOp::Abs, x); }
+Tensor sign(const Tensor& x) { return numeric_unary(UnaryOp::Sign, x); }
+Tensor tanh(const Tensor& x) { return float_unary(UnaryOp::Tanh, x); }
+Tensor sigmoid(const Tensor& x) { return float_unary(UnaryOp::Sigmoid, x); }
+Tensor relu(const Tensor& x) { return numeric_unary(UnaryOp::Relu, x); }
+Tensor gelu(const Tensor& x, bool tanh_approximation) {
+  return float_unary(tanh_approximation ? UnaryOp::GeluTanh : UnaryOp::Gelu, x);
+}
+Tensor reciprocal(const Tensor& x) { return float_unary(UnaryOp::Reciprocal, x); }
+Tensor square(const Tensor& x) { return numeric_unary(UnaryOp::Square, x); }
+
+Tensor clamp(const Tensor& x, std::optional<double> min, std::optional<double> max) {
+  check_defined(x, "clamp");
+  check_numeric(x.dtype(), "clamp");
+  AMP_CHECK(min || max, "clamp: expected at least one of 'min' or 'max', got neither");
+  const double inf = std::numeric_limits<double>::infinity();
+  const UnaryParams params{.a = min.value_or(-inf), .b = max.value_or(inf)};
+  // An Int64 tensor stays Int64 for whole-number bounds, as with Python int bounds.
+  const bool whole = (!min || std::floor(*min) == *min) && (!max || std::floor(*max) == *max);
+  const DType dtype = x.dtype() == DType::Int64 && !whole ? DType::Float32 : x.dtype();
+  return run_unary(UnaryOp::Clamp, x, dtype, params);
+}
+
+Tensor eq(const Tensor& a, const Tensor& b) { return run_binary(BinaryOp::Eq, a, b); }
+Tensor ne(const Tensor& a, const Tensor& b) { return run_binary(BinaryOp::Ne, a, b); }
+Tensor lt(const Tensor& a, const Tensor& b) { return run_binary(BinaryOp::Lt, a, b); }
+Tensor le(const Tensor& a, const Tensor& b) { return run_binary(BinaryOp::Le, a, b); }
+Tensor gt(const Tensor& a, const Tensor& b) { return run_binary(BinaryOp::Gt, a, b); }
+Tensor ge(const Tensor& a, const Tensor& b) { return run_binary(BinaryOp::Ge, a, b); }
+Tensor eq(const Tensor& a, double s) { return compare_scalar(BinaryOp::Eq, a, s); }
+Tensor ne(const Tensor& a, double s) { return compare_scalar(BinaryOp::Ne, a, s); }
+Tensor lt(const Tensor& a, double s) { return compare_scalar(BinaryOp::Lt, a, s); }
+Tensor le(const Tensor& a, double s) { return compare_scalar(BinaryOp::Le, a, s); }
+Tensor gt(const Tensor& a, double s) { return compare_scalar(BinaryOp::Gt, a, s); }
+Tensor ge(const Tensor& a, double s) { return compare_scalar(BinaryOp::Ge, a, s); }
+
+Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b) {
+  check_defined(condition, "where", "condition");
+  check_defined(a, "where", "first");
+  check_defined(b, "where", "second");
+  AMP_CHECK(condition.dtype() == DType::Bool,
+            "where: expected condition to be a Bool tensor, got ", dtype_name(condition.dtype()));
+  check_same_device(condition, a, "where");
+  check_same_device(a, b, "where");
+  const DType dtype = result_type(a, b);
+  const Shape shape =
+      broadcast_shapes(condition.sizes(), broadcast_shapes(a.sizes(), b.sizes(), "where"), "where");
+  const Tensor inputs[3] = {condition.expand(shape), a.to(dtype).expand(shape),
+                            b.to(dtype).expand(shape)};
+  Tensor out = empty(shape, {.dtype = dtype, .device = a.device()});
+  if (out.numel() == 0) return out;
+  const ElementwisePlan plan = make_elementwise_plan(out, inputs, 3);
+  kernels_for(a.device()).where(plan, dtype);
+  return out;
+}
+
+Tensor isfinite(const Tensor& x) {
+  check_defined(x, "isfinite");
+  if (!is_floating_point(x.dtype())) {
+    return ones(x.sizes(), {.dtype = DType::Bool, .device = x.device()});
+  }
+  return run_unary(UnaryOp::IsFinite, x, x.dtype());
+}
+
+bool isfinite_all(const Tensor& x) {
+  check_defined(x, "isfinite_all");
+  if (x.numel() == 0 || !is_floating_point(x.dtype())) return true;
+  return min(isfinite(x)).item<bool>();
+}
+
+Tensor operator+(const Tensor& a, const Tensor& b) { return add(a, b); }
+Tensor operator-(const Tensor& a, const Tensor& b) { return sub(a, b); }
+Tensor operator*(const Tensor& a, const Tensor& b) { return mul(a, b); }
+Tensor operator/(const Tensor& a, const Tensor& b) { return div(a, b); }
+Tensor operator+(const Tensor& a, double s) { return add(a, s); }
+Tensor operator-(const Tensor& a, double s) { return sub(a, s); }
+Tensor operator*(const Tensor& a, double s) { return mul(a, s); }
+Tensor operator/(const Tensor& a, double s) { return div(a, s); }
+Tensor operator+(double s, const Tensor& a) { return add(a, s); }
+Tensor operator-(double s, const Tensor& a) { return rsub(a, s); }
+Tensor operator*(double s, const Tensor& a) { return mul(a, s); }
+Tensor operator/(double s, const Tensor& a) { return rdiv(a, s); }
+Tensor operator-(const Tensor& a) { return neg(a); }
+
+}  // namespace amp

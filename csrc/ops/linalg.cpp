@@ -1,0 +1,139 @@
+// Matrix products: shape rules and batching here, the GEMM itself in the device kernel table.
+#include "csrc/ops/linalg.h"
+
+#include "csrc/core/factories.h"
+#include "csrc/core/macros.h"
+#include "csrc/ops/elementwise.h"
+#include "csrc/ops/kernels.h"
+
+namespace amp {
+
+namespace {
+
+void check_operands(const Tensor& a, const Tensor& b, const char* op) {
+  AMP_CHECK(a.defined() && b.defined(), op, ": expected defined tensors, got an undefined one");
+  AMP_CHECK(a.device() == b.device(), op,
+            ": expected both tensors on the same device, got ", to_string(a.device()), " and ",
+            to_string(b.device()));
+  AMP_CHECK(a.dtype() == b.dtype(), op, ": expected both tensors to have the same dtype, got ",
+            dtype_name(a.dtype()), " and ", dtype_name(b.dtype()));
+  AMP_CHECK(is_floating_point(a.dtype()), op,
+            ": expected floating-point tensors (Float32, Float16, BFloat16, Float64), got ",
+            dtype_name(a.dtype()));
+}
+
+// A matrix operand the GEMM can read in place: unit stride along rows or columns.
+Tensor gemm_operand(const Tensor& t) {
+  const int64_t n = t.dim();
+  const bool ok = t.stride(n - 1) == 1 || t.stride(n - 2) == 1 || t.size(n - 1) == 1 ||
+                  t.size(n - 2) == 1;
+  return ok ? t : t.contiguous();
+}
+
+// Strides of the last two dims with size-1 dims given a harmless unit stride, so the GEMM sees
+// a clean row- or column-major layout.
+std::pair<int64_t, int64_t> matrix_strides(const Tensor& t) {
+  const int64_t n = t.dim();
+  int64_t row = t.stride(n - 2), col = t.stride(n - 1);
+  if (t.size(n - 1) == 1) col = 1;
+  if (t.size(n - 2) == 1) row = col == 1 ? std::max<int64_t>(t.size(n - 1), 1) : 1;
+  return {row, col};
+}
+
+// (batch, m, k) @ (batch, k, n) with batch stride 0 allowed.
+Tensor batched_gemm(const Tensor& a_in, const Tensor& b_in) {
+  const Tensor a = gemm_operand(a_in), b = gemm_operand(b_in);
+  const int64_t batch = a.size(0), m = a.size(1), k = a.size(2), n = b.size(2);
+  Tensor out = empty({batch, m, n}, {.dtype = a.dtype(), .device = a.device()});
+  if (out.numel() == 0) return out;
+  if (k == 0) return out.zero_();
+  GemmArgs args;
+  args.dtype = a.dtype();
+  args.batch = batch;
+  args.m = m;
+  args.n = n;
+  args.k = k;
+  args.a = a.data_ptr();
+  args.a_batch_stride = batch == 1 ? 0 : a.stride(0);
+  std::tie(args.a_row_stride, args.a_col_stride) = matrix_strides(a);
+  args.b = b.data_ptr();
+  args.b_batch_stride = batch == 1 ? 0 : b.stride(0);
+  std::tie(args.b_row_stride, args.b_col_stride) = matrix_strides(b);
+  args.c = out.data_ptr();
+  args.c_batch_stride = m * n;
+  args.c_row_stride = n;
+  kernels_for(a.device()).gemm(args);
+  return out;
+}
+
+std::string dims_string(const Tensor& t) {
+  std::string s;
+  for (int64_t i = 0; i < t.dim(); ++i) s += (i ? "x" : "") + std::to_string(t.size(i));
+  return s;
+}
+
+}  // namespace
+
+Tensor mm(const Tensor& a, const Tensor& b) {
+  check_operands(a, b, "mm");
+  AMP_CHECK(a.dim() == 2 && b.dim() == 2, "mm: expected 2-D tensors, got ", a.dim(), "-D and ",
+            b.dim(), "-D (shapes ", shape_to_string(a.sizes()), " and ",
+            shape_to_string(b.sizes()), ")");
+  AMP_CHECK(a.size(1) == b.size(0), "mm: mat1 and mat2 shapes cannot be multiplied (",
+            dims_string(a), " and ", dims_string(b), ")");
+  return batched_gemm(a.unsqueeze(0), b.unsqueeze(0)).squeeze(0);
+}
+
+Tensor bmm(const Tensor& a, const Tensor& b) {
+  check_operands(a, b, "bmm");
+  AMP_CHECK(a.dim() == 3 && b.dim() == 3, "bmm: expected 3-D tensors, got ", a.dim(), "-D and ",
+            b.dim(), "-D (shapes ", shape_to_string(a.sizes()), " and ",
+            shape_to_string(b.sizes()), ")");
+  AMP_CHECK(a.size(0) == b.size(0), "bmm: expected equal batch sizes, got ", a.size(0), " and ",
+            b.size(0));
+  AMP_CHECK(a.size(2) == b.size(1), "bmm: batch1 and batch2 shapes cannot be multiplied (",
+            dims_string(a), " and ", dims_string(b), ")");
+  return batched_gemm(a, b);
+}
+
+Tensor matmul(const Tensor& a, const Tensor& b) {
+  check_operands(a, b, "matmul");
+  const int64_t da = a.dim(), db = b.dim();
+  AMP_CHECK(da > 0 && db > 0, "matmul: both arguments need to be at least 1-D, got ", da,
+            "-D and ", db, "-D");
+  const int64_t ka = a.size(-1), kb = db == 1 ? b.size(0) : b.size(-2);
+  AMP_CHECK(ka == kb, "matmul: shapes cannot be multiplied (", dims_string(a), " and ",
+            dims_string(b), "): expected the last dim of the first (", ka,
+            ") to match the ", db == 1 ? "only" : "second-to-last", " dim of the second (", kb,
+            ")");
+  if (da == 1 && db == 1) return mm(a.unsqueeze(0), b.unsqueeze(1)).reshape({});
+  if (da == 2 && db == 1) return mm(a, b.unsqueeze(1)).squeeze(1);
+  if (da == 1 && db == 2) return mm(a.unsqueeze(0), b).squeeze(0);
+  if (da == 2 && db == 2) return mm(a, b);
+  if (da >= 3 && db <= 2) {
+    // Batched input times one matrix (a Linear layer): fold the batch into the rows.
+    const Tensor b2 = db == 1 ? b.unsqueeze(1) : b;
+    Shape out_shape(a.sizes().begin(), a.sizes().end() - 1);
+    if (db == 2) out_shape.push_back(b.size(1));
+    return mm(a.reshape({-1, ka}), b2).reshape(out_shape);
+  }
+  // General case: broadcast the batch dims, flatten them into one.
+  const Tensor a3 = da == 1 ? a.unsqueeze(0) : a;
+  const Tensor b3 = db == 1 ? b.unsqueeze(1) : b;
+  const Shape batch_a(a3.sizes().begin(), a3.sizes().end() - 2);
+  const Shape batch_b(b3.sizes().begin(), b3.sizes().end() - 2);
+  const Shape batch = broadcast_shapes(batch_a, batch_b, "matmul");
+  const int64_t m = a3.size(-2), n = b3.size(-1);
+  Shape a_shape = batch, b_shape = batch;
+  a_shape.insert(a_shape.end(), {m, ka});
+  b_shape.insert(b_shape.end(), {ka, n});
+  const int64_t batch_numel = shape_numel(batch);
+  const Tensor out = batched_gemm(a3.expand(a_shape).reshape({batch_numel, m, ka}),
+                                  b3.expand(b_shape).reshape({batch_numel, ka, n}));
+  Shape out_shape = batch;
+  if (da > 1) out_shape.push_back(m);
+  if (db > 1) out_shape.push_back(n);
+  return out.reshape(out_shape);
+}
+
+}  // namespace amp

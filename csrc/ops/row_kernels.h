@@ -1,0 +1,99 @@
+// Per-row math of reductions and softmax, written once for host and device: the CPU runs one
+// row per OpenMP iteration, the CUDA backend one row per thread block or thread. Inputs are
+// contiguous rows; arithmetic is in the accumulator type (fp32 for 16-bit and fp32, fp64 for
+// Float64, int64 for integers).
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <type_traits>
+
+#include "csrc/core/dtype.h"
+#include "csrc/ops/functors.h"
+
+namespace amp::rows {
+
+// Sum of n values with 8 independent accumulators: the compiler vectorises it without
+// reassociation flags, and the error grows like n/8 instead of n.
+template <class T, class Acc>
+AMP_HOST_DEVICE Acc sum(const T* x, int64_t n) {
+  Acc acc[8] = {};
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    for (int j = 0; j < 8; ++j) acc[j] += convert<Acc>(x[i + j]);
+  }
+  for (; i < n; ++i) acc[0] += convert<Acc>(x[i]);
+  return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+}
+
+// Max (or min) with NaN propagation; returns the index of the first extreme (first NaN wins).
+template <class T, bool kMax>
+AMP_HOST_DEVICE int64_t arg_extreme(const T* x, int64_t n) {
+  using M = opmath_t<T>;
+  int64_t best = 0;
+  M best_value = convert<M>(x[0]);
+  if (functors::is_nan(best_value)) return 0;
+  for (int64_t i = 1; i < n; ++i) {
+    const M v = convert<M>(x[i]);
+    if (functors::is_nan(v)) return i;
+    if (kMax ? (v > best_value) : (v < best_value)) {
+      best_value = v;
+      best = i;
+    }
+  }
+  return best;
+}
+
+// Writes op(x[0..n)) to element `r` of `out` (Int64 for ArgMax/ArgMin and integer sums, T
+// otherwise). Empty rows: Sum gives 0, Mean NaN; the op layer rejects empty Max/Min/Arg*.
+template <class T>
+AMP_HOST_DEVICE void reduce_row(ReduceOp op, const T* x, int64_t n, void* out, int64_t r) {
+  using Acc = acc_t<T>;
+  switch (op) {
+    case ReduceOp::Sum:
+    case ReduceOp::Mean: {
+      Acc total = sum<T, Acc>(x, n);
+      if constexpr (std::is_integral_v<T>) {
+        static_cast<int64_t*>(out)[r] = total;  // Mean of integers is rejected earlier
+      } else {
+        if (op == ReduceOp::Mean) total = total / static_cast<Acc>(n);
+        static_cast<T*>(out)[r] = convert<T>(total);
+      }
+      return;
+    }
+    case ReduceOp::Max:
+      static_cast<T*>(out)[r] = x[arg_extreme<T, true>(x, n)];
+      return;
+    case ReduceOp::Min:
+      static_cast<T*>(out)[r] = x[arg_extreme<T, false>(x, n)];
+      return;
+    case ReduceOp::ArgMax:
+      static_cast<int64_t*>(out)[r] = arg_extreme<T, true>(x, n);
+      return;
+    case ReduceOp::ArgMin:
+      static_cast<int64_t*>(out)[r] = arg_extreme<T, false>(x, n);
+      return;
+  }
+}
+
+// Softmax (or log-softmax) of one row: y = exp(x - max) / sum(exp(x - max)).
+template <class T>
+AMP_HOST_DEVICE void softmax(const T* x, T* y, int64_t n, bool log) {
+  using Acc = acc_t<T>;
+  Acc max_value = convert<Acc>(x[0]);
+  for (int64_t i = 1; i < n; ++i) {
+    const Acc v = convert<Acc>(x[i]);
+    if (v > max_value || functors::is_nan(v)) max_value = v;
+  }
+  Acc total = 0;
+  for (int64_t i = 0; i < n; ++i) total += std::exp(convert<Acc>(x[i]) - max_value);
+  if (log) {
+    const Acc log_total = std::log(total);
+    for (int64_t i = 0; i < n; ++i) y[i] = convert<T>(convert<Acc>(x[i]) - max_value - log_total);
+  } else {
+    const Acc inv = Acc(1) / total;
+    for (int64_t i = 0; i < n; ++i) y[i] = convert<T>(std::exp(convert<Acc>(x[i]) - max_value) * inv);
+  }
+}
+
+}  // namespace amp::rows

@@ -1,0 +1,64 @@
+#include "csrc/ops/shape_ops.h"
+
+#include "csrc/core/macros.h"
+#include "csrc/ops/elementwise.h"
+
+namespace amp {
+
+Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
+  AMP_CHECK(!tensors.empty(), "cat: expected a non-empty list of tensors, got an empty list");
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    AMP_CHECK(tensors[i].defined(), "cat: expected defined tensors, got an undefined tensor at "
+              "position ", i);
+  }
+  const Tensor& first = tensors[0];
+  AMP_CHECK(first.dim() > 0, "cat: zero-dimensional tensor (at position 0) cannot be "
+            "concatenated");
+  dim = wrap_dim(dim, first.dim(), "cat");
+  DType dtype = first.dtype();
+  int64_t total = 0;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const Tensor& t = tensors[i];
+    AMP_CHECK(t.device() == first.device(), "cat: expected all tensors on ",
+              to_string(first.device()), ", got ", to_string(t.device()), " at position ", i);
+    AMP_CHECK(t.dim() == first.dim(), "cat: tensors must have the same number of dimensions: "
+              "got ", first.dim(), " and ", t.dim(), " (at position ", i, ")");
+    for (int64_t d = 0; d < first.dim(); ++d) {
+      AMP_CHECK(d == dim || t.size(d) == first.size(d), "cat: sizes of tensors must match "
+                "except in dimension ", dim, ". Expected size ", first.size(d), " but got size ",
+                t.size(d), " for tensor number ", i, " in the list (shapes ",
+                shape_to_string(first.sizes()), " and ", shape_to_string(t.sizes()), ")");
+    }
+    dtype = promote_types(dtype, t.dtype());
+    total += t.size(dim);
+  }
+  Shape shape = first.sizes();
+  shape[dim] = total;
+  Tensor out = empty(shape, {.dtype = dtype, .device = first.device()});
+  int64_t offset = 0;
+  for (const Tensor& t : tensors) {
+    out.narrow(dim, offset, t.size(dim)).copy_(t);
+    offset += t.size(dim);
+  }
+  return out;
+}
+
+Tensor stack(const std::vector<Tensor>& tensors, int64_t dim) {
+  AMP_CHECK(!tensors.empty(), "stack: expected a non-empty list of tensors, got an empty list");
+  AMP_CHECK(tensors[0].defined(), "stack: expected defined tensors, got an undefined tensor at "
+            "position 0");
+  dim = wrap_dim(dim, tensors[0].dim() + 1, "stack");
+  std::vector<Tensor> expanded;
+  expanded.reserve(tensors.size());
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    AMP_CHECK(tensors[i].defined() && tensors[i].sizes() == tensors[0].sizes(),
+              "stack: expected each tensor to be equal size, but got ",
+              shape_to_string(tensors[0].sizes()), " at entry 0 and ",
+              tensors[i].defined() ? shape_to_string(tensors[i].sizes()) : "undefined",
+              " at entry ", i);
+    expanded.push_back(tensors[i].unsqueeze(dim));
+  }
+  return cat(expanded, dim);
+}
+
+}  // namespace amp

@@ -1,0 +1,34 @@
+#include "csrc/ops/softmax.h"
+
+#include "csrc/core/macros.h"
+#include "csrc/ops/kernels.h"
+
+namespace amp {
+
+namespace {
+
+Tensor softmax_impl(const Tensor& x, int64_t dim, bool log) {
+  const char* name = log ? "log_softmax" : "softmax";
+  AMP_CHECK(x.defined(), name, ": expected a defined input tensor, got an undefined one");
+  AMP_CHECK(is_floating_point(x.dtype()), name,
+            ": expected a floating-point input (Float32, Float16, BFloat16, Float64), got ",
+            dtype_name(x.dtype()));
+  const int64_t ndim = x.dim();
+  dim = wrap_dim(dim, ndim, name);
+  if (x.numel() == 0) return empty(x.sizes(), {.dtype = x.dtype(), .device = x.device()});
+  // Rows along `dim`: move it last, run the row kernel, move it back.
+  const int64_t last = std::max<int64_t>(ndim, 1) - 1;
+  const Tensor packed = ndim == 0 ? x.contiguous() : x.transpose(dim, last).contiguous();
+  Tensor out = empty(packed.sizes(), {.dtype = x.dtype(), .device = x.device()});
+  const int64_t cols = ndim == 0 ? 1 : packed.size(last);
+  kernels_for(x.device()).softmax(log, x.dtype(), packed.data_ptr(), out.data_ptr(),
+                                  x.numel() / cols, cols);
+  return ndim == 0 ? out : out.transpose(dim, last).contiguous();
+}
+
+}  // namespace
+
+Tensor softmax(const Tensor& x, int64_t dim) { return softmax_impl(x, dim, false); }
+Tensor log_softmax(const Tensor& x, int64_t dim) { return softmax_impl(x, dim, true); }
+
+}  // namespace amp

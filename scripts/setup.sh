@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Installs every Debian package ampcpp needs to build, test and run its examples.
+# Idempotent: packages already present are left alone, and apt is not touched at all when
+# nothing is missing. Pass --reference to also install python3-torch, which only the golden-file
+# generators under tests/reference/ use.
+set -euo pipefail
+
+packages=(
+  g++ cmake ninja-build pkg-config
+  libeigen3-dev libdnnl-dev ccache
+  libboost-test-dev libboost-program-options-dev
+  zlib1g-dev
+  dataset-fashion-mnist
+)
+if [[ "${1:-}" == "--reference" ]]; then
+  packages+=(python3-torch python3-numpy)
+fi
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [[ ${#missing[@]} -eq 0 ]]; then
+  echo "setup: all ${#packages[@]} Debian packages already installed"
+  exit 0
+fi
+
+echo "setup: installing ${missing[*]}"
+sudo_cmd=()
+if [[ $(id -u) -ne 0 ]]; then sudo_cmd=(sudo); fi
+export DEBIAN_FRONTEND=noninteractive
+"${sudo_cmd[@]}" apt-get update -qq
+"${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
+echo "setup: done"
