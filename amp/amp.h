@@ -15,6 +15,7 @@
 #include "csrc/core/factories.h"
 #include "csrc/core/half.h"
 #include "csrc/core/tensor.h"
+#include "csrc/cuda/cuda.h"
 #include "csrc/ops/elementwise.h"
 #include "csrc/ops/linalg.h"
 #include "csrc/ops/reduce.h"

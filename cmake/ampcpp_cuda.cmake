@@ -13,9 +13,15 @@ if(NOT AMPCPP_CUDA STREQUAL "OFF")
     if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
       set(CMAKE_CUDA_ARCHITECTURES 80 90)
     endif()
+    enable_language(CUDA)
+    # CMake < 3.26 knows no C++20 flag for nvcc (CUDA_STANDARD 20, or cxx_std_20 on a target
+    # with .cu sources, fails to configure), so it is taught the flag after enable_language.
+    if(NOT DEFINED CMAKE_CUDA20_STANDARD_COMPILE_OPTION)
+      set(CMAKE_CUDA20_STANDARD_COMPILE_OPTION "-std=c++20")
+      set(CMAKE_CUDA20_EXTENSION_COMPILE_OPTION "-std=c++20")
+    endif()
     set(CMAKE_CUDA_STANDARD 20)
     set(CMAKE_CUDA_STANDARD_REQUIRED ON)
-    enable_language(CUDA)
     find_package(CUDAToolkit REQUIRED)
     set(AMPCPP_WITH_CUDA ON)
     message(STATUS "ampcpp: CUDA backend ON (nvcc ${CMAKE_CUDA_COMPILER_VERSION}, "

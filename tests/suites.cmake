@@ -1,2 +1,13 @@
 # Every top-level Boost.Test suite of tests/, with its ctest label (unit, golden, gpu, e2e).
 ampcpp_add_suite(half unit)
+ampcpp_add_suite(tensor unit)
+ampcpp_add_suite(factories unit)
+ampcpp_add_suite(allocator unit)
+ampcpp_add_suite(errors unit)
+ampcpp_add_suite(cuda_availability unit)
+ampcpp_add_suite(gpu_ops gpu)
+ampcpp_add_suite(elementwise unit)
+ampcpp_add_suite(reduce unit)
+ampcpp_add_suite(softmax_shape unit)
+ampcpp_add_suite(matmul unit)
+ampcpp_add_suite(promotion unit)

@@ -6,6 +6,7 @@
 #include "csrc/core/macros.h"
 #include "csrc/core/philox.h"
 #include "csrc/cpu/parallel.h"
+#include "csrc/cuda/cuda_backend.h"
 
 namespace amp {
 
@@ -30,12 +31,35 @@ GlobalGenerator& generator() {
   return g;
 }
 
+// Checks a factory's request before any work, so that errors name the factory the user called.
+void check_request(const Shape& shape, const TensorOptions& options, const char* op) {
+  for (int64_t s : shape) {
+    AMP_CHECK(s >= 0, op, ": expected non-negative sizes, got shape ", shape_to_string(shape));
+  }
+  if (options.device.is_cuda()) cuda_backend::require_available(op);
+}
+
+Tensor filled(Shape shape, double value, TensorOptions options, const char* op) {
+  check_request(shape, options, op);
+  Tensor out = empty(std::move(shape), options);
+  out.fill_(value);
+  return out;
+}
+
 enum class Distribution { Uniform, Normal };
 
 Tensor random(Shape shape, TensorOptions options, Distribution dist, const char* op) {
   AMP_CHECK(is_floating_point(options.dtype), op,
             ": expected a floating-point dtype (Float32, Float16, BFloat16, Float64), got ",
             dtype_name(options.dtype));
+  check_request(shape, options, op);
+  // Uniform samples keep only as many bits as the target's significand holds (24 for fp32 and
+  // fp64, 11 for fp16, 8 for bf16; PyTorch does the same): a finer fp32 value just below 1 would
+  // round up to 1.0 in a 16-bit dtype and leave [0, 1).
+  const int uniform_bits = options.dtype == DType::Float16    ? 11
+                           : options.dtype == DType::BFloat16 ? 8
+                                                              : 24;
+  const float uniform_scale = std::ldexp(1.0f, -uniform_bits);
   Tensor samples = empty(std::move(shape), {.dtype = DType::Float32});
   const int64_t n = samples.numel();
   const auto [seed, first] = generator().reserve(static_cast<uint64_t>((n + 3) / 4));
@@ -46,7 +70,9 @@ Tensor random(Shape shape, TensorOptions options, Distribution dist, const char*
       Philox4x32(seed, first + static_cast<uint64_t>(block)).generate(bits);
       float values[4];
       if (dist == Distribution::Uniform) {
-        for (int j = 0; j < 4; ++j) values[j] = uniform_from_bits(bits[j]);
+        for (int j = 0; j < 4; ++j) {
+          values[j] = static_cast<float>(bits[j] >> (32 - uniform_bits)) * uniform_scale;
+        }
       } else {
         // Box-Muller on two pairs; u1 in (0, 1] keeps log finite.
         for (int j = 0; j < 4; j += 2) {
@@ -83,13 +109,14 @@ Tensor randn(Shape shape, TensorOptions options) {
 }
 
 Tensor full(Shape shape, double value, TensorOptions options) {
-  Tensor out = empty(std::move(shape), options);
-  out.fill_(value);
-  return out;
+  return filled(std::move(shape), value, options, "full");
 }
-
-Tensor zeros(Shape shape, TensorOptions options) { return full(std::move(shape), 0.0, options); }
-Tensor ones(Shape shape, TensorOptions options) { return full(std::move(shape), 1.0, options); }
+Tensor zeros(Shape shape, TensorOptions options) {
+  return filled(std::move(shape), 0.0, options, "zeros");
+}
+Tensor ones(Shape shape, TensorOptions options) {
+  return filled(std::move(shape), 1.0, options, "ones");
+}
 
 Tensor empty_like(const Tensor& like) {
   AMP_CHECK(like.defined(), "empty_like: expected a defined tensor, got an undefined one");
@@ -99,9 +126,12 @@ Tensor zeros_like(const Tensor& like) { return empty_like(like).fill_(0.0); }
 Tensor ones_like(const Tensor& like) { return empty_like(like).fill_(1.0); }
 Tensor full_like(const Tensor& like, double value) { return empty_like(like).fill_(value); }
 
-Tensor scalar_tensor(double value, TensorOptions options) { return full({}, value, options); }
+Tensor scalar_tensor(double value, TensorOptions options) {
+  return filled({}, value, options, "scalar_tensor");
+}
 
 Tensor arange(double start, double end, double step, TensorOptions options) {
+  check_request({}, options, "arange");
   AMP_CHECK(step != 0, "arange: expected a non-zero step, got 0");
   AMP_CHECK(std::isfinite(start) && std::isfinite(end), "arange: expected finite bounds, got [",
             start, ", ", end, ")");
@@ -119,6 +149,7 @@ Tensor arange(int64_t end, TensorOptions options) {
 
 template <class T>
 Tensor from_vector(const std::vector<T>& data, Shape shape, TensorOptions options) {
+  check_request(shape, options, "from_vector");
   AMP_CHECK(static_cast<int64_t>(data.size()) == shape_numel(shape), "from_vector: expected ",
             shape_numel(shape), " values for shape ", shape_to_string(shape), ", got ",
             data.size());

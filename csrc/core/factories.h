@@ -21,7 +21,9 @@ Tensor arange(double start, double end, double step = 1.0,
 Tensor arange(int64_t end, TensorOptions options = {.dtype = DType::Int64});
 
 // Uniform [0, 1) and standard normal samples from the global generator (Philox4x32-10, drawn
-// in fp32 on the CPU, so a seed gives the same values on every device and thread count).
+// in fp32 on the CPU, so a seed gives the same values on every device and thread count). rand
+// keeps as many random bits as the dtype's significand (11 for Float16, 8 for BFloat16), so
+// 16-bit samples never round up to 1.
 Tensor rand(Shape shape, TensorOptions options = {});
 Tensor randn(Shape shape, TensorOptions options = {});
 void manual_seed(uint64_t seed);

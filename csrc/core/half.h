@@ -9,6 +9,9 @@
 
 #include "csrc/core/macros.h"
 
+#if defined(__CUDACC__)
+#include <cuda_fp16.h>
+#endif
 #if !defined(__CUDA_ARCH__) && defined(__F16C__)
 #include <immintrin.h>
 #define AMP_HAS_F16C 1
@@ -115,7 +118,9 @@ AMP_HOST_DEVICE inline float half_bits_to_float_portable(uint16_t h) {
 }
 
 AMP_HOST_DEVICE AMP_FORCEINLINE uint16_t float_to_half_bits(float f) {
-#if defined(AMP_HAS_F16C)
+#if defined(__CUDA_ARCH__)
+  return __half_as_ushort(__float2half_rn(f));  // the hardware conversion, also RNE
+#elif defined(AMP_HAS_F16C)
   return static_cast<uint16_t>(_cvtss_sh(f, _MM_FROUND_TO_NEAREST_INT));
 #else
   return float_to_half_bits_portable(f);
@@ -123,7 +128,9 @@ AMP_HOST_DEVICE AMP_FORCEINLINE uint16_t float_to_half_bits(float f) {
 }
 
 AMP_HOST_DEVICE AMP_FORCEINLINE float half_bits_to_float(uint16_t h) {
-#if defined(AMP_HAS_F16C)
+#if defined(__CUDA_ARCH__)
+  return __half2float(__ushort_as_half(h));
+#elif defined(AMP_HAS_F16C)
   return _cvtsh_ss(h);
 #else
   return half_bits_to_float_portable(h);

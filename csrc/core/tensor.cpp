@@ -100,6 +100,7 @@ int64_t Tensor::stride(int64_t dim) const {
 
 bool Tensor::is_contiguous() const {
   const auto& impl = checked_impl("is_contiguous");
+  if (shape_numel(impl.sizes) == 0) return true;  // no elements, no layout (as PyTorch)
   int64_t expected = 1;
   for (size_t i = impl.sizes.size(); i-- > 0;) {
     if (impl.sizes[i] == 1) continue;
@@ -145,6 +146,7 @@ Tensor Tensor::to(DType dtype) const {
 Tensor Tensor::to(Device device) const {
   checked_impl("to");
   if (device == this->device()) return *this;
+  if (device.is_cuda()) cuda_backend::require_available("to");
   Tensor out = empty(sizes(), {.dtype = dtype(), .device = device});
   out.copy_(*this);
   return out;
@@ -192,6 +194,11 @@ Shape infer_shape(Shape shape, int64_t numel, const char* op) {
 // computeStride): each group of old dims that merges into new dims must be contiguous.
 bool view_strides(const Shape& sizes, const Shape& strides, const Shape& shape, Shape& out) {
   out.assign(shape.size(), 0);
+  // A 0-d tensor has one element and no strides to merge: any all-ones shape views it.
+  if (sizes.empty()) {
+    out.assign(shape.size(), 1);
+    return true;
+  }
   if (shape_numel(sizes) == 0) {
     out = contiguous_strides(shape);
     return true;
@@ -294,10 +301,10 @@ Tensor Tensor::narrow(int64_t dim, int64_t start, int64_t length) const {
   AMP_CHECK(this->dim() > 0, "narrow: expected a tensor with at least one dimension, got 0-d");
   dim = wrap_dim(dim, this->dim(), "narrow");
   const int64_t n = size(dim);
-  if (start < 0) start += n;
-  AMP_CHECK(start >= 0 && length >= 0 && start + length <= n, "narrow: expected start ", start,
+  const int64_t begin = start < 0 ? start + n : start;
+  AMP_CHECK(begin >= 0 && length >= 0 && begin + length <= n, "narrow: expected start ", start,
             " + length ", length, " to be within dimension ", dim, " of size ", n);
-  return slice(dim, start, start + length);
+  return slice(dim, begin, begin + length);
 }
 
 Tensor Tensor::slice(int64_t dim, int64_t start, int64_t end, int64_t step) const {
@@ -415,6 +422,18 @@ template bool Tensor::item<bool>() const;
 Tensor& Tensor::copy_(const Tensor& src) {
   checked_impl("copy_");
   AMP_CHECK(src.defined(), "copy_: expected a defined source tensor, got an undefined one");
+  {
+    // Broadcasting rule of expand(), checked here so the message names copy_.
+    const Shape& dst_shape = sizes();
+    const Shape& src_shape = src.sizes();
+    bool broadcastable = src_shape.size() <= dst_shape.size();
+    for (size_t i = 1; broadcastable && i <= src_shape.size(); ++i) {
+      const int64_t s = src_shape[src_shape.size() - i];
+      broadcastable = s == 1 || s == dst_shape[dst_shape.size() - i];
+    }
+    AMP_CHECK(broadcastable, "copy_: expected a source broadcastable to the destination shape ",
+              shape_to_string(dst_shape), ", got source shape ", shape_to_string(src_shape));
+  }
   Tensor source = src;
   if (src.device() != device()) {
     // Cross-device: convert and pack on the source device, move the bytes, then let the

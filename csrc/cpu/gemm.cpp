@@ -25,6 +25,7 @@
 
 #include <Eigen/Core>
 #include <algorithm>
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -69,11 +70,10 @@ Layout canonical_layout(int64_t rows, int64_t cols, int64_t rs, int64_t cs) {
 }
 
 std::string describe(const GemmArgs& g) {
-  return detail::concat(dtype_name(g.dtype), " batch ", g.batch, " of (", g.m, " x ", g.k,
-                        ") @ (", g.k, " x ", g.n, "), strides A [", g.a_batch_stride, ", ",
-                        g.a_row_stride, ", ", g.a_col_stride, "] B [", g.b_batch_stride, ", ",
-                        g.b_row_stride, ", ", g.b_col_stride, "] C [", g.c_batch_stride, ", ",
-                        g.c_row_stride, ", 1]");
+  return detail::concat(dtype_name(g.dtype), " batch ", g.batch, " of (", g.m, " x ", g.k, ") @ (",
+                        g.k, " x ", g.n, "), strides A [", g.a_batch_stride, ", ", g.a_row_stride,
+                        ", ", g.a_col_stride, "] B [", g.b_batch_stride, ", ", g.b_row_stride, ", ",
+                        g.b_col_stride, "] C [", g.c_batch_stride, ", ", g.c_row_stride, ", 1]");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -240,15 +240,21 @@ dnnl::stream& thread_stream() {
 
 struct Key {
   DType dtype;
-  int threads;
-  int64_t batch, m, n, k;
-  int64_t a_bs, a_rs, a_cs, b_bs, b_rs, b_cs, c_bs, c_rs;
+  int threads;  // oneDNN splits the work for the thread count it sees at creation
+  std::array<int64_t, 12> geometry;  // batch, m, n, k and the strides, as in GemmArgs
   bool operator==(const Key&) const = default;
 };
 
+Key make_key(const GemmArgs& g) {
+  return {g.dtype,
+          omp_in_parallel() ? 1 : omp_get_max_threads(),
+          {g.batch, g.m, g.n, g.k, g.a_batch_stride, g.a_row_stride, g.a_col_stride,
+           g.b_batch_stride, g.b_row_stride, g.b_col_stride, g.c_batch_stride, g.c_row_stride}};
+}
+
 struct KeyHash {
   size_t operator()(const Key& key) const {
-    uint64_t h = 1469598103934665603ull;  // FNV-1a over the fields, mixed 64 bits at a time
+    uint64_t h = 1469598103934665603ull;  // FNV-1a over the fields, 64 bits at a time
     auto mix = [&h](uint64_t v) {
       h ^= v;
       h *= 1099511628211ull;
@@ -256,10 +262,7 @@ struct KeyHash {
     };
     mix(static_cast<uint64_t>(key.dtype));
     mix(static_cast<uint64_t>(key.threads));
-    for (int64_t v : {key.batch, key.m, key.n, key.k, key.a_bs, key.a_rs, key.a_cs, key.b_bs,
-                      key.b_rs, key.b_cs, key.c_bs, key.c_rs}) {
-      mix(static_cast<uint64_t>(v));
-    }
+    for (int64_t v : key.geometry) mix(static_cast<uint64_t>(v));
     return static_cast<size_t>(h);
   }
 };
@@ -301,11 +304,10 @@ class PlanCache {
   }
 
  private:
+  using Entry = std::pair<Key, std::shared_ptr<const Plan>>;
   std::mutex mutex_;
-  std::list<std::pair<Key, std::shared_ptr<const Plan>>> lru_;
-  std::unordered_map<Key, std::list<std::pair<Key, std::shared_ptr<const Plan>>>::iterator,
-                     KeyHash>
-      index_;
+  std::list<Entry> lru_;  // most recently used first
+  std::unordered_map<Key, std::list<Entry>::iterator, KeyHash> index_;
 };
 
 PlanCache& plan_cache() {
@@ -321,8 +323,8 @@ dnnl::memory::data_type dnnl_type(DType dtype) {
 
 // The memory descriptor of one operand: 2-D, or 3-D with a batch dimension of size 1 when the
 // batch stride is 0 (oneDNN broadcasts it).
-dnnl::memory::desc operand_md(dnnl::memory::data_type type, bool batched, int64_t batch,
-                              int64_t bs, int64_t rows, int64_t cols, const Layout& l) {
+dnnl::memory::desc operand_md(dnnl::memory::data_type type, bool batched, int64_t batch, int64_t bs,
+                              int64_t rows, int64_t cols, const Layout& l) {
   using dims = dnnl::memory::dims;
   if (!batched) return dnnl::memory::desc(dims{rows, cols}, type, dims{l.rs, l.cs});
   const int64_t extent = std::max(rows * l.rs, cols * l.cs);
@@ -408,13 +410,7 @@ GemmArgs normalise(GemmArgs g) {
 }
 
 std::shared_ptr<const Plan> plan_for(const GemmArgs& g) {
-  const Key key{g.dtype,          omp_in_parallel() ? 1 : omp_get_max_threads(),
-                g.batch,          g.m,
-                g.n,              g.k,
-                g.a_batch_stride, g.a_row_stride,
-                g.a_col_stride,   g.b_batch_stride,
-                g.b_row_stride,   g.b_col_stride,
-                g.c_batch_stride, g.c_row_stride};
+  const Key key = make_key(g);
   PlanCache& cache = plan_cache();
   if (auto plan = cache.find(key)) return plan;
   // Built outside the lock: creating a primitive JIT-compiles kernels (milliseconds), and
@@ -530,8 +526,7 @@ void gemm_half(const GemmArgs& args) {
   parallel_for(args.batch * args.m, row_grain(args.n), [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) {
       narrow_run(c32 + r * args.n,
-                 c + (r / args.m) * args.c_batch_stride + (r % args.m) * args.c_row_stride,
-                 args.n);
+                 c + (r / args.m) * args.c_batch_stride + (r % args.m) * args.c_row_stride, args.n);
     }
   });
 }
@@ -620,8 +615,8 @@ void gemm(const GemmArgs& args) {
         break;
     }
   } catch (const dnnl::error& e) {
-    AMP_FAIL("matmul: oneDNN failed (", e.what(), ", status ", static_cast<int>(e.status),
-             ") on ", describe(args));
+    AMP_FAIL("matmul: oneDNN failed (", e.what(), ", status ", static_cast<int>(e.status), ") on ",
+             describe(args));
   } catch (const std::bad_alloc&) {
     AMP_FAIL("matmul: out of memory for scratch buffers on ", describe(args));
   }
@@ -637,8 +632,8 @@ std::string gemm_impl_name(const GemmArgs& args) {
     const std::string impl = plan_for(normalise(g))->impl;
     return args.dtype == DType::Float16 ? "f16->f32 " + impl : impl;
   } catch (const dnnl::error& e) {
-    AMP_FAIL("matmul: oneDNN failed (", e.what(), ", status ", static_cast<int>(e.status),
-             ") on ", describe(args));
+    AMP_FAIL("matmul: oneDNN failed (", e.what(), ", status ", static_cast<int>(e.status), ") on ",
+             describe(args));
   }
 }
 

@@ -53,8 +53,8 @@ int device_count() { return availability().device_count; }
 const char* unavailable_reason() { return availability().reason.c_str(); }
 
 void require_available(const char* op) {
-  AMP_CHECK(is_available(), op, ": expected a usable CUDA device, got none: ",
-            unavailable_reason());
+  AMP_CHECK(is_available(), op,
+            ": expected a usable CUDA device, got none: ", unavailable_reason());
 }
 
 void* raw_alloc(size_t bytes, int device_index) {

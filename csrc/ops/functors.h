@@ -53,7 +53,13 @@ struct Rsqrt {
   template <class T> AMP_HOST_DEVICE T operator()(T a) const { return T(1) / std::sqrt(a); }
 };
 struct Abs {
-  template <class T> AMP_HOST_DEVICE T operator()(T a) const { return a < T(0) ? -a : a; }
+  template <class T> AMP_HOST_DEVICE T operator()(T a) const {
+    if constexpr (std::is_floating_point_v<T>) {
+      return std::fabs(a);  // clears the sign of -0.0, as IEEE abs
+    } else {
+      return a < T(0) ? -a : a;
+    }
+  }
 };
 struct Sign {
   template <class T> AMP_HOST_DEVICE T operator()(T a) const {
@@ -98,9 +104,16 @@ struct PowScalar {
 struct Clamp {
   double lo, hi;  // -inf / +inf when absent
   template <class T> AMP_HOST_DEVICE T operator()(T a) const {
-    if (is_nan(a)) return a;
-    const T l = static_cast<T>(lo), h = static_cast<T>(hi);
-    return a < l ? l : (a > h ? h : a);
+    if constexpr (std::is_integral_v<T>) {
+      // Compare in double: an absent bound is +-inf, which has no integer value. The op layer
+      // only passes whole-number bounds for integer tensors.
+      const double v = static_cast<double>(a);
+      return v < lo ? static_cast<T>(lo) : (v > hi ? static_cast<T>(hi) : a);
+    } else {
+      if (is_nan(a)) return a;
+      const T l = static_cast<T>(lo), h = static_cast<T>(hi);
+      return a < l ? l : (a > h ? h : a);
+    }
   }
 };
 struct AddScalar {

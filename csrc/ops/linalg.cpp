@@ -115,7 +115,7 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
     const Tensor b2 = db == 1 ? b.unsqueeze(1) : b;
     Shape out_shape(a.sizes().begin(), a.sizes().end() - 1);
     if (db == 2) out_shape.push_back(b.size(1));
-    return mm(a.reshape({-1, ka}), b2).reshape(out_shape);
+    return mm(a.flatten(0, -2), b2).reshape(out_shape);
   }
   // General case: broadcast the batch dims, flatten them into one.
   const Tensor a3 = da == 1 ? a.unsqueeze(0) : a;

@@ -19,6 +19,7 @@
 #include "csrc/core/half.h"
 
 #if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
 #include <immintrin.h>
 #define AMPCPP_TEST_X86 1
 #endif
@@ -29,11 +30,12 @@ using amp::BFloat16;
 using amp::Half;
 
 // Value counts of the large sweeps. Sanitizer builds run every check through instrumented code
-// (about 10x slower), so they sample fewer values; the edge cases are the same in both builds.
+// (about 5x slower, more at -O0), so they sample fewer values; the edge cases are the same in
+// both builds. Release: ~3 s for the suite; ASan+UBSan at -O0: ~8 s.
 #if defined(AMPCPP_SANITIZE)
-constexpr uint64_t kRandomFloatCount = uint64_t{1} << 21;
-constexpr uint64_t kRandomDoubleCount = uint64_t{1} << 18;
-constexpr uint32_t kSweepStride = 211;
+constexpr uint64_t kRandomFloatCount = uint64_t{1} << 22;
+constexpr uint64_t kRandomDoubleCount = uint64_t{1} << 20;
+constexpr uint32_t kSweepStride = 61;
 #else
 constexpr uint64_t kRandomFloatCount = uint64_t{1} << 24;  // 16.8M
 constexpr uint64_t kRandomDoubleCount = uint64_t{1} << 21;
@@ -141,9 +143,13 @@ __attribute__((target("f16c"))) uint16_t f16c_float_to_half(float x) {
   return static_cast<uint16_t>(_cvtss_sh(x, _MM_FROUND_TO_NEAREST_INT));
 }
 __attribute__((target("f16c"))) float f16c_half_to_float(uint16_t h) { return _cvtsh_ss(h); }
+// __builtin_cpu_supports("f16c") is GCC-only (clang 14 rejects it), so F16C's CPUID bit is read
+// directly; "avx" adds the check that the OS saves the VEX register state F16C needs.
 bool cpu_has_f16c() {
   __builtin_cpu_init();
-  return __builtin_cpu_supports("f16c");
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  return __builtin_cpu_supports("avx") && __get_cpuid(1, &eax, &ebx, &ecx, &edx) != 0 &&
+         (ecx & bit_F16C) != 0;
 }
 #else
 uint16_t f16c_float_to_half(float) { return 0; }
@@ -151,10 +157,12 @@ float f16c_half_to_float(uint16_t) { return 0.0f; }
 bool cpu_has_f16c() { return false; }
 #endif
 
-boost::test_tools::assertion_result f16c_available(boost::unit_test::test_unit_id) {
-  boost::test_tools::assertion_result result(cpu_has_f16c());
-  if (!result) result.message() << "this CPU has no F16C instructions to compare against";
-  return result;
+// Without F16C there is no hardware reference. The message is logged at the level ctest runs
+// the suites with (a precondition decorator's skip notice only shows at test_suite level).
+bool f16c_missing() {
+  if (cpu_has_f16c()) return false;
+  BOOST_TEST_MESSAGE("[skipped] this CPU has no F16C instructions to compare against");
+  return true;
 }
 
 // IEEE round-to-nearest-even of a float into bfloat16, as the definition reads: the two bfloat16
@@ -260,8 +268,8 @@ std::vector<float> float_edge_cases(const Format& f) {
       if (i > 0 || step >= 0) push_both_signs(out, float_from(bits_of(lo) + step));
     }
   }
-  // A stride through the float subnormals, which all lie below both formats' halfway point to
-  // their smallest subnormal except for bfloat16, whose subnormals are float subnormals.
+  // A stride through the float subnormals: binary16 flushes all of them to a signed zero, while
+  // bfloat16's own subnormals are among them.
   for (uint32_t u = 0; u < 0x00800000u; u += 4099) push_both_signs(out, float_from(u));
   return out;
 }
@@ -327,6 +335,7 @@ template <class T>
 void check_from_double(Tally& tally, const Format& f, const NearestEven& reference, double x) {
   const uint16_t got = T(x).x;
   if (std::isnan(x)) {
+    // Any NaN of the same sign matches (same_value); quietness has its own test.
     const uint16_t sign = std::signbit(x) ? f.sign_bit() : uint16_t{0};
     check_16(tally, f, static_cast<uint16_t>(sign | f.inf_bits() | f.quiet_bit()), got,
              [&] { return describe(x); });
@@ -336,9 +345,10 @@ void check_from_double(Tally& tally, const Format& f, const NearestEven& referen
 }
 
 // The double just beside the halfway point of each adjacent pair (lo, hi), on the side away from
-// the even neighbour, so that the correct result is the odd neighbour. It is within a quarter of
-// a float ulp of the halfway point, so converting it to float first lands exactly on the halfway
-// point, which then rounds to the even neighbour: the wrong one.
+// the even neighbour, so that the correct result is the odd neighbour. It is an eighth of a float
+// ulp from the halfway point (a halfway point needs one bit more than the 16-bit format, so it is
+// a float), so converting it to float first lands exactly on the halfway point, which then ties
+// to the even neighbour: the wrong one.
 std::vector<double> double_rounding_traps(const NearestEven& reference) {
   std::vector<double> out;
   const std::vector<double>& grid = reference.grid();
@@ -450,6 +460,8 @@ BOOST_AUTO_TEST_CASE(half_to_float_is_exact_and_quiets_nan) {
   tally.report();
 }
 
+// Unlike binary16, a bfloat16 NaN widens by appending zero bits, signalling or not: it is what
+// CUDA's __bfloat162float does, and the CPU matches the GPU.
 BOOST_AUTO_TEST_CASE(bfloat16_to_float_is_exact) {
   Tally tally("bfloat16 -> float against the decoded value");
   for (uint32_t b = 0; b <= 0xFFFF; ++b) {
@@ -468,8 +480,8 @@ BOOST_AUTO_TEST_CASE(bfloat16_to_float_is_exact) {
   tally.report();
 }
 
-BOOST_AUTO_TEST_CASE(half_to_float_matches_f16c_for_every_bit_pattern,
-                     *boost::unit_test::precondition(f16c_available)) {
+BOOST_AUTO_TEST_CASE(half_to_float_matches_f16c_for_every_bit_pattern) {
+  if (f16c_missing()) return;
   Tally tally("binary16 -> float vs F16C, bit for bit");
   for (uint32_t b = 0; b <= 0xFFFF; ++b) {
     const auto bits = static_cast<uint16_t>(b);
@@ -487,15 +499,15 @@ BOOST_AUTO_TEST_CASE(half_to_float_matches_f16c_for_every_bit_pattern,
 // ---------------------------------------------------------------------------------------------
 // float -> binary16, against the CPU's F16C conversion.
 
-BOOST_AUTO_TEST_CASE(float_to_half_matches_f16c_on_edge_cases,
-                     *boost::unit_test::precondition(f16c_available)) {
+BOOST_AUTO_TEST_CASE(float_to_half_matches_f16c_on_edge_cases) {
+  if (f16c_missing()) return;
   VersusF16c versus;
   for (float x : float_edge_cases(kHalf)) versus.check(x);
   versus.report();
 }
 
-BOOST_AUTO_TEST_CASE(float_to_half_matches_f16c_on_random_bit_patterns,
-                     *boost::unit_test::precondition(f16c_available)) {
+BOOST_AUTO_TEST_CASE(float_to_half_matches_f16c_on_random_bit_patterns) {
+  if (f16c_missing()) return;
   VersusF16c versus;
   std::mt19937 rng(kSeed);
   for (uint64_t i = 0; i < kRandomFloatCount; ++i) versus.check(float_from(rng()));
@@ -504,8 +516,8 @@ BOOST_AUTO_TEST_CASE(float_to_half_matches_f16c_on_random_bit_patterns,
 
 // Every float from 2^-26 (below half the smallest binary16 subnormal) to 2^17 (past overflow)
 // at a fixed stride; the stride is odd so the low mantissa bits take every value.
-BOOST_AUTO_TEST_CASE(float_to_half_matches_f16c_across_the_half_exponent_range,
-                     *boost::unit_test::precondition(f16c_available)) {
+BOOST_AUTO_TEST_CASE(float_to_half_matches_f16c_across_the_half_exponent_range) {
+  if (f16c_missing()) return;
   VersusF16c versus;
   constexpr uint32_t kFirst = uint32_t{127 - 26} << 23;
   constexpr uint32_t kEnd = uint32_t{127 + 17} << 23;

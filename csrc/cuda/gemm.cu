@@ -1,0 +1,187 @@
+// The CUDA matrix-product kernel behind DeviceKernels::gemm: cuBLAS's strided-batched GEMM with
+// fp32 accumulation for Float32, Float16 and BFloat16 (output rounded once into the input
+// dtype, as on the CPU) and fp64 for Float64. Layouts cuBLAS cannot express (a leading
+// dimension smaller than the matrix, sizes beyond int) go to a plain kernel with the same
+// accumulation types.
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <climits>
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <type_traits>
+#include <vector>
+
+#include "csrc/core/dtype.h"
+#include "csrc/core/macros.h"
+#include "csrc/cuda/cuda_check.cuh"
+#include "csrc/ops/kernels.h"
+
+namespace amp::cuda_backend {
+
+namespace {
+
+void check_cublas(cublasStatus_t status, const char* call, const char* file, int line) {
+  if (status == CUBLAS_STATUS_SUCCESS) [[likely]] {
+    return;
+  }
+  AMP_FAIL("matmul: ", call, " failed: ", cublasGetStatusName(status), ": ",
+           cublasGetStatusString(status), " (at ", file, ":", line, ")");
+}
+
+#define AMP_CUBLAS_CHECK(expr) check_cublas((expr), #expr, __FILE__, __LINE__)
+
+// One cuBLAS handle per device, created on first use. Destroyed at exit: the pool is constructed
+// after the CUDA runtime is initialised (see the constructor), so its destructor runs before the
+// runtime's own teardown; a failure there is ignored because nothing can be done about it.
+class HandlePool {
+ public:
+  HandlePool() {
+    // Initialises the runtime (and its exit handlers) before this object finishes construction.
+    (void)cudaFree(nullptr);
+    (void)cudaGetLastError();
+  }
+  ~HandlePool() {
+    for (cublasHandle_t handle : handles_) {
+      if (handle != nullptr) (void)cublasDestroy(handle);
+    }
+  }
+  HandlePool(const HandlePool&) = delete;
+  HandlePool& operator=(const HandlePool&) = delete;
+
+  cublasHandle_t get(int device) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (handles_.size() <= static_cast<size_t>(device)) handles_.resize(device + 1, nullptr);
+    if (handles_[device] == nullptr) {
+      cublasHandle_t handle = nullptr;
+      AMP_CUBLAS_CHECK(cublasCreate(&handle));
+      // Reductions inside a 16-bit GEMM (split-K) stay in fp32: the output is rounded once, as
+      // DESIGN.md §3 promises and the CPU path does. No TF32: fp32 GEMMs are full fp32.
+      const cublasStatus_t status = cublasSetMathMode(
+          handle, static_cast<cublasMath_t>(CUBLAS_DEFAULT_MATH |
+                                            CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION));
+      if (status != CUBLAS_STATUS_SUCCESS) (void)cublasDestroy(handle);
+      AMP_CUBLAS_CHECK(status);
+      handles_[device] = handle;  // default stream: ordered with every other launch here
+    }
+    return handles_[device];
+  }
+
+ private:
+  std::mutex mutex_;
+  std::vector<cublasHandle_t> handles_;
+};
+
+cublasHandle_t handle_for_current_device() {
+  static HandlePool pool;
+  int device = 0;
+  AMP_CUDA_CHECK(cudaGetDevice(&device));
+  return pool.get(device);
+}
+
+// A row-major R x C matrix X (strides rs, cs in elements) seen as the column-major C x R matrix
+// X^T that cuBLAS multiplies: with cs == 1 it is X^T stored column-major with ld = rs (no
+// transpose); with rs == 1, X is stored column-major with ld = cs and cuBLAS transposes it.
+struct CublasOperand {
+  cublasOperation_t op;
+  int ld;
+};
+
+std::optional<CublasOperand> as_cublas_operand(int64_t rows, int64_t cols, int64_t rs, int64_t cs) {
+  if (cs == 1 && rs >= std::max<int64_t>(1, cols) && rs <= INT_MAX) {
+    return CublasOperand{CUBLAS_OP_N, static_cast<int>(rs)};
+  }
+  if (rs == 1 && cs >= std::max<int64_t>(1, rows) && cs <= INT_MAX) {
+    return CublasOperand{CUBLAS_OP_T, static_cast<int>(cs)};
+  }
+  return std::nullopt;
+}
+
+struct CublasTypes {
+  cudaDataType_t data;
+  cublasComputeType_t compute;
+};
+
+CublasTypes cublas_types(DType dtype) {
+  switch (dtype) {
+    case DType::Float32:
+      return {CUDA_R_32F, CUBLAS_COMPUTE_32F};
+    case DType::Float16:
+      return {CUDA_R_16F, CUBLAS_COMPUTE_32F};
+    case DType::BFloat16:
+      return {CUDA_R_16BF, CUBLAS_COMPUTE_32F};
+    case DType::Float64:
+      return {CUDA_R_64F, CUBLAS_COMPUTE_64F};
+    default:
+      break;
+  }
+  AMP_FAIL("matmul: expected a floating-point tensor (Float32, Float16, BFloat16, Float64), got ",
+           dtype_name(dtype));
+}
+
+// Row-major C = A B is column-major C^T = B^T A^T: cuBLAS's first operand is B (n x k), its
+// second is A (k x m), and C^T is n x m with ld = C's row stride. Returns false when a stride
+// or size does not fit cuBLAS's int arguments.
+bool try_cublas_gemm(const GemmArgs& g) {
+  const auto b_op = as_cublas_operand(g.k, g.n, g.b_row_stride, g.b_col_stride);
+  const auto a_op = as_cublas_operand(g.m, g.k, g.a_row_stride, g.a_col_stride);
+  const bool fits = b_op && a_op && g.m <= INT_MAX && g.n <= INT_MAX && g.k <= INT_MAX &&
+                    g.batch <= INT_MAX && g.c_row_stride >= std::max<int64_t>(1, g.n) &&
+                    g.c_row_stride <= INT_MAX;
+  if (!fits) return false;
+  const CublasTypes types = cublas_types(g.dtype);
+  // alpha and beta have the compute type's scalar type.
+  const float alpha32 = 1.0f, beta32 = 0.0f;
+  const double alpha64 = 1.0, beta64 = 0.0;
+  const bool fp64 = types.compute == CUBLAS_COMPUTE_64F;
+  const void* alpha = fp64 ? static_cast<const void*>(&alpha64) : &alpha32;
+  const void* beta = fp64 ? static_cast<const void*>(&beta64) : &beta32;
+  AMP_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
+      handle_for_current_device(), b_op->op, a_op->op, static_cast<int>(g.n), static_cast<int>(g.m),
+      static_cast<int>(g.k), alpha, g.b, types.data, b_op->ld, g.b_batch_stride, g.a, types.data,
+      a_op->ld, g.a_batch_stride, beta, g.c, types.data, static_cast<int>(g.c_row_stride),
+      g.c_batch_stride, static_cast<int>(g.batch), types.compute, CUBLAS_GEMM_DEFAULT));
+  return true;
+}
+
+// One thread per output element, any strides (0 included), k == 0 giving zeros.
+template <class T>
+__global__ void naive_gemm_kernel(GemmArgs g) {
+  using Acc = std::conditional_t<std::is_same_v<T, double>, double, float>;
+  const int64_t total = g.batch * g.m * g.n;
+  const int64_t step = static_cast<int64_t>(blockDim.x) * gridDim.x;
+  for (int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; idx < total;
+       idx += step) {
+    const int64_t j = idx % g.n, i = (idx / g.n) % g.m, b = idx / (g.n * g.m);
+    const T* a = static_cast<const T*>(g.a) + b * g.a_batch_stride + i * g.a_row_stride;
+    const T* bm = static_cast<const T*>(g.b) + b * g.b_batch_stride + j * g.b_col_stride;
+    Acc acc = 0;
+    for (int64_t p = 0; p < g.k; ++p) {
+      acc += convert<Acc>(a[p * g.a_col_stride]) * convert<Acc>(bm[p * g.b_row_stride]);
+    }
+    static_cast<T*>(g.c)[b * g.c_batch_stride + i * g.c_row_stride + j] = convert<T>(acc);
+  }
+}
+
+void naive_gemm(const GemmArgs& g) {
+  constexpr int kThreads = 256;
+  const int64_t total = g.batch * g.m * g.n;
+  const int blocks =
+      static_cast<int>(std::clamp<int64_t>((total + kThreads - 1) / kThreads, 1, 65535));
+  AMP_DISPATCH_FLOATING(g.dtype, "matmul",
+                        [&] { naive_gemm_kernel<scalar_t><<<blocks, kThreads>>>(g); });
+  AMP_CUDA_CHECK_LAUNCH("matmul (naive_gemm_kernel)");
+}
+
+}  // namespace
+
+void gemm(const GemmArgs& args) {
+  if (args.batch == 0 || args.m == 0 || args.n == 0) return;
+  // cuBLAS may leave C untouched when k == 0; the plain kernel writes the zeros.
+  if (args.k > 0 && try_cublas_gemm(args)) return;
+  naive_gemm(args);
+}
+
+}  // namespace amp::cuda_backend

@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# Configures and builds ampcpp into a build directory: scripts/build.sh [BUILD_DIR] [CMAKE ARGS...]
+# The CUDA backend is built when nvcc is on PATH or under /usr/local/cuda (AMPCPP_CUDA=AUTO).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build_dir=${1:-build}
+shift || true
+cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release "$@"
+cmake --build "$build_dir" -j "$(nproc)"

@@ -1,0 +1,497 @@
+// Specification of the CUDA backend: every op run on a CUDA tensor gives what the same op gives
+// on the CPU (the reference, tested on its own in tests/ops), bit for bit where both sides do
+// one correctly rounded operation per element, within a dtype's rounding otherwise. Without a
+// usable device each gpu_ops test prints one "[gpu skipped] <reason>" line, which ctest reports
+// as Skipped; suite cuda_availability checks the unavailable path itself and runs everywhere.
+#include <boost/test/unit_test.hpp>
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <iostream>
+#include <limits>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "csrc/core/allocator.h"
+#include "csrc/core/factories.h"
+#include "csrc/core/tensor.h"
+#include "csrc/cuda/cuda.h"
+#include "csrc/cuda/cuda_backend.h"
+#include "csrc/ops/elementwise.h"
+#include "csrc/ops/linalg.h"
+#include "csrc/ops/reduce.h"
+#include "csrc/ops/shape_ops.h"
+#include "csrc/ops/softmax.h"
+
+namespace {
+
+using amp::Device;
+using amp::DeviceType;
+using amp::DType;
+using amp::Tensor;
+
+const DType kFloatDTypes[] = {DType::Float32, DType::Float16, DType::BFloat16, DType::Float64};
+const DType kAllDTypes[] = {DType::Float32, DType::Float16, DType::BFloat16,
+                            DType::Float64, DType::Int64,   DType::Bool};
+
+// True when a CUDA device can run the test. Otherwise prints the one line ctest's
+// SKIP_REGULAR_EXPRESSION looks for, with the reason, and the caller returns.
+bool has_gpu_or_skip() {
+  if (amp::cuda::is_available()) return true;
+  std::cout << "[gpu skipped] " << boost::unit_test::framework::current_test_case().p_name.get()
+            << ": " << amp::cuda_backend::unavailable_reason() << std::endl;
+  return false;
+}
+
+Tensor gpu(const Tensor& t) { return t.to(Device::cuda()); }
+
+// Elementwise |got - expected| <= atol + rtol * |expected|.
+struct Tolerance {
+  double rtol = 0;
+  double atol = 0;
+};
+constexpr Tolerance kExact{0, 0};
+
+// One rounding step of the dtype (fp16 keeps 11 significant bits, bf16 8): results computed in
+// fp32 on both devices may round to neighbouring 16-bit values when the fp32 values differ in
+// the last bit, as transcendental functions do between libm and CUDA's math library.
+Tolerance rounding_tolerance(DType dtype) {
+  switch (dtype) {
+    case DType::Float16:
+      return {2e-3, 1e-3};
+    case DType::BFloat16:
+      return {1.6e-2, 1e-2};
+    case DType::Float64:
+      return {1e-12, 1e-12};
+    default:
+      return {1e-5, 1e-6};
+  }
+}
+
+std::string describe(const Tensor& t) {
+  std::ostringstream out;
+  out << amp::dtype_name(t.dtype()) << amp::shape_to_string(t.sizes()) << " on "
+      << amp::to_string(t.device());
+  return out.str();
+}
+
+// Checks that `got` (computed on CUDA) equals `expected` (computed on the CPU): same dtype and
+// shape, and each value within `tol`; NaN matches NaN, infinities and the sign of zero must match
+// exactly when tol is kExact. Reports the first mismatch and how many there are.
+void check_matches_cpu(const Tensor& got, const Tensor& expected, Tolerance tol,
+                       const std::string& what) {
+  BOOST_TEST_CONTEXT(what) {
+    BOOST_TEST(got.device().is_cuda(), "result on " << amp::to_string(got.device()));
+    BOOST_TEST(expected.device().is_cpu());
+    BOOST_TEST(std::string(amp::dtype_name(got.dtype())) ==
+               std::string(amp::dtype_name(expected.dtype())));
+    BOOST_TEST(amp::shape_to_string(got.sizes()) == amp::shape_to_string(expected.sizes()));
+    if (got.dtype() != expected.dtype() || got.sizes() != expected.sizes()) return;
+    const std::vector<double> g = got.to_vector<double>(), e = expected.to_vector<double>();
+    size_t mismatches = 0, first = 0;
+    for (size_t i = 0; i < e.size(); ++i) {
+      bool ok;
+      if (std::isnan(e[i]) || std::isnan(g[i])) {
+        ok = std::isnan(e[i]) && std::isnan(g[i]);
+      } else if (std::isinf(e[i]) || (tol.rtol == 0 && tol.atol == 0)) {
+        ok = g[i] == e[i] && std::signbit(g[i]) == std::signbit(e[i]);
+      } else {
+        ok = std::abs(g[i] - e[i]) <= tol.atol + tol.rtol * std::abs(e[i]);
+      }
+      if (!ok && mismatches++ == 0) first = i;
+    }
+    std::ostringstream detail;
+    if (mismatches > 0) {
+      detail << mismatches << " of " << e.size() << " values differ from the CPU (" << describe(got)
+             << "); first at flat index " << first << ": CUDA " << g[first] << ", CPU " << e[first];
+    }
+    BOOST_TEST(mismatches == 0u, detail.str());
+  }
+}
+
+// Runs `op` on CPU inputs and on copies of them on CUDA, and compares the results.
+void check_unary(const std::string& what, const Tensor& x,
+                 const std::function<Tensor(const Tensor&)>& op, Tolerance tol) {
+  check_matches_cpu(op(gpu(x)), op(x), tol, what + " of " + describe(x));
+}
+void check_binary(const std::string& what, const Tensor& a, const Tensor& b,
+                  const std::function<Tensor(const Tensor&, const Tensor&)>& op, Tolerance tol) {
+  check_matches_cpu(op(gpu(a), gpu(b)), op(a, b), tol,
+                    what + " of " + describe(a) + " and " + describe(b));
+}
+
+// Standard normal samples of `dtype` on the CPU, with a few values that exercise special paths.
+Tensor samples(amp::Shape shape, DType dtype) {
+  Tensor x = amp::randn(std::move(shape));
+  const int64_t n = x.numel();
+  float* p = x.data<float>();
+  if (n > 3) {
+    p[0] = 0.0f;
+    p[1] = -0.0f;
+    p[n - 1] = 3.0f;
+  }
+  return x.to(dtype);
+}
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+}  // namespace
+
+// Its own suite, labelled unit rather than gpu: ctest reports a gpu suite whose output contains
+// "[gpu skipped]" as Skipped even when a check failed, which would hide a failure here.
+BOOST_AUTO_TEST_SUITE(cuda_availability)
+
+// Runs with and without a device: the unavailable path is the one CI exercises.
+BOOST_AUTO_TEST_CASE(cuda_tensors_raise_a_clear_error_when_no_device_is_usable) {
+  if (amp::cuda::is_available()) {
+    BOOST_TEST(amp::cuda::device_count() >= 1);
+    BOOST_TEST(std::string(amp::cuda_backend::unavailable_reason()).empty());
+    BOOST_TEST(amp::zeros({2}, {.device = Device::cuda()}).device().is_cuda());
+    return;
+  }
+  const std::string reason = amp::cuda_backend::unavailable_reason();
+  BOOST_TEST(!reason.empty());
+  BOOST_TEST(amp::cuda::device_count() == 0);
+  // Asking about memory does not need a device.
+  BOOST_TEST(amp::memory::allocated(DeviceType::CUDA) == 0);
+  const auto names_reason = [&](const amp::Error& e) {
+    const std::string message = e.what();
+    BOOST_TEST_MESSAGE("amp::Error: " << message);
+    return contains(message, reason) && contains(message, "CUDA");
+  };
+  BOOST_CHECK_EXCEPTION(amp::zeros({2}, {.device = Device::cuda()}), amp::Error, names_reason);
+  BOOST_CHECK_EXCEPTION(amp::ones({3}).to(Device::cuda()), amp::Error, names_reason);
+  BOOST_CHECK_EXCEPTION(amp::randn({2, 2}, {.device = Device::cuda()}), amp::Error, names_reason);
+  BOOST_CHECK_THROW(amp::cuda_backend::require_available("matmul"), amp::Error);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(gpu_ops)
+
+BOOST_AUTO_TEST_CASE(unary_ops_match_cpu_for_every_float_dtype) {
+  if (!has_gpu_or_skip()) return;
+  using Op = std::function<Tensor(const Tensor&)>;
+  // Exact: one correctly rounded fp32 (or fp64) operation per element on both devices.
+  const std::vector<std::pair<std::string, Op>> exact = {
+      {"neg", [](const Tensor& x) { return amp::neg(x); }},
+      {"abs", [](const Tensor& x) { return amp::abs(x); }},
+      {"sign", [](const Tensor& x) { return amp::sign(x); }},
+      {"relu", [](const Tensor& x) { return amp::relu(x); }},
+      {"square", [](const Tensor& x) { return amp::square(x); }},
+      {"sqrt", [](const Tensor& x) { return amp::sqrt(x); }},  // NaN for negative inputs
+      {"reciprocal", [](const Tensor& x) { return amp::reciprocal(x); }},
+      {"clamp", [](const Tensor& x) { return amp::clamp(x, -0.5, 0.75); }},
+      {"add scalar", [](const Tensor& x) { return amp::add(x, 1.25); }},
+      {"mul scalar", [](const Tensor& x) { return amp::mul(x, -3.0); }},
+      {"rsub scalar", [](const Tensor& x) { return amp::rsub(x, 2.0); }},
+      {"div scalar", [](const Tensor& x) { return amp::div(x, 3.0); }},
+      {"rdiv scalar", [](const Tensor& x) { return amp::rdiv(x, 3.0); }},
+      {"isfinite", [](const Tensor& x) { return amp::isfinite(amp::reciprocal(x)); }},
+  };
+  // Transcendental: libm and CUDA's math library may differ in the last bit.
+  const std::vector<std::pair<std::string, Op>> approximate = {
+      {"exp", [](const Tensor& x) { return amp::exp(x); }},
+      {"log", [](const Tensor& x) { return amp::log(x); }},  // NaN / -inf cases included
+      {"rsqrt", [](const Tensor& x) { return amp::rsqrt(amp::abs(x)); }},
+      {"tanh", [](const Tensor& x) { return amp::tanh(x); }},
+      {"sigmoid", [](const Tensor& x) { return amp::sigmoid(x); }},
+      {"gelu", [](const Tensor& x) { return amp::gelu(x); }},
+      {"gelu tanh", [](const Tensor& x) { return amp::gelu(x, true); }},
+      {"pow scalar", [](const Tensor& x) { return amp::pow(amp::abs(x), 1.7); }},
+  };
+  for (DType dtype : kFloatDTypes) {
+    const Tensor x = samples({33, 65}, dtype);  // odd sizes: no launch divides them evenly
+    for (const auto& [name, op] : exact) check_unary(name, x, op, kExact);
+    for (const auto& [name, op] : approximate) check_unary(name, x, op, rounding_tolerance(dtype));
+  }
+  const Tensor ints = amp::arange(-20.0, 21.0, 1.0, {.dtype = DType::Int64});
+  check_unary("abs", ints, exact[1].second, kExact);
+  check_unary("neg", ints, exact[0].second, kExact);
+}
+
+BOOST_AUTO_TEST_CASE(binary_ops_broadcast_and_promote_like_cpu) {
+  if (!has_gpu_or_skip()) return;
+  using Op = std::function<Tensor(const Tensor&, const Tensor&)>;
+  const std::vector<std::pair<std::string, Op>> exact = {
+      {"add", [](const Tensor& a, const Tensor& b) { return amp::add(a, b); }},
+      {"sub", [](const Tensor& a, const Tensor& b) { return amp::sub(a, b); }},
+      {"mul", [](const Tensor& a, const Tensor& b) { return amp::mul(a, b); }},
+      {"div", [](const Tensor& a, const Tensor& b) { return amp::div(a, b); }},
+      {"maximum", [](const Tensor& a, const Tensor& b) { return amp::maximum(a, b); }},
+      {"minimum", [](const Tensor& a, const Tensor& b) { return amp::minimum(a, b); }},
+      {"eq", [](const Tensor& a, const Tensor& b) { return amp::eq(a, b); }},
+      {"ne", [](const Tensor& a, const Tensor& b) { return amp::ne(a, b); }},
+      {"lt", [](const Tensor& a, const Tensor& b) { return amp::lt(a, b); }},
+      {"le", [](const Tensor& a, const Tensor& b) { return amp::le(a, b); }},
+      {"gt", [](const Tensor& a, const Tensor& b) { return amp::gt(a, b); }},
+      {"ge", [](const Tensor& a, const Tensor& b) { return amp::ge(a, b); }},
+  };
+  const Op pow = [](const Tensor& a, const Tensor& b) { return amp::pow(amp::abs(a), b); };
+  for (DType dtype : kFloatDTypes) {
+    // (4, 1, 5) with (3, 1) broadcasts to (4, 3, 5): stride-0 operands on both sides.
+    const Tensor a = samples({4, 1, 5}, dtype), b = samples({3, 1}, dtype);
+    for (const auto& [name, op] : exact) {
+      check_binary(name, a, b, op, kExact);
+      check_binary(name + " (same shape)", a, a.narrow(2, 1, 1).expand({4, 1, 5}), op, kExact);
+    }
+    check_binary("pow", a, b, pow, rounding_tolerance(dtype));
+  }
+  // Mixed dtypes promote before the kernel (fp16 + bf16 -> fp32, fp16 + fp32 -> fp32).
+  const Tensor h = samples({6, 7}, DType::Float16), bf = samples({7}, DType::BFloat16);
+  const Tensor f = samples({6, 1}, DType::Float32);
+  check_binary("add", h, bf, exact[0].second, kExact);
+  check_binary("mul", h, f, exact[2].second, kExact);
+  // Integers, and NaN propagation through maximum / minimum.
+  const Tensor i = amp::arange(-6.0, 6.0, 1.0, {.dtype = DType::Int64}).reshape({3, 4});
+  check_binary("mul", i, i.narrow(0, 1, 1), exact[2].second, kExact);
+  const Op int_pow = [](const Tensor& a, const Tensor& b) { return amp::pow(a, b); };
+  check_binary("pow", i, amp::full({4}, 3.0, {.dtype = DType::Int64}), int_pow, kExact);
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const Tensor with_nan = amp::from_vector<double>({1.0, nan, -2.0, 4.0}, {4});
+  const Tensor other = amp::from_vector<double>({nan, 0.5, 3.0, -1.0}, {4});
+  check_binary("maximum", with_nan, other, exact[4].second, kExact);
+  check_binary("minimum", with_nan, other, exact[5].second, kExact);
+}
+
+BOOST_AUTO_TEST_CASE(where_selects_like_cpu) {
+  if (!has_gpu_or_skip()) return;
+  for (DType dtype : kAllDTypes) {
+    const Tensor a = samples({5, 1, 6}, DType::Float32);
+    const Tensor cond = amp::gt(a, 0.0);
+    const Tensor x = samples({5, 4, 6}, DType::Float32).to(dtype);
+    const Tensor y = samples({4, 1}, DType::Float32).to(dtype);
+    const Tensor expected = amp::where(cond, x, y);
+    check_matches_cpu(amp::where(gpu(cond), gpu(x), gpu(y)), expected, kExact,
+                      std::string("where of ") + amp::dtype_name(dtype));
+  }
+}
+
+BOOST_AUTO_TEST_CASE(copy_converts_every_dtype_pair_like_cpu) {
+  if (!has_gpu_or_skip()) return;
+  const double inf = std::numeric_limits<double>::infinity();
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  // Values every dtype converts without undefined behaviour (|v| < 2^63, no NaN / inf).
+  // Values every dtype pair converts without undefined behaviour: finite in every dtype
+  // (fp16 included, so that fp16 -> Int64 sees no infinity) and far below 2^63.
+  const std::vector<double> finite = {0.0,     -0.0,  1.5,     -2.25, 3.141592653589793, 0.1,
+                                      2.5,     -7.0,  65504.0, 1e-8,  -65519.0,          1000.75,
+                                      1.0 / 3, 257.0, -0.5,    -3.5};
+  // Values only floating dtypes take: fp16 overflow to inf, subnormals, NaN, huge values.
+  const std::vector<double> special = {70000.0, -1e30,  1e30,   inf,     -inf, nan, 6e-8,
+                                       1e-40,   3.4e38, 5e-324, 65520.0, 1e-5, 1e5, 123456.789};
+  for (DType from : kAllDTypes) {
+    for (DType to : kAllDTypes) {
+      std::vector<double> values = finite;
+      if (amp::is_floating_point(from) && amp::is_floating_point(to)) {
+        values.insert(values.end(), special.begin(), special.end());
+      }
+      const int64_t n = static_cast<int64_t>(values.size());
+      // The CPU rounds into `from`; the bytes travel to the device unchanged.
+      const Tensor src = amp::from_vector(values, {n}, {.dtype = from});
+      const std::string what =
+          std::string("copy ") + amp::dtype_name(from) + " -> " + amp::dtype_name(to);
+      check_matches_cpu(gpu(src).to(to), src.to(to), kExact, what);
+      // Strided source and destination: every other element, into a transposed view.
+      const Tensor src2 = src.narrow(0, 0, n / 2 * 2).reshape({n / 2, 2});
+      Tensor dst_gpu = amp::zeros({2, n / 2}, {.dtype = to, .device = Device::cuda()}).t();
+      Tensor dst_cpu = amp::zeros({2, n / 2}, {.dtype = to}).t();
+      dst_gpu.copy_(gpu(src2));
+      dst_cpu.copy_(src2);
+      check_matches_cpu(dst_gpu, dst_cpu, kExact, what + " (transposed destination)");
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(strided_views_match_cpu) {
+  if (!has_gpu_or_skip()) return;
+  for (DType dtype : kFloatDTypes) {
+    const Tensor x = samples({6, 8, 5}, dtype);
+    const Tensor xg = gpu(x);
+    const auto views = [](const Tensor& t) {
+      return std::vector<Tensor>{t.transpose(0, 2), t.narrow(1, 2, 4), t.slice(1, 1, 8, 3),
+                                 t.permute({2, 0, 1}), t.select(1, 3)};
+    };
+    const std::vector<Tensor> cpu_views = views(x), gpu_views = views(xg);
+    for (size_t v = 0; v < cpu_views.size(); ++v) {
+      const std::string what = "view " + std::to_string(v) + " of " + describe(x);
+      check_matches_cpu(gpu_views[v].contiguous(), cpu_views[v].contiguous(), kExact,
+                        what + ": contiguous");
+      check_matches_cpu(amp::mul(gpu_views[v], 2.0), amp::mul(cpu_views[v], 2.0), kExact,
+                        what + ": mul");
+      check_matches_cpu(amp::exp(gpu_views[v]), amp::exp(cpu_views[v]), rounding_tolerance(dtype),
+                        what + ": exp");
+    }
+    // Two differently strided operands in one launch.
+    check_matches_cpu(
+        amp::add(xg.transpose(0, 1).narrow(0, 1, 6), xg.narrow(1, 0, 6).transpose(0, 1)),
+        amp::add(x.transpose(0, 1).narrow(0, 1, 6), x.narrow(1, 0, 6).transpose(0, 1)), kExact,
+        "add of two strided views of " + describe(x));
+    // In-place writes through a view land in the base tensor.
+    Tensor base_gpu = amp::zeros({4, 6}, {.dtype = dtype, .device = Device::cuda()});
+    Tensor base_cpu = amp::zeros({4, 6}, {.dtype = dtype});
+    base_gpu.narrow(1, 2, 3).fill_(1.5);
+    base_cpu.narrow(1, 2, 3).fill_(1.5);
+    check_matches_cpu(base_gpu, base_cpu, kExact, "fill_ of a narrowed view");
+  }
+}
+
+BOOST_AUTO_TEST_CASE(reductions_over_dims_match_cpu) {
+  if (!has_gpu_or_skip()) return;
+  for (DType dtype : kFloatDTypes) {
+    const Tensor x = samples({7, 300, 9}, dtype);
+    const Tensor xg = gpu(x);
+    // Sums in a different order: within fp32 accumulation error, then one rounding to dtype.
+    Tolerance sum_tol = rounding_tolerance(dtype);
+    if (dtype == DType::Float32) sum_tol = {1e-4, 1e-3};
+    const std::string of = " of " + describe(x);
+    check_matches_cpu(amp::sum(xg), amp::sum(x), sum_tol, "sum" + of);
+    check_matches_cpu(amp::sum(xg, {1}), amp::sum(x, {1}), sum_tol, "sum dim 1" + of);
+    check_matches_cpu(amp::sum(xg, {0, 2}, true), amp::sum(x, {0, 2}, true), sum_tol,
+                      "sum dims 0, 2 keepdim" + of);
+    check_matches_cpu(amp::mean(xg, {1}), amp::mean(x, {1}), sum_tol, "mean dim 1" + of);
+    check_matches_cpu(amp::mean(xg), amp::mean(x), sum_tol, "mean" + of);
+    // Max / min / arg*: no arithmetic, so exact.
+    check_matches_cpu(amp::max(xg, {2}), amp::max(x, {2}), kExact, "max dim 2" + of);
+    check_matches_cpu(amp::min(xg), amp::min(x), kExact, "min" + of);
+    check_matches_cpu(amp::max(xg, {0, 1}), amp::max(x, {0, 1}), kExact, "max dims 0, 1" + of);
+    check_matches_cpu(amp::argmax(xg, 1), amp::argmax(x, 1), kExact, "argmax dim 1" + of);
+    check_matches_cpu(amp::argmin(xg, 0, true), amp::argmin(x, 0, true), kExact,
+                      "argmin dim 0" + of);
+  }
+  // One long row: every thread of the block contributes.
+  const Tensor long_row = samples({100000}, DType::Float32);
+  check_matches_cpu(amp::sum(gpu(long_row)), amp::sum(long_row), {1e-5, 1e-3}, "sum of 1e5");
+  check_matches_cpu(amp::argmax(gpu(long_row), 0), amp::argmax(long_row, 0), kExact,
+                    "argmax of 1e5");
+  // Ties give the first index; a NaN wins max and argmax; sums of Int64 and Bool are Int64.
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const Tensor ties = amp::from_vector<double>({1, 3, 3, 2, 3, -1, 3}, {7});
+  check_matches_cpu(amp::argmax(gpu(ties), 0), amp::argmax(ties, 0), kExact, "argmax of ties");
+  const Tensor with_nan = amp::from_vector<double>({1, nan, 3, nan, -2}, {1, 5});
+  check_matches_cpu(amp::max(gpu(with_nan), {1}), amp::max(with_nan, {1}), kExact, "max with NaN");
+  check_matches_cpu(amp::argmax(gpu(with_nan), 1), amp::argmax(with_nan, 1), kExact,
+                    "argmax with NaN");
+  const Tensor ints = amp::arange(-50.0, 950.0, 1.0, {.dtype = DType::Int64}).reshape({10, 100});
+  check_matches_cpu(amp::sum(gpu(ints), {1}), amp::sum(ints, {1}), kExact, "sum of Int64");
+  const Tensor bools = amp::gt(ints, 300.0);
+  check_matches_cpu(amp::sum(gpu(bools), {0}), amp::sum(bools, {0}), kExact, "sum of Bool");
+}
+
+BOOST_AUTO_TEST_CASE(softmax_and_log_softmax_match_cpu) {
+  if (!has_gpu_or_skip()) return;
+  for (DType dtype : kFloatDTypes) {
+    const Tensor x = amp::mul(samples({5, 7, 300}, DType::Float32), 4.0).to(dtype);
+    const Tensor xg = gpu(x);
+    for (int64_t dim : {2, 1, 0}) {
+      const std::string what = " dim " + std::to_string(dim) + " of " + describe(x);
+      check_matches_cpu(amp::softmax(xg, dim), amp::softmax(x, dim), rounding_tolerance(dtype),
+                        "softmax" + what);
+      // log_softmax values reach about -40: relative tolerance of the dtype.
+      check_matches_cpu(amp::log_softmax(xg, dim), amp::log_softmax(x, dim),
+                        rounding_tolerance(dtype), "log_softmax" + what);
+    }
+  }
+  // Large logits, -inf and a NaN row behave as on the CPU.
+  const double inf = std::numeric_limits<double>::infinity();
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const Tensor edge = amp::from_vector<double>({1000, 0, -inf, 999, 1, nan, 2, 3}, {2, 4},
+                                               {.dtype = DType::Float32});
+  check_matches_cpu(amp::softmax(gpu(edge), 1), amp::softmax(edge, 1), {1e-6, 1e-7},
+                    "softmax of large, -inf and NaN logits");
+  check_matches_cpu(amp::log_softmax(gpu(edge), 1), amp::log_softmax(edge, 1), {1e-6, 1e-6},
+                    "log_softmax of large, -inf and NaN logits");
+}
+
+BOOST_AUTO_TEST_CASE(matmul_matches_cpu_for_each_float_dtype) {
+  if (!has_gpu_or_skip()) return;
+  for (DType dtype : kFloatDTypes) {
+    // Both devices accumulate in fp32 (fp64 for Float64) but in different orders, then round
+    // once: a few fp32 ulps of a value of size ~sqrt(k), plus one rounding of the dtype.
+    Tolerance tol = rounding_tolerance(dtype);
+    if (dtype == DType::Float32) tol = {1e-4, 1e-4};
+    if (dtype == DType::Float64) tol = {1e-10, 1e-10};
+    const auto check = [&](const std::string& name, const Tensor& a, const Tensor& b) {
+      check_binary(
+          name, a, b, [](const Tensor& x, const Tensor& y) { return amp::matmul(x, y); }, tol);
+    };
+    check("mm", samples({37, 64}, dtype), samples({64, 29}, dtype));
+    check("mm, both transposed", samples({64, 37}, dtype).t(), samples({29, 64}, dtype).t());
+    check("mm, a transposed", samples({64, 37}, dtype).t(), samples({64, 29}, dtype));
+    check("mm, b transposed", samples({37, 64}, dtype), samples({29, 64}, dtype).t());
+    check("bmm", samples({3, 17, 40}, dtype), samples({3, 40, 23}, dtype));
+    check("batch broadcast", samples({2, 3, 5, 8}, dtype), samples({3, 8, 4}, dtype));
+    check("batched times matrix", samples({4, 5, 6}, dtype), samples({6, 7}, dtype));
+    check("expanded batch (stride 0)", samples({1, 5, 6}, dtype).expand({3, 5, 6}),
+          samples({3, 6, 7}, dtype));
+    check("matrix-vector", samples({9, 16}, dtype), samples({16}, dtype));
+    check("vector-matrix", samples({16}, dtype), samples({16, 9}, dtype));
+    check("dot", samples({33}, dtype), samples({33}, dtype));
+    check("narrowed operands", samples({20, 30}, dtype).narrow(1, 3, 12),
+          samples({40, 10}, dtype).narrow(0, 5, 12));
+    // A row stride of 0 cannot be a cuBLAS leading dimension: the plain kernel runs it.
+    check("stride-0 row vector", amp::full({1, 1}, 0.75, {.dtype = dtype}).expand({1, 6}),
+          samples({6, 5}, dtype));
+    check("k == 0", samples({3, 0}, dtype), samples({0, 4}, dtype));
+  }
+}
+
+BOOST_AUTO_TEST_CASE(device_host_copies_round_trip) {
+  if (!has_gpu_or_skip()) return;
+  for (DType dtype : kAllDTypes) {
+    const Tensor x = samples({3, 1000}, DType::Float32).to(dtype);
+    const Tensor there = gpu(x);
+    BOOST_TEST(there.device().is_cuda());
+    const Tensor back = there.to(Device::cpu());
+    BOOST_TEST(back.device().is_cpu());
+    const std::vector<double> a = x.to_vector<double>(), b = back.to_vector<double>();
+    BOOST_TEST(a == b, "round trip of " << describe(x));
+    // Device-to-device (clone) and a copy into a CUDA view from a broadcast CPU source.
+    check_matches_cpu(there.clone(), x, kExact, "clone on CUDA");
+    Tensor dst = amp::zeros({3, 1000}, {.dtype = dtype, .device = Device::cuda()});
+    const Tensor row = x.narrow(0, 1, 1);
+    dst.narrow(1, 10, 20).copy_(row.narrow(1, 0, 20));
+    Tensor dst_cpu = amp::zeros({3, 1000}, {.dtype = dtype});
+    dst_cpu.narrow(1, 10, 20).copy_(row.narrow(1, 0, 20));
+    check_matches_cpu(dst, dst_cpu, kExact, "broadcast copy_ from the CPU into a CUDA view");
+  }
+  const Tensor empty = amp::zeros({0, 4});
+  BOOST_TEST(gpu(empty).to(Device::cpu()).numel() == 0);
+  BOOST_TEST(gpu(amp::scalar_tensor(2.5)).item<double>() == 2.5);
+}
+
+BOOST_AUTO_TEST_CASE(cuda_allocator_counts_rounded_bytes_until_the_tensor_dies) {
+  if (!has_gpu_or_skip()) return;
+  const int64_t cpu_before = amp::memory::allocated(DeviceType::CPU);
+  const int64_t before = amp::memory::allocated(DeviceType::CUDA);
+  amp::memory::reset_peak(DeviceType::CUDA);
+  const size_t bytes = 1000 * sizeof(float);
+  const int64_t rounded = static_cast<int64_t>(amp::CachingAllocator::round_size(bytes));
+  BOOST_TEST(rounded >= static_cast<int64_t>(bytes));
+  {
+    const Tensor t = amp::empty({1000}, {.device = Device::cuda()});
+    BOOST_TEST(amp::memory::allocated(DeviceType::CUDA) == before + rounded);
+    BOOST_TEST(amp::memory::max_allocated(DeviceType::CUDA) >= before + rounded);
+    BOOST_TEST(amp::memory::reserved(DeviceType::CUDA) >= before + rounded);
+    BOOST_TEST(amp::memory::allocated(DeviceType::CPU) == cpu_before);
+  }
+  BOOST_TEST(amp::memory::allocated(DeviceType::CUDA) == before);
+  BOOST_TEST(amp::memory::max_allocated(DeviceType::CUDA) >= before + rounded);
+  // With caching on (AMPCPP_DISABLE_CACHING unset) the freed block stays reserved and the same
+  // request reuses it instead of calling cudaMalloc again.
+  const amp::MemoryStats freed = amp::memory::stats(DeviceType::CUDA);
+  {
+    const Tensor t = amp::empty({1000}, {.device = Device::cuda()});
+    BOOST_TEST(amp::memory::allocated(DeviceType::CUDA) == before + rounded);
+  }
+  if (freed.reserved > freed.allocated) {
+    BOOST_TEST(amp::memory::stats(DeviceType::CUDA).system_allocations == freed.system_allocations);
+  }
+  amp::memory::empty_cache(DeviceType::CUDA);
+  BOOST_TEST(amp::memory::reserved(DeviceType::CUDA) >= amp::memory::allocated(DeviceType::CUDA));
+}
+
+BOOST_AUTO_TEST_SUITE_END()
