@@ -56,11 +56,12 @@ AMP_HOST_DEVICE AMP_FORCEINLINE To convert(From v) {
   if constexpr (std::is_same_v<To, From>) {
     return v;
   } else if constexpr (std::is_same_v<To, Half> || std::is_same_v<To, BFloat16>) {
-    if constexpr (std::is_same_v<From, double>) {
-      return To(v);
+    if constexpr (std::is_same_v<From, double> || std::is_same_v<From, int64_t>) {
+      // Integers go through double (exact below 2^53), so they are rounded once; PyTorch goes
+      // through float and rounds twice above 2^24.
+      return To(static_cast<double>(v));
     } else {
-      // float; 16-bit values (exact in fp32); int64 and bool (through float, as PyTorch does)
-      return To(static_cast<float>(v));
+      return To(static_cast<float>(v));  // float, 16-bit values (exact in fp32) and bool
     }
   } else if constexpr (std::is_same_v<To, bool>) {
     if constexpr (std::is_same_v<From, Half> || std::is_same_v<From, BFloat16>) {
