@@ -3,5 +3,7 @@
 #pragma once
 
 #include "csrc/autograd/engine.h"
+#include "csrc/autograd/function.h"
 #include "csrc/autograd/grad_mode.h"
+#include "csrc/autograd/gradcheck.h"
 #include "csrc/autograd/node.h"

@@ -107,6 +107,14 @@ bool any_requires_grad(std::initializer_list<const Tensor*> inputs) {
   return false;
 }
 
+bool any_requires_grad(const std::vector<const Tensor*>& inputs) {
+  if (!GradMode::is_enabled()) return false;
+  for (const Tensor* t : inputs) {
+    if (t->defined() && t->requires_grad()) return true;
+  }
+  return false;
+}
+
 bool any_requires_grad(const std::vector<Tensor>& inputs) {
   if (!GradMode::is_enabled()) return false;
   for (const Tensor& t : inputs) {

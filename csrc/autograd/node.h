@@ -119,6 +119,7 @@ class FunctionNode final : public Node {
 // True when grad mode is on and any input requires grad.
 bool any_requires_grad(std::initializer_list<const Tensor*> inputs);
 bool any_requires_grad(const std::vector<Tensor>& inputs);
+bool any_requires_grad(const std::vector<const Tensor*>& inputs);
 
 // The edge a gradient for `t` flows along: its grad_fn, its AccumulateGrad, or none.
 Edge gradient_edge(const Tensor& t);
