@@ -43,6 +43,7 @@ Tensor filled(Shape shape, double value, TensorOptions options, const char* op) 
   check_request(shape, options, op);
   Tensor out = empty(std::move(shape), options);
   out.fill_(value);
+  if (options.requires_grad) out.requires_grad_();
   return out;
 }
 
@@ -88,6 +89,7 @@ Tensor random(Shape shape, TensorOptions options, Distribution dist, const char*
     }
   });
   Tensor result = samples.to(options.dtype).to(options.device);
+  if (options.requires_grad) result.requires_grad_();
   return result;
 }
 
@@ -160,6 +162,7 @@ Tensor from_vector(const std::vector<T>& data, Shape shape, TensorOptions option
   Staged* p = staged.data<Staged>();
   for (size_t i = 0; i < data.size(); ++i) p[i] = static_cast<Staged>(data[i]);
   Tensor out = staged.to(options.dtype).to(options.device);
+  if (options.requires_grad) out.requires_grad_();
   return out;
 }
 template Tensor from_vector(const std::vector<float>&, Shape, TensorOptions);

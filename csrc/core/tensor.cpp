@@ -6,9 +6,12 @@
 #include <ostream>
 #include <sstream>
 
+#include "csrc/autograd/formulas.h"
+#include "csrc/autograd/node.h"
 #include "csrc/core/macros.h"
 #include "csrc/cuda/cuda_backend.h"
 #include "csrc/ops/kernels.h"
+#include "csrc/ops/elementwise.h"
 #include "csrc/ops/reduce.h"
 
 namespace amp {
@@ -74,6 +77,31 @@ Tensor make_view(const Tensor& base, Shape sizes, Shape strides, int64_t offset)
   return Tensor(std::move(impl));
 }
 
+namespace {
+
+using Grads = std::vector<Tensor>;
+using autograd::Node;
+
+// Records a view or conversion op whose gradient is fn(grad, node).
+Tensor record_unary(Tensor out, const Tensor& in, const char* name,
+                    std::function<Tensor(const Tensor&, const Node&)> fn) {
+  autograd::record(name, out, {&in}, {},
+                   [fn = std::move(fn)](const Grads& g, const Grads&, const Node& n) {
+                     return Grads{fn(g[0], n)};
+                   });
+  return out;
+}
+
+void check_inplace_allowed(const Tensor& t, const char* op) {
+  if (!autograd::GradMode::is_enabled() || !t.requires_grad()) return;
+  AMP_CHECK(!t.is_leaf(), op, ": a leaf tensor that requires grad is being used in an in-place "
+            "operation; wrap the update in amp::NoGradGuard");
+  AMP_FAIL(op, ": in-place operations on tensors that require grad are not differentiable in "
+           "ampcpp; use the out-of-place op, or amp::NoGradGuard when no gradient is wanted");
+}
+
+}  // namespace
+
 const TensorImpl& Tensor::checked_impl(const char* op) const {
   AMP_CHECK(impl_ != nullptr, op, ": expected a defined tensor, got an undefined one");
   return *impl_;
@@ -138,18 +166,27 @@ template const bool* Tensor::data<const bool>() const;
 Tensor Tensor::to(DType dtype) const {
   checked_impl("to");
   if (dtype == this->dtype()) return *this;
-  Tensor out = empty(sizes(), {.dtype = dtype, .device = device()});
-  out.copy_(*this);
-  return out;
+  Tensor out = autograd::without_grad([&] {
+    Tensor converted = empty(sizes(), {.dtype = dtype, .device = device()});
+    converted.copy_(*this);
+    return converted;
+  });
+  // The gradient goes back in the source dtype.
+  return record_unary(out, *this, "ToCopyBackward",
+                      [](const Tensor& g, const Node& n) { return g.to(n.input_meta[0].dtype); });
 }
 
 Tensor Tensor::to(Device device) const {
   checked_impl("to");
   if (device == this->device()) return *this;
   if (device.is_cuda()) cuda_backend::require_available("to");
-  Tensor out = empty(sizes(), {.dtype = dtype(), .device = device});
-  out.copy_(*this);
-  return out;
+  Tensor out = autograd::without_grad([&] {
+    Tensor moved = empty(sizes(), {.dtype = dtype(), .device = device});
+    moved.copy_(*this);
+    return moved;
+  });
+  return record_unary(out, *this, "ToCopyBackward",
+                      [](const Tensor& g, const Node& n) { return g.to(n.input_meta[0].device); });
 }
 
 Tensor Tensor::contiguous() const {
@@ -158,9 +195,12 @@ Tensor Tensor::contiguous() const {
 }
 
 Tensor Tensor::clone() const {
-  Tensor out = empty(sizes(), {.dtype = dtype(), .device = device()});
-  out.copy_(*this);
-  return out;
+  Tensor out = autograd::without_grad([&] {
+    Tensor copy = empty(sizes(), {.dtype = dtype(), .device = device()});
+    copy.copy_(*this);
+    return copy;
+  });
+  return record_unary(out, *this, "CloneBackward", [](const Tensor& g, const Node&) { return g; });
 }
 
 namespace {
@@ -235,14 +275,19 @@ Tensor Tensor::view(Shape shape) const {
             "view: size ", shape_to_string(shape), " is not compatible with input of size ",
             shape_to_string(sizes()), " and stride ", shape_to_string(this->strides()),
             " (at least one dimension spans across two contiguous subspaces); use reshape");
-  return make_view(*this, std::move(shape), std::move(strides), storage_offset());
+  return record_unary(make_view(*this, std::move(shape), std::move(strides), storage_offset()),
+                      *this, "ViewBackward",
+                      [](const Tensor& g, const Node& n) { return g.reshape(n.input_meta[0].shape); });
 }
 
 Tensor Tensor::reshape(Shape shape) const {
   shape = infer_shape(std::move(shape), numel(), "reshape");
   Shape strides;
   if (view_strides(sizes(), this->strides(), shape, strides)) {
-    return make_view(*this, std::move(shape), std::move(strides), storage_offset());
+    return record_unary(
+        make_view(*this, std::move(shape), std::move(strides), storage_offset()), *this,
+        "ReshapeBackward",
+        [](const Tensor& g, const Node& n) { return g.reshape(n.input_meta[0].shape); });
   }
   return clone().view(std::move(shape));
 }
@@ -277,14 +322,16 @@ Tensor Tensor::transpose(int64_t dim0, int64_t dim1) const {
   Shape sizes = this->sizes(), strides = this->strides();
   std::swap(sizes[dim0], sizes[dim1]);
   std::swap(strides[dim0], strides[dim1]);
-  return make_view(*this, std::move(sizes), std::move(strides), storage_offset());
+  return record_unary(make_view(*this, std::move(sizes), std::move(strides), storage_offset()),
+                      *this, "TransposeBackward",
+                      [dim0, dim1](const Tensor& g, const Node&) { return g.transpose(dim0, dim1); });
 }
 
 Tensor Tensor::permute(Shape dims) const {
   const int64_t n = dim();
   AMP_CHECK(static_cast<int64_t>(dims.size()) == n, "permute: expected ", n,
             " dims in the permutation, got ", shape_to_string(dims));
-  Shape sizes(n), strides(n);
+  Shape sizes(n), strides(n), inverse(n);
   std::vector<bool> seen(n, false);
   for (int64_t i = 0; i < n; ++i) {
     const int64_t d = wrap_dim(dims[i], n, "permute");
@@ -293,8 +340,11 @@ Tensor Tensor::permute(Shape dims) const {
     seen[d] = true;
     sizes[i] = size(d);
     strides[i] = stride(d);
+    inverse[d] = i;
   }
-  return make_view(*this, std::move(sizes), std::move(strides), storage_offset());
+  return record_unary(make_view(*this, std::move(sizes), std::move(strides), storage_offset()),
+                      *this, "PermuteBackward",
+                      [inverse](const Tensor& g, const Node&) { return g.permute(inverse); });
 }
 
 Tensor Tensor::narrow(int64_t dim, int64_t start, int64_t length) const {
@@ -320,7 +370,11 @@ Tensor Tensor::slice(int64_t dim, int64_t start, int64_t end, int64_t step) cons
   sizes[dim] = (end - start + step - 1) / step;
   const int64_t offset = storage_offset() + start * strides[dim];
   strides[dim] *= step;
-  return make_view(*this, std::move(sizes), std::move(strides), offset);
+  return record_unary(make_view(*this, std::move(sizes), std::move(strides), offset), *this,
+                      "SliceBackward", [dim, start, end, step](const Tensor& g, const Node& n) {
+                        return autograd::slice_backward(g, n.input_meta[0].shape, dim, start, end,
+                                                        step);
+                      });
 }
 
 Tensor Tensor::select(int64_t dim, int64_t index) const {
@@ -334,7 +388,11 @@ Tensor Tensor::select(int64_t dim, int64_t index) const {
   const int64_t offset = storage_offset() + index * strides[dim];
   sizes.erase(sizes.begin() + dim);
   strides.erase(strides.begin() + dim);
-  return make_view(*this, std::move(sizes), std::move(strides), offset);
+  return record_unary(make_view(*this, std::move(sizes), std::move(strides), offset), *this,
+                      "SelectBackward", [dim, index](const Tensor& g, const Node& n) {
+                        return autograd::slice_backward(g.unsqueeze(dim), n.input_meta[0].shape,
+                                                        dim, index, index + 1, 1);
+                      });
 }
 
 Tensor Tensor::expand(Shape shape) const {
@@ -362,7 +420,10 @@ Tensor Tensor::expand(Shape shape) const {
       strides[i] = 0;
     }
   }
-  return make_view(*this, std::move(shape), std::move(strides), storage_offset());
+  return record_unary(
+      make_view(*this, std::move(shape), std::move(strides), storage_offset()), *this,
+      "ExpandBackward",
+      [](const Tensor& g, const Node& n) { return autograd::sum_to(g, n.input_meta[0].shape); });
 }
 
 Tensor Tensor::unsqueeze(int64_t dim) const {
@@ -372,7 +433,9 @@ Tensor Tensor::unsqueeze(int64_t dim) const {
       dim < this->dim() ? strides[dim] * sizes[dim] : 1;
   sizes.insert(sizes.begin() + dim, 1);
   strides.insert(strides.begin() + dim, stride);
-  return make_view(*this, std::move(sizes), std::move(strides), storage_offset());
+  return record_unary(make_view(*this, std::move(sizes), std::move(strides), storage_offset()),
+                      *this, "UnsqueezeBackward",
+                      [dim](const Tensor& g, const Node&) { return g.squeeze(dim); });
 }
 
 Tensor Tensor::squeeze(int64_t dim) const {
@@ -382,7 +445,9 @@ Tensor Tensor::squeeze(int64_t dim) const {
   Shape sizes = this->sizes(), strides = this->strides();
   sizes.erase(sizes.begin() + dim);
   strides.erase(strides.begin() + dim);
-  return make_view(*this, std::move(sizes), std::move(strides), storage_offset());
+  return record_unary(make_view(*this, std::move(sizes), std::move(strides), storage_offset()),
+                      *this, "SqueezeBackward",
+                      [dim](const Tensor& g, const Node&) { return g.unsqueeze(dim); });
 }
 
 Tensor Tensor::sum() const { return amp::sum(*this); }
@@ -391,6 +456,7 @@ Tensor Tensor::mean() const { return amp::mean(*this); }
 template <class T>
 std::vector<T> Tensor::to_vector() const {
   checked_impl("to_vector");
+  autograd::GradModeGuard no_grad(false);
   using Source = std::conditional_t<std::is_same_v<T, int>, int64_t, T>;
   constexpr DType kTarget = dtype_of<Source>();
   // Convert on the tensor's device, then bring the packed values to the host.
@@ -421,6 +487,8 @@ template bool Tensor::item<bool>() const;
 
 Tensor& Tensor::copy_(const Tensor& src) {
   checked_impl("copy_");
+  check_inplace_allowed(*this, "copy_");
+  autograd::GradModeGuard no_grad(false);  // copy_ itself is not recorded
   AMP_CHECK(src.defined(), "copy_: expected a defined source tensor, got an undefined one");
   {
     // Broadcasting rule of expand(), checked here so the message names copy_.
@@ -454,6 +522,7 @@ Tensor& Tensor::copy_(const Tensor& src) {
 
 Tensor& Tensor::fill_(double value) {
   checked_impl("fill_");
+  check_inplace_allowed(*this, "fill_");
   impl_->storage->bump_version();
   if (numel() == 0) return *this;
   const ElementwisePlan plan = make_elementwise_plan(*this, nullptr, 0);

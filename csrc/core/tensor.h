@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <iosfwd>
 #include <memory>
 #include <string>
@@ -25,6 +26,11 @@ namespace amp {
 
 using Shape = std::vector<int64_t>;
 
+namespace autograd {
+struct AutogradMeta;
+class Node;
+}  // namespace autograd
+
 struct TensorOptions {
   DType dtype = DType::Float32;
   Device device = Device::cpu();
@@ -37,6 +43,8 @@ struct TensorImpl {
   Shape strides;  // in elements
   int64_t offset = 0;  // in elements
   DType dtype = DType::Float32;
+  // Gradient bookkeeping (csrc/autograd/autograd_meta.h); null for tensors autograd never saw.
+  std::shared_ptr<autograd::AutogradMeta> autograd;
 };
 
 class Tensor {
@@ -94,6 +102,23 @@ class Tensor {
   Tensor& copy_(const Tensor& src);  // converts dtype, broadcasts src, crosses devices
   Tensor& fill_(double value);
   Tensor& zero_();
+
+  // Autograd (csrc/autograd/). A leaf is a tensor not produced by a recorded op.
+  bool requires_grad() const;
+  Tensor& requires_grad_(bool on = true);  // leaves only
+  Tensor grad() const;                     // accumulated gradient of a leaf (or retain_grad)
+  void set_grad(const Tensor& g);          // same shape, dtype converted; undefined clears it
+  bool is_leaf() const;
+  Tensor detach() const;  // shares storage, no history
+  const std::shared_ptr<autograd::Node>& grad_fn() const;
+  void backward(const Tensor& gradient = {}, bool retain_graph = false,
+                bool create_graph = false) const;
+  // Calls hook(grad) when this tensor's gradient is computed; a defined return value replaces
+  // the gradient.
+  void register_hook(std::function<Tensor(const Tensor&)> hook) const;
+  // Leaves: calls hook(*this) after a gradient was accumulated into grad().
+  void register_post_accumulate_grad_hook(std::function<void(const Tensor&)> hook) const;
+  void retain_grad() const;  // non-leaves: keep the gradient in grad()
 
   TensorImpl* impl() const { return impl_.get(); }
   bool is_same(const Tensor& other) const { return impl_ == other.impl_; }

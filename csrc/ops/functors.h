@@ -13,7 +13,8 @@
 namespace amp {
 
 enum class UnaryOp {
-  Neg, Exp, Log, Sqrt, Rsqrt, Abs, Sign, Tanh, Sigmoid, Relu, Gelu, GeluTanh, Reciprocal, Square,
+  Neg, Exp, Log, Sqrt, Rsqrt, Abs, Sign, Tanh, Sigmoid, Relu, Gelu, GeluTanh, Erf, Reciprocal,
+  Square,
   Pow, Clamp, AddScalar, MulScalar, RSubScalar, DivScalar, RDivScalar, IsFinite
 };
 enum class BinaryOp { Add, Sub, Mul, Div, Maximum, Minimum, Pow, Eq, Ne, Lt, Le, Gt, Ge };
@@ -87,6 +88,7 @@ struct GeluTanh {  // approximate="tanh"
     return T(0.5) * a * (T(1) + std::tanh(kSqrt2OverPi * (a + kCoeff * a * a * a)));
   }
 };
+struct Erf { template <class T> AMP_HOST_DEVICE T operator()(T a) const { return std::erf(a); } };
 struct Reciprocal {
   template <class T> AMP_HOST_DEVICE T operator()(T a) const { return T(1) / a; }
 };
@@ -205,6 +207,7 @@ AMP_HOST_DEVICE decltype(auto) visit_unary(UnaryOp op, UnaryParams p, Fn&& fn) {
     case UnaryOp::Relu: return fn(Relu{});
     case UnaryOp::Gelu: return fn(Gelu{});
     case UnaryOp::GeluTanh: return fn(GeluTanh{});
+    case UnaryOp::Erf: return fn(Erf{});
     case UnaryOp::Reciprocal: return fn(Reciprocal{});
     case UnaryOp::Square: return fn(Square{});
     case UnaryOp::Pow: return fn(PowScalar{p.a});

@@ -29,6 +29,7 @@ const char* unary_op_name(UnaryOp op) {
     case UnaryOp::Relu: return "relu";
     case UnaryOp::Gelu: return "gelu";
     case UnaryOp::GeluTanh: return "gelu";
+    case UnaryOp::Erf: return "erf";
     case UnaryOp::Reciprocal: return "reciprocal";
     case UnaryOp::Square: return "square";
     case UnaryOp::Pow: return "pow";

@@ -2,6 +2,7 @@
 #include "csrc/ops/linalg.h"
 
 #include "csrc/core/factories.h"
+#include "csrc/autograd/node.h"
 #include "csrc/core/macros.h"
 #include "csrc/ops/elementwise.h"
 #include "csrc/ops/kernels.h"
@@ -72,9 +73,7 @@ std::string dims_string(const Tensor& t) {
   return s;
 }
 
-}  // namespace
-
-Tensor mm(const Tensor& a, const Tensor& b) {
+Tensor mm_impl(const Tensor& a, const Tensor& b) {
   check_operands(a, b, "mm");
   AMP_CHECK(a.dim() == 2 && b.dim() == 2, "mm: expected 2-D tensors, got ", a.dim(), "-D and ",
             b.dim(), "-D (shapes ", shape_to_string(a.sizes()), " and ",
@@ -84,7 +83,7 @@ Tensor mm(const Tensor& a, const Tensor& b) {
   return batched_gemm(a.unsqueeze(0), b.unsqueeze(0)).squeeze(0);
 }
 
-Tensor bmm(const Tensor& a, const Tensor& b) {
+Tensor bmm_impl(const Tensor& a, const Tensor& b) {
   check_operands(a, b, "bmm");
   AMP_CHECK(a.dim() == 3 && b.dim() == 3, "bmm: expected 3-D tensors, got ", a.dim(), "-D and ",
             b.dim(), "-D (shapes ", shape_to_string(a.sizes()), " and ",
@@ -96,6 +95,34 @@ Tensor bmm(const Tensor& a, const Tensor& b) {
   return batched_gemm(a, b);
 }
 
+
+}  // namespace
+
+using Grads = std::vector<Tensor>;
+
+Tensor mm(const Tensor& a, const Tensor& b) {
+  Tensor out = autograd::without_grad([&] { return mm_impl(a, b); });
+  autograd::record("MmBackward", out, {&a, &b}, {{&a, false}, {&b, false}},
+                   [](const Grads& g, const Grads& s, const autograd::Node& n) {
+                     return Grads{n.needs_input_grad(0) ? mm(g[0], s[1].t()) : Tensor(),
+                                  n.needs_input_grad(1) ? mm(s[0].t(), g[0]) : Tensor()};
+                   });
+  return out;
+}
+
+Tensor bmm(const Tensor& a, const Tensor& b) {
+  Tensor out = autograd::without_grad([&] { return bmm_impl(a, b); });
+  autograd::record("BmmBackward", out, {&a, &b}, {{&a, false}, {&b, false}},
+                   [](const Grads& g, const Grads& s, const autograd::Node& n) {
+                     return Grads{
+                         n.needs_input_grad(0) ? bmm(g[0], s[1].transpose(1, 2)) : Tensor(),
+                         n.needs_input_grad(1) ? bmm(s[0].transpose(1, 2), g[0]) : Tensor()};
+                   });
+  return out;
+}
+
+
+// matmul is composite: it reshapes and calls mm/bmm, so autograd differentiates through those.
 Tensor matmul(const Tensor& a, const Tensor& b) {
   check_operands(a, b, "matmul");
   const int64_t da = a.dim(), db = b.dim();
@@ -128,8 +155,8 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   a_shape.insert(a_shape.end(), {m, ka});
   b_shape.insert(b_shape.end(), {ka, n});
   const int64_t batch_numel = shape_numel(batch);
-  const Tensor out = batched_gemm(a3.expand(a_shape).reshape({batch_numel, m, ka}),
-                                  b3.expand(b_shape).reshape({batch_numel, ka, n}));
+  const Tensor out = bmm(a3.expand(a_shape).reshape({batch_numel, m, ka}),
+                         b3.expand(b_shape).reshape({batch_numel, ka, n}));
   Shape out_shape = batch;
   if (da > 1) out_shape.push_back(m);
   if (db > 1) out_shape.push_back(n);

@@ -4,7 +4,11 @@
 
 #include <algorithm>
 
+#include "csrc/autograd/formulas.h"
+#include "csrc/autograd/node.h"
+#include "csrc/core/factories.h"
 #include "csrc/core/macros.h"
+#include "csrc/ops/elementwise.h"
 #include "csrc/ops/kernels.h"
 
 namespace amp {
@@ -56,23 +60,80 @@ Tensor reduce(ReduceOp op, const Tensor& x, Shape dims, bool keepdim) {
   return out;
 }
 
+using Grads = std::vector<Tensor>;
+
+// The gradient of a reduction over `dims`, shaped back to the input: reduced dims are
+// re-inserted (when keepdim was false) and broadcast.
+Tensor expand_reduced(const Tensor& g, const Shape& input_shape, const Shape& dims, bool keepdim) {
+  if (keepdim || input_shape.empty()) return g.expand(input_shape);
+  Shape kept = input_shape;
+  const int64_t ndim = static_cast<int64_t>(input_shape.size());
+  if (dims.empty()) {
+    std::fill(kept.begin(), kept.end(), 1);
+  } else {
+    for (int64_t d : dims) kept[wrap_dim(d, ndim, "sum")] = 1;
+  }
+  return g.reshape(kept).expand(input_shape);
+}
+
+int64_t reduced_count(const Shape& input_shape, const Shape& dims) {
+  const int64_t ndim = static_cast<int64_t>(input_shape.size());
+  if (dims.empty()) return shape_numel(input_shape);
+  int64_t count = 1;
+  for (int64_t d : dims) count *= input_shape[wrap_dim(d, ndim, "mean")];
+  return count;
+}
+
+Tensor differentiable_sum(const Tensor& x, Shape dims, bool keepdim, bool mean) {
+  Tensor out = autograd::without_grad(
+      [&] { return reduce(mean ? ReduceOp::Mean : ReduceOp::Sum, x, dims, keepdim); });
+  autograd::record(mean ? "MeanBackward" : "SumBackward", out, {&x}, {},
+                   [dims, keepdim, mean](const Grads& g, const Grads&, const autograd::Node& n) {
+                     const Shape& shape = n.input_meta[0].shape;
+                     Tensor grad = expand_reduced(g[0], shape, dims, keepdim);
+                     if (mean) grad = div(grad, static_cast<double>(reduced_count(shape, dims)));
+                     return Grads{grad};
+                   });
+  return out;
+}
+
+// max/min over dims: the gradient goes to every position holding the extreme value, split
+// evenly between ties (PyTorch's amax/amin backward).
+Tensor differentiable_extreme(const Tensor& x, Shape dims, bool keepdim, bool is_max) {
+  Tensor out = autograd::without_grad(
+      [&] { return reduce(is_max ? ReduceOp::Max : ReduceOp::Min, x, dims, keepdim); });
+  autograd::record(is_max ? "MaxBackward" : "MinBackward", out, {&x}, {{&x, false}, {&out, true}},
+                   [dims, keepdim](const Grads& g, const Grads& s, const autograd::Node& n) {
+                     const Shape& shape = n.input_meta[0].shape;
+                     const Tensor mask = eq(s[0], expand_reduced(s[1], shape, dims, keepdim));
+                     const Tensor ones_mask = where(mask, ones({}, {.dtype = g[0].dtype(),
+                                                                   .device = g[0].device()}),
+                                                    autograd::zero_scalar_like(g[0]));
+                     const Tensor count =
+                         dims.empty() ? sum(ones_mask) : sum(ones_mask, dims, /*keepdim=*/true);
+                     const Tensor share = div(expand_reduced(g[0], shape, dims, keepdim), count);
+                     return Grads{mul(share, ones_mask)};
+                   });
+  return out;
+}
+
 }  // namespace
 
-Tensor sum(const Tensor& x) { return reduce(ReduceOp::Sum, x, {}, false); }
+Tensor sum(const Tensor& x) { return differentiable_sum(x, {}, false, false); }
 Tensor sum(const Tensor& x, Shape dims, bool keepdim) {
-  return reduce(ReduceOp::Sum, x, std::move(dims), keepdim);
+  return differentiable_sum(x, std::move(dims), keepdim, false);
 }
-Tensor mean(const Tensor& x) { return reduce(ReduceOp::Mean, x, {}, false); }
+Tensor mean(const Tensor& x) { return differentiable_sum(x, {}, false, true); }
 Tensor mean(const Tensor& x, Shape dims, bool keepdim) {
-  return reduce(ReduceOp::Mean, x, std::move(dims), keepdim);
+  return differentiable_sum(x, std::move(dims), keepdim, true);
 }
-Tensor max(const Tensor& x) { return reduce(ReduceOp::Max, x, {}, false); }
+Tensor max(const Tensor& x) { return differentiable_extreme(x, {}, false, true); }
 Tensor max(const Tensor& x, Shape dims, bool keepdim) {
-  return reduce(ReduceOp::Max, x, std::move(dims), keepdim);
+  return differentiable_extreme(x, std::move(dims), keepdim, true);
 }
-Tensor min(const Tensor& x) { return reduce(ReduceOp::Min, x, {}, false); }
+Tensor min(const Tensor& x) { return differentiable_extreme(x, {}, false, false); }
 Tensor min(const Tensor& x, Shape dims, bool keepdim) {
-  return reduce(ReduceOp::Min, x, std::move(dims), keepdim);
+  return differentiable_extreme(x, std::move(dims), keepdim, false);
 }
 Tensor argmax(const Tensor& x, int64_t dim, bool keepdim) {
   return reduce(ReduceOp::ArgMax, x, {dim}, keepdim);

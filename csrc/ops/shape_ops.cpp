@@ -1,11 +1,14 @@
 #include "csrc/ops/shape_ops.h"
 
+#include "csrc/autograd/node.h"
 #include "csrc/core/macros.h"
 #include "csrc/ops/elementwise.h"
 
 namespace amp {
 
-Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
+namespace {
+
+Tensor cat_impl(const std::vector<Tensor>& tensors, int64_t dim) {
   AMP_CHECK(!tensors.empty(), "cat: expected a non-empty list of tensors, got an empty list");
   for (size_t i = 0; i < tensors.size(); ++i) {
     AMP_CHECK(tensors[i].defined(), "cat: expected defined tensors, got an undefined tensor at "
@@ -40,6 +43,32 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
     out.narrow(dim, offset, t.size(dim)).copy_(t);
     offset += t.size(dim);
   }
+  return out;
+}
+
+}  // namespace
+
+Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
+  Tensor out = autograd::without_grad([&] { return cat_impl(tensors, dim); });
+  if (!autograd::any_requires_grad(tensors)) return out;
+  // Each input's gradient is its slice of the output gradient.
+  const int64_t d = wrap_dim(dim, tensors[0].dim(), "cat");
+  auto node = std::make_shared<autograd::FunctionNode>(
+      "CatBackward", [d](const std::vector<Tensor>& g, const std::vector<Tensor>&,
+                         const autograd::Node& n) {
+        std::vector<Tensor> grads;
+        int64_t offset = 0;
+        for (size_t i = 0; i < n.input_meta.size(); ++i) {
+          const int64_t length = n.input_meta[i].shape[d];
+          grads.push_back(n.needs_input_grad(i) ? g[0].narrow(d, offset, length) : Tensor());
+          offset += length;
+        }
+        return grads;
+      });
+  std::vector<const Tensor*> inputs;
+  for (const Tensor& t : tensors) inputs.push_back(&t);
+  autograd::collect_inputs(*node, inputs);
+  autograd::set_history(out, node);
   return out;
 }
 

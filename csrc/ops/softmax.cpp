@@ -1,6 +1,9 @@
 #include "csrc/ops/softmax.h"
 
+#include "csrc/autograd/node.h"
 #include "csrc/core/macros.h"
+#include "csrc/ops/elementwise.h"
+#include "csrc/ops/reduce.h"
 #include "csrc/ops/kernels.h"
 
 namespace amp {
@@ -28,7 +31,27 @@ Tensor softmax_impl(const Tensor& x, int64_t dim, bool log) {
 
 }  // namespace
 
-Tensor softmax(const Tensor& x, int64_t dim) { return softmax_impl(x, dim, false); }
-Tensor log_softmax(const Tensor& x, int64_t dim) { return softmax_impl(x, dim, true); }
+using Grads = std::vector<Tensor>;
+
+Tensor softmax(const Tensor& x, int64_t dim) {
+  Tensor out = autograd::without_grad([&] { return softmax_impl(x, dim, false); });
+  autograd::record("SoftmaxBackward", out, {&x}, {{&out, true}},
+                   [dim](const Grads& g, const Grads& s, const autograd::Node&) {
+                     // dx = y * (g - sum(g * y))
+                     const Tensor& y = s[0];
+                     return Grads{mul(y, sub(g[0], sum(mul(g[0], y), {dim}, true)))};
+                   });
+  return out;
+}
+
+Tensor log_softmax(const Tensor& x, int64_t dim) {
+  Tensor out = autograd::without_grad([&] { return softmax_impl(x, dim, true); });
+  autograd::record("LogSoftmaxBackward", out, {&x}, {{&out, true}},
+                   [dim](const Grads& g, const Grads& s, const autograd::Node&) {
+                     // dx = g - exp(y) * sum(g)
+                     return Grads{sub(g[0], mul(exp(s[0]), sum(g[0], {dim}, true)))};
+                   });
+  return out;
+}
 
 }  // namespace amp

@@ -1,0 +1,9 @@
+// The public autograd surface: NoGradGuard, autograd::grad, DetectAnomaly, ScopedName, custom
+// functions. Tensor's own autograd members are declared in csrc/core/tensor.h.
+#pragma once
+
+#include "csrc/autograd/engine.h"
+#include "csrc/autograd/function.h"
+#include "csrc/autograd/grad_mode.h"
+#include "csrc/autograd/gradcheck.h"
+#include "csrc/autograd/node.h"

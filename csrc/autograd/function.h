@@ -1,0 +1,128 @@
+// Custom autograd functions: a forward and a backward written by the user, usable inside other
+// graphs and differentiable again when the backward is written with differentiable ops.
+//
+//   struct ScaledExp : amp::autograd::Function<ScaledExp> {
+//     static amp::Tensor forward(amp::autograd::AutogradContext* ctx, const amp::Tensor& x,
+//                                double scale) {
+//       amp::Tensor y = amp::exp(x) * scale;
+//       ctx->save_for_backward({y});
+//       return y;
+//     }
+//     static std::vector<amp::Tensor> backward(amp::autograd::AutogradContext* ctx,
+//                                              const std::vector<amp::Tensor>& grads) {
+//       return {grads[0] * ctx->get_saved_variables()[0]};  // one gradient per tensor input
+//     }
+//   };
+//   amp::Tensor y = ScaledExp::apply(x, 2.0);
+#pragma once
+
+#include <cxxabi.h>
+
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <string>
+#include <type_traits>
+#include <typeinfo>
+#include <variant>
+#include <vector>
+
+#include "csrc/autograd/node.h"
+#include "csrc/core/macros.h"
+
+namespace amp::autograd {
+
+class CustomNode;
+namespace detail {
+// Connects the outputs of a custom function call to its node (see Function::apply).
+void finish_custom_call(const std::shared_ptr<CustomNode>& node, std::vector<Tensor>& outputs,
+                        const std::vector<const Tensor*>& inputs);
+}  // namespace detail
+
+// Non-tensor values a forward keeps for its backward (ctx->saved_data["k"] = 3.0).
+using SavedValue = std::variant<double, int64_t, bool, std::string, Shape>;
+
+class AutogradContext {
+ public:
+  // Tensors needed by backward; read them back with get_saved_variables(), which checks that
+  // none was modified in place since.
+  void save_for_backward(std::vector<Tensor> tensors);
+  std::vector<Tensor> get_saved_variables() const;
+  // Whether the i-th tensor input of forward needs a gradient (backward may skip the others).
+  bool needs_input_grad(size_t i) const;
+  std::map<std::string, SavedValue> saved_data;
+
+ private:
+  template <class T>
+  friend class Function;
+  friend class CustomNode;
+  friend void detail::finish_custom_call(const std::shared_ptr<CustomNode>&, std::vector<Tensor>&,
+                                         const std::vector<const Tensor*>&);
+  std::vector<Tensor> to_save_;
+  std::vector<SavedVariable> saved_;
+  std::vector<bool> needs_input_grad_;
+  const Node* node_ = nullptr;
+};
+
+// The node of a custom function call: backward runs the user's backward.
+class CustomNode final : public Node {
+ public:
+  using BackwardFn = std::vector<Tensor> (*)(AutogradContext*, const std::vector<Tensor>&);
+  CustomNode(std::string name, BackwardFn backward) : name_(std::move(name)), backward_(backward) {}
+  std::vector<Tensor> apply(std::vector<Tensor>&& grads) override;
+  std::string name() const override { return name_; }
+  void release_saved() override;
+  AutogradContext ctx;
+
+ private:
+  std::string name_;
+  BackwardFn backward_;
+};
+
+namespace detail {
+std::string demangle(const char* name);
+
+inline void collect_tensor(std::vector<const Tensor*>& out, const Tensor& t) { out.push_back(&t); }
+inline void collect_tensor(std::vector<const Tensor*>& out, const std::vector<Tensor>& ts) {
+  for (const Tensor& t : ts) out.push_back(&t);
+}
+template <class A>
+void collect_tensor(std::vector<const Tensor*>&, const A&) {}
+}  // namespace detail
+
+// CRTP base: T provides static forward(AutogradContext*, Args...) returning Tensor or
+// std::vector<Tensor>, and static backward(AutogradContext*, const std::vector<Tensor>& grads)
+// returning one gradient per tensor argument of forward (undefined for none).
+template <class T>
+class Function {
+ public:
+  template <class... Args>
+  static auto apply(Args&&... args) {
+    std::vector<const Tensor*> inputs;
+    (detail::collect_tensor(inputs, args), ...);
+    auto node = std::make_shared<CustomNode>(detail::demangle(typeid(T).name()), &T::backward);
+    node->ctx.node_ = node.get();
+    collect_inputs(*node, inputs);
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      node->ctx.needs_input_grad_.push_back(node->needs_input_grad(i));
+    }
+    using Result = decltype(T::forward(&node->ctx, std::forward<Args>(args)...));
+    std::vector<Tensor> outputs;
+    {
+      GradModeGuard no_grad(false);  // the forward's own ops are not recorded
+      if constexpr (std::is_same_v<std::decay_t<Result>, Tensor>) {
+        outputs.push_back(T::forward(&node->ctx, std::forward<Args>(args)...));
+      } else {
+        outputs = T::forward(&node->ctx, std::forward<Args>(args)...);
+      }
+    }
+    detail::finish_custom_call(node, outputs, inputs);
+    if constexpr (std::is_same_v<std::decay_t<Result>, Tensor>) {
+      return outputs[0];
+    } else {
+      return outputs;
+    }
+  }
+};
+
+}  // namespace amp::autograd
