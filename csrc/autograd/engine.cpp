@@ -175,9 +175,21 @@ std::vector<Tensor> run_backward(const std::vector<Tensor>& roots,
           const TensorMeta& m = node->output_meta[i];
           grads[i] = zeros(m.shape, {.dtype = m.dtype, .device = m.device});
         }
-        auto hooks = node->pre_hooks.find(static_cast<uint32_t>(i));
-        if (hooks == node->pre_hooks.end()) continue;
-        for (const auto& hook : hooks->second) {
+        // Hooks on the gradient of output i: a non-leaf's live on its grad_fn, a leaf's on the
+        // tensor (its AccumulateGrad is recreated when no graph holds it). They run before the
+        // captures, so autograd::grad returns hooked gradients as backward accumulates them;
+        // copies, because a hook may register another.
+        std::vector<TensorHook> hooks;
+        if (auto found = node->pre_hooks.find(static_cast<uint32_t>(i));
+            found != node->pre_hooks.end()) {
+          hooks = found->second;
+        }
+        if (is_accumulator) {
+          const AutogradMeta* meta =
+              meta_or_null(static_cast<const AccumulateGrad&>(*node).variable());
+          if (meta != nullptr) hooks.insert(hooks.end(), meta->hooks.begin(), meta->hooks.end());
+        }
+        for (const auto& hook : hooks) {
           Tensor replaced = hook(grads[i]);
           if (replaced.defined()) grads[i] = validate(replaced, node->output_meta[i], *node);
         }

@@ -67,12 +67,9 @@ AccumulateGrad::AccumulateGrad(Tensor variable) : variable_(std::move(variable))
 }
 
 std::vector<Tensor> AccumulateGrad::apply(std::vector<Tensor>&& grads) {
+  // The leaf's tensor hooks already ran in the engine (see run_backward).
   Tensor grad = std::move(grads[0]);
   AutogradMeta& meta = meta_of(variable_);
-  for (const auto& hook : meta.hooks) {
-    Tensor replaced = hook(grad);
-    if (replaced.defined()) grad = replaced;
-  }
   if (!meta.grad.defined()) {
     if (GradMode::is_enabled()) {
       meta.grad = grad;  // create_graph: keep the history for higher derivatives
@@ -84,7 +81,9 @@ std::vector<Tensor> AccumulateGrad::apply(std::vector<Tensor>&& grads) {
   } else {
     meta.grad = GradMode::is_enabled() ? add(meta.grad, grad) : add(meta.grad, grad).detach();
   }
-  for (const auto& hook : meta.post_accumulate_hooks) hook(variable_);
+  // A copy: a hook may register another.
+  const std::vector<PostAccumulateGradHook> post_hooks = meta.post_accumulate_hooks;
+  for (const auto& hook : post_hooks) hook(variable_);
   return {};
 }
 

@@ -85,7 +85,8 @@ class SavedVariable {
   bool requires_grad_ = false;
 };
 
-// The backward of a leaf: accumulates into the leaf's grad, running its hooks.
+// The backward of a leaf: accumulates into the leaf's grad, then runs its post-accumulate-grad
+// hooks (its tensor hooks run in the engine before, as for any node's output gradient).
 class AccumulateGrad final : public Node {
  public:
   explicit AccumulateGrad(Tensor variable);
