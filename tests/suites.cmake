@@ -1,2 +1,6 @@
 # Every top-level Boost.Test suite of tests/, with its ctest label (unit, golden, gpu, e2e).
 ampcpp_add_suite(half unit)
+ampcpp_add_suite(checkpoint unit)
+ampcpp_add_suite(checkpoint_fuzz unit)
+ampcpp_add_suite(checkpoint_golden golden)
+ampcpp_add_suite(data unit)
