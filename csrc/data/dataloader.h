@@ -1,0 +1,97 @@
+// amp::data::DataLoader: mini-batches over an in-memory Dataset, optionally shuffled.
+//
+//   amp::data::DataLoader loader(amp::data::fashion_mnist(),
+//                                {.batch_size = 128, .shuffle = true, .seed = 42});
+//   for (int epoch = 0; epoch < 3; ++epoch) {
+//     for (auto [images, labels] : loader) { ... }   // a new permutation every epoch
+//   }
+//
+// Shuffling is reproducible everywhere: epoch e uses a Fisher-Yates permutation driven by
+// std::mt19937_64 seeded from (seed, e) through std::seed_seq, all three fully specified by the
+// C++ standard (std::shuffle and the std:: distributions are not, so they are not used).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <iterator>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "csrc/core/tensor.h"
+#include "csrc/data/dataset.h"
+
+namespace amp::data {
+
+struct Batch {
+  Tensor images;  // (B, ...) rows of Dataset::images
+  Tensor labels;  // (B) rows of Dataset::labels
+};
+
+struct DataLoaderOptions {
+  int64_t batch_size = 64;
+  bool shuffle = false;
+  uint64_t seed = 0;
+  bool drop_last = false;             // drop a last batch smaller than batch_size
+  std::optional<int64_t> limit = {};  // use only the first `limit` samples (all when larger)
+};
+
+class DataLoader {
+ public:
+  explicit DataLoader(Dataset dataset, DataLoaderOptions options = {});
+
+  class Iterator {
+   public:
+    using iterator_category = std::input_iterator_tag;
+    using value_type = Batch;
+    using difference_type = std::ptrdiff_t;
+    using reference = Batch;
+    using pointer = void;
+
+    Iterator() = default;
+    Batch operator*() const;  // gathers the batch's rows into new contiguous tensors
+    Iterator& operator++() {
+      ++batch_;
+      return *this;
+    }
+    Iterator operator++(int) {
+      Iterator before = *this;
+      ++batch_;
+      return before;
+    }
+    bool operator==(const Iterator& other) const { return batch_ == other.batch_; }
+
+   private:
+    friend class DataLoader;
+    Iterator(const DataLoader* loader, std::shared_ptr<const std::vector<int64_t>> order,
+             int64_t batch)
+        : loader_(loader), order_(std::move(order)), batch_(batch) {}
+    const DataLoader* loader_ = nullptr;
+    std::shared_ptr<const std::vector<int64_t>> order_;  // this epoch's sample order
+    int64_t batch_ = 0;
+  };
+
+  // Starts the next epoch (drawing its permutation when shuffling) and advances epoch().
+  Iterator begin();
+  Iterator end() const { return Iterator(this, nullptr, size()); }
+
+  int64_t size() const;                                 // batches per epoch
+  int64_t num_samples() const { return num_samples_; }  // after `limit`
+  int64_t batch_size() const { return options_.batch_size; }
+  // The epoch the next begin() starts (0 at first); set_epoch resumes a run at a given epoch.
+  int64_t epoch() const { return epoch_; }
+  void set_epoch(int64_t epoch);
+  // The sample order of epoch `epoch` (the identity when not shuffling).
+  std::vector<int64_t> order(int64_t epoch) const;
+  const Dataset& dataset() const { return dataset_; }
+
+ private:
+  Batch gather(const std::vector<int64_t>& order, int64_t batch) const;
+
+  Dataset dataset_;
+  DataLoaderOptions options_;
+  int64_t num_samples_ = 0;
+  int64_t epoch_ = 0;
+};
+
+}  // namespace amp::data

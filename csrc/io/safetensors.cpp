@@ -1,0 +1,476 @@
+// amp::save / amp::load in the safetensors format (csrc/io/safetensors.h, docs/checkpoints.md).
+#include "csrc/io/safetensors.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <bit>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <memory>
+#include <set>
+#include <system_error>
+#include <utility>
+#include <vector>
+
+#include "csrc/core/macros.h"
+#include "csrc/io/json_reader.h"
+#include "csrc/ops/elementwise_plan.h"  // kMaxDims, the tensor core's rank limit
+
+namespace amp {
+
+// The format stores little-endian bytes; tensors are written and read as they lie in memory.
+static_assert(std::endian::native == std::endian::little,
+              "ampcpp's safetensors I/O assumes a little-endian host");
+
+namespace {
+
+// The reference implementation refuses headers above 100 MB; so do we, before allocating.
+constexpr uint64_t kMaxHeaderBytes = 100'000'000;
+
+struct DTypeInfo {
+  DType dtype;
+  const char* name;  // the safetensors spelling
+  // Position in the reference's Dtype enum, which is ordered by increasing alignment: the
+  // reference serializer sorts tensors by decreasing rank, then by name.
+  int rank;
+};
+
+constexpr DTypeInfo kDTypes[] = {
+    {DType::Int64, "I64", 13},    {DType::Float64, "F64", 12}, {DType::Float32, "F32", 11},
+    {DType::BFloat16, "BF16", 8}, {DType::Float16, "F16", 7},  {DType::Bool, "BOOL", 0},
+};
+
+// Valid safetensors dtypes that ampcpp has no tensor type for.
+constexpr const char* kUnsupportedDTypes[] = {"U8",  "I8",      "I16",     "U16",     "I32",
+                                              "U32", "U64",     "F8_E5M2", "F8_E4M3", "F8_E8M0",
+                                              "F4",  "F6_E2M3", "F6_E3M2", "C64"};
+
+const DTypeInfo& info_of(DType dtype) {
+  for (const auto& info : kDTypes) {
+    if (info.dtype == dtype) return info;
+  }
+  AMP_FAIL("save: no safetensors name for dtype ", dtype_name(dtype));
+}
+
+const DTypeInfo* info_of(const std::string& name) {
+  for (const auto& info : kDTypes) {
+    if (name == info.name) return &info;
+  }
+  return nullptr;
+}
+
+std::string errno_message(int err) {
+  return std::error_code(err, std::generic_category()).message();
+}
+
+std::string shape_json(const Shape& shape) {
+  std::string out = "[";
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (i) out += ',';
+    out += std::to_string(shape[i]);
+  }
+  return out + "]";
+}
+
+struct FileCloser {
+  void operator()(std::FILE* f) const { std::fclose(f); }
+};
+using FilePtr = std::unique_ptr<std::FILE, FileCloser>;
+
+// ------------------------------------------------------------------------------------------------
+// Writing
+
+// A temporary file beside the target: removed on destruction unless renamed into place.
+class TempFile {
+ public:
+  TempFile(const std::string& target, const std::string& where) {
+    namespace fs = std::filesystem;
+    const fs::path p(target);
+    const fs::path dir = p.parent_path().empty() ? fs::path(".") : p.parent_path();
+    dir_ = dir.string();
+    static std::atomic<uint64_t> counter{0};
+    for (int attempt = 0; attempt < 100; ++attempt) {
+      const std::string name =
+          detail::concat(".", p.filename().string(), ".tmp.", ::getpid(), ".", counter++);
+      path_ = (dir / name).string();
+      // 0666 so that the final file gets the usual permissions under the process umask.
+      const int fd = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+      if (fd >= 0) {
+        file_.reset(::fdopen(fd, "wb"));
+        if (!file_) {
+          const int err = errno;
+          ::close(fd);
+          ::unlink(path_.c_str());
+          AMP_FAIL(where, ": cannot open a temporary file in '", dir_, "': ", errno_message(err));
+        }
+        return;
+      }
+      if (errno != EEXIST) {
+        AMP_FAIL(where, ": cannot create a temporary file in '", dir_, "': ", errno_message(errno));
+      }
+    }
+    AMP_FAIL(where, ": cannot create a temporary file in '", dir_, "': 100 names taken");
+  }
+  ~TempFile() {
+    file_.reset();
+    if (!committed_) ::unlink(path_.c_str());
+  }
+  TempFile(const TempFile&) = delete;
+  TempFile& operator=(const TempFile&) = delete;
+
+  void write(const void* data, size_t n, const std::string& where) {
+    if (n == 0) return;
+    AMP_CHECK(std::fwrite(data, 1, n, file_.get()) == n, where, ": writing '", path_,
+              "' failed: ", errno_message(errno));
+  }
+
+  // fflush + fsync + close, rename over `target`, fsync the directory.
+  void commit(const std::string& target, const std::string& where) {
+    AMP_CHECK(std::fflush(file_.get()) == 0, where, ": flushing '", path_,
+              "' failed: ", errno_message(errno));
+    AMP_CHECK(::fsync(::fileno(file_.get())) == 0, where, ": fsync of '", path_,
+              "' failed: ", errno_message(errno));
+    std::FILE* f = file_.release();
+    AMP_CHECK(std::fclose(f) == 0, where, ": closing '", path_, "' failed: ", errno_message(errno));
+    AMP_CHECK(::rename(path_.c_str(), target.c_str()) == 0, where, ": renaming '", path_,
+              "' over the target failed: ", errno_message(errno));
+    committed_ = true;
+    // Make the rename itself durable. Some file systems cannot fsync a directory (EINVAL):
+    // there is nothing more to do on those.
+    const int dfd = ::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    AMP_CHECK(dfd >= 0, where, ": opening directory '", dir_,
+              "' to fsync it failed: ", errno_message(errno));
+    const int rc = ::fsync(dfd);
+    const int err = errno;
+    ::close(dfd);
+    AMP_CHECK(rc == 0 || err == EINVAL, where, ": fsync of directory '", dir_,
+              "' failed: ", errno_message(err));
+  }
+
+ private:
+  std::string path_;
+  std::string dir_;
+  FilePtr file_;
+  bool committed_ = false;
+};
+
+// ------------------------------------------------------------------------------------------------
+// Reading
+
+struct Entry {
+  std::string name;
+  const DTypeInfo* info = nullptr;
+  Shape shape;
+  int64_t begin = -1;
+  int64_t end = -1;
+};
+
+std::string range_string(const Entry& e) { return detail::concat("[", e.begin, ", ", e.end, "]"); }
+
+// Parses the header into tensor entries and metadata; checks the JSON and each entry's fields.
+std::vector<Entry> parse_header(const std::string& header, const std::string& where,
+                                CheckpointMetadata& metadata) {
+  if (header.empty() || header[0] != '{') {
+    AMP_FAIL(where, ": expected the JSON header to start with '{', got ",
+             header.empty() ? std::string("an empty header")
+                            : "byte " + std::to_string(static_cast<unsigned char>(header[0])));
+  }
+  io::JsonReader r(header, where + ": header");
+  std::vector<Entry> entries;
+  std::set<std::string> keys;
+  bool seen_metadata = false;
+  r.read_object([&](const std::string& key) {
+    const size_t at = r.offset();
+    if (key == "__metadata__") {
+      if (seen_metadata) r.fail_at(at, "expected one \"__metadata__\" key, got a second one");
+      seen_metadata = true;
+      r.read_object([&](const std::string& k) {
+        const size_t value_at = r.offset();
+        std::string v = r.read_string("a string (a __metadata__ value)");
+        if (!metadata.emplace(k, std::move(v)).second) {
+          r.fail_at(value_at, "expected unique __metadata__ keys, got '" + k + "' twice");
+        }
+      });
+      return;
+    }
+    if (!keys.insert(key).second) {
+      r.fail_at(at, "expected unique tensor names, got '" + key + "' twice");
+    }
+    Entry e;
+    e.name = key;
+    const std::string tensor = "tensor '" + key + "'";
+    bool has_dtype = false, has_shape = false, has_offsets = false;
+    const auto once = [&](bool& seen, const char* field, size_t field_at) {
+      if (seen) r.fail_at(field_at, tensor + ": expected one \"" + field + "\" field, got two");
+      seen = true;
+    };
+    r.read_object([&](const std::string& field) {
+      const size_t field_at = r.offset();
+      if (field == "dtype") {
+        once(has_dtype, "dtype", field_at);
+        const std::string name = r.read_string("a string (the dtype)");
+        e.info = info_of(name);
+        if (!e.info) {
+          const bool known =
+              std::any_of(std::begin(kUnsupportedDTypes), std::end(kUnsupportedDTypes),
+                          [&](const char* s) { return name == s; });
+          r.fail_at(field_at, tensor + ": expected dtype F32, F16, BF16, F64, I64 or BOOL, got " +
+                                  (known ? "'" + name + "', which ampcpp does not support"
+                                         : "unknown dtype '" + name + "'"));
+        }
+      } else if (field == "shape") {
+        once(has_shape, "shape", field_at);
+        r.read_array([&] {
+          const size_t dim_at = r.offset();
+          const int64_t d = r.read_integer("an integer (a shape dimension)");
+          if (d < 0) {
+            r.fail_at(dim_at, tensor + ": expected non-negative shape dimensions, got " +
+                                  std::to_string(d));
+          }
+          if (e.shape.size() >= static_cast<size_t>(kMaxDims)) {
+            r.fail_at(dim_at, tensor + ": expected at most " + std::to_string(kMaxDims) +
+                                  " dimensions, got more");
+          }
+          e.shape.push_back(d);
+        });
+      } else if (field == "data_offsets") {
+        once(has_offsets, "data_offsets", field_at);
+        int count = 0;
+        r.read_array([&] {
+          const size_t value_at = r.offset();
+          const int64_t v = r.read_integer("an integer (a data offset)");
+          if (v < 0) {
+            r.fail_at(value_at,
+                      tensor + ": expected non-negative data_offsets, got " + std::to_string(v));
+          }
+          if (count >= 2) {
+            r.fail_at(value_at, tensor +
+                                    ": expected data_offsets [begin, end], got more than 2 "
+                                    "values");
+          }
+          (count == 0 ? e.begin : e.end) = v;
+          ++count;
+        });
+        if (count != 2) {
+          r.fail_at(field_at, tensor + ": expected data_offsets [begin, end], got " +
+                                  std::to_string(count) + " value" + (count == 1 ? "" : "s"));
+        }
+      } else {
+        r.fail_at(field_at, tensor +
+                                ": expected only the fields dtype, shape and data_offsets, "
+                                "got unknown field '" +
+                                field + "'");
+      }
+    });
+    if (!has_dtype || !has_shape || !has_offsets) {
+      std::string missing;
+      for (auto [has, name] : {std::pair{has_dtype, "dtype"}, std::pair{has_shape, "shape"},
+                               std::pair{has_offsets, "data_offsets"}}) {
+        if (!has) missing += std::string(missing.empty() ? "" : ", ") + name;
+      }
+      r.fail_at(at,
+                tensor + ": expected the fields dtype, shape and data_offsets, got no " + missing);
+    }
+    entries.push_back(std::move(e));
+  });
+  r.expect_end();
+  return entries;
+}
+
+// Checks every entry's byte range against its shape and the data section, and that the ranges
+// tile the data section exactly (the reference loader requires it), before anything is read.
+void validate_layout(std::vector<Entry>& entries, uint64_t data_bytes, const std::string& where) {
+  for (const Entry& e : entries) {
+    const std::string tensor = where + ": tensor '" + e.name + "'";
+    uint64_t numel = 1;
+    for (int64_t d : e.shape) {
+      AMP_CHECK(!__builtin_mul_overflow(numel, static_cast<uint64_t>(d), &numel), tensor,
+                ": expected a shape whose element count fits in 64 bits, got ",
+                shape_json(e.shape));
+    }
+    const uint64_t esize = element_size(e.info->dtype);
+    uint64_t nbytes = 0;
+    AMP_CHECK(!__builtin_mul_overflow(numel, esize, &nbytes), tensor,
+              ": expected a byte size that fits in 64 bits, got shape ", shape_json(e.shape),
+              " of ", esize, "-byte ", e.info->name);
+    AMP_CHECK(e.begin <= e.end, tensor,
+              ": expected data_offsets [begin, end] with begin <= end, got ", range_string(e));
+    AMP_CHECK(static_cast<uint64_t>(e.end) <= data_bytes, tensor,
+              ": expected data_offsets within the data section of ", data_bytes, " bytes, got ",
+              range_string(e), " (out of range: truncated file?)");
+    const uint64_t span = static_cast<uint64_t>(e.end - e.begin);
+    AMP_CHECK(span == nbytes, tensor, ": expected data_offsets spanning ", nbytes, " bytes (shape ",
+              shape_json(e.shape), " x ", esize, "-byte ", e.info->name, "), got ", range_string(e),
+              " (", span, " bytes)");
+  }
+  std::stable_sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
+    return std::pair(a.begin, a.end) < std::pair(b.begin, b.end);
+  });
+  int64_t cursor = 0;
+  const Entry* previous = nullptr;
+  for (const Entry& e : entries) {
+    AMP_CHECK(e.begin >= cursor, where, ": expected tensors not to overlap, got tensor '", e.name,
+              "' at ", range_string(e), " overlapping tensor '",
+              previous ? previous->name : std::string(), "' at ",
+              previous ? range_string(*previous) : std::string());
+    AMP_CHECK(e.begin == cursor, where,
+              ": expected the tensors to cover the data section without "
+              "gaps, got bytes [",
+              cursor, ", ", e.begin, ") before tensor '", e.name, "' in no tensor");
+    cursor = e.end;
+    previous = &e;
+  }
+  AMP_CHECK(static_cast<uint64_t>(cursor) == data_bytes, where,
+            ": expected the tensors to cover the data section of ", data_bytes,
+            " bytes, got bytes [", cursor, ", ", data_bytes, ") in no tensor");
+}
+
+void read_exact(std::FILE* f, void* dst, size_t n, const std::string& where, const char* what) {
+  if (n == 0) return;
+  const size_t got = std::fread(dst, 1, n, f);
+  if (got != n) {
+    AMP_FAIL(where, ": expected ", n, " bytes of ", what, ", got ", got,
+             std::ferror(f) ? ": " + errno_message(errno)
+                            : std::string(" (the file changed while it was read?)"));
+  }
+}
+
+}  // namespace
+
+void save(const StateDict& state, const std::string& path) { save(state, path, {}); }
+
+void save(const StateDict& state, const std::string& path, const CheckpointMetadata& metadata) {
+  const std::string where = "save '" + path + "'";
+  AMP_CHECK(!path.empty(), "save: expected a file path, got an empty string");
+  for (const auto& [k, v] : metadata) {
+    AMP_CHECK(io::is_valid_utf8(k) && io::is_valid_utf8(v), where,
+              ": expected UTF-8 metadata, got invalid UTF-8 in the entry for key ",
+              io::json_quote(k));
+  }
+  struct Item {
+    const std::string* name;
+    const Tensor* tensor;
+    const DTypeInfo* info;
+  };
+  std::vector<Item> items;
+  items.reserve(state.size());
+  for (const auto& [name, tensor] : state) {
+    AMP_CHECK(tensor.defined(), where, ": expected a defined tensor for key '", name,
+              "', got an undefined tensor");
+    AMP_CHECK(name != "__metadata__", where,
+              ": expected tensor names other than \"__metadata__\" (the format reserves it), "
+              "got a tensor named \"__metadata__\"");
+    AMP_CHECK(io::is_valid_utf8(name), where, ": expected UTF-8 tensor names, got ",
+              io::json_quote(name));
+    items.push_back({&name, &tensor, &info_of(tensor.dtype())});
+  }
+  // The reference serializer's order: decreasing alignment, then name (std::map order already).
+  std::stable_sort(items.begin(), items.end(),
+                   [](const Item& a, const Item& b) { return a.info->rank > b.info->rank; });
+
+  std::string header = "{";
+  bool first = true;
+  if (!metadata.empty()) {
+    header += "\"__metadata__\":{";
+    for (const auto& [k, v] : metadata) {
+      if (!first) header += ',';
+      header += io::json_quote(k) + ":" + io::json_quote(v);
+      first = false;
+    }
+    header += "}";
+  }
+  uint64_t offset = 0;
+  for (const Item& item : items) {
+    const uint64_t nbytes =
+        static_cast<uint64_t>(item.tensor->numel()) * element_size(item.tensor->dtype());
+    if (!first) header += ',';
+    first = false;
+    header += io::json_quote(*item.name) + ":{\"dtype\":\"" + item.info->name +
+              "\",\"shape\":" + shape_json(item.tensor->sizes()) + ",\"data_offsets\":[" +
+              std::to_string(offset) + "," + std::to_string(offset + nbytes) + "]}";
+    offset += nbytes;
+  }
+  header += "}";
+  // Pad with spaces to a multiple of 8 so the data section starts 8-aligned, as the reference.
+  header.append((8 - header.size() % 8) % 8, ' ');
+
+  TempFile tmp(path, where);
+  unsigned char length[8];
+  for (int i = 0; i < 8; ++i) length[i] = static_cast<unsigned char>(header.size() >> (8 * i));
+  tmp.write(length, sizeof(length), where);
+  tmp.write(header.data(), header.size(), where);
+  for (const Item& item : items) {
+    // One tensor at a time on the CPU, so CUDA state never needs a second full copy.
+    const Tensor packed = item.tensor->detach().to(Device::cpu()).contiguous();
+    tmp.write(packed.data_ptr(), static_cast<size_t>(packed.numel()) * element_size(packed.dtype()),
+              where);
+  }
+  tmp.commit(path, where);
+}
+
+StateDict load(const std::string& path) { return load(path, nullptr); }
+
+StateDict load(const std::string& path, CheckpointMetadata* metadata_out) {
+  const std::string where = "load '" + path + "'";
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::file_status st = fs::status(path, ec);
+  AMP_CHECK(!ec && fs::exists(st), where, ": cannot open: no such file");
+  AMP_CHECK(fs::is_regular_file(st), where, ": expected a regular file, got ",
+            fs::is_directory(st) ? "a directory" : "a special file");
+  FilePtr file(std::fopen(path.c_str(), "rb"));
+  AMP_CHECK(file, where, ": cannot open: ", errno_message(errno));
+  std::FILE* f = file.get();
+  AMP_CHECK(::fseeko(f, 0, SEEK_END) == 0, where, ": cannot seek: ", errno_message(errno));
+  const off_t file_size_signed = ::ftello(f);
+  AMP_CHECK(file_size_signed >= 0, where, ": cannot tell the file size: ", errno_message(errno));
+  AMP_CHECK(::fseeko(f, 0, SEEK_SET) == 0, where, ": cannot seek: ", errno_message(errno));
+  const auto file_size = static_cast<uint64_t>(file_size_signed);
+
+  AMP_CHECK(file_size >= 8, where,
+            ": expected at least 8 bytes (the header length), got a file of ", file_size, " bytes");
+  unsigned char length[8];
+  read_exact(f, length, sizeof(length), where, "header length");
+  uint64_t header_bytes = 0;
+  for (int i = 0; i < 8; ++i) header_bytes |= static_cast<uint64_t>(length[i]) << (8 * i);
+  AMP_CHECK(header_bytes <= kMaxHeaderBytes, where, ": expected a header length of at most ",
+            kMaxHeaderBytes, " bytes, got ", header_bytes, " (not a safetensors file?)");
+  AMP_CHECK(header_bytes <= file_size - 8, where, ": expected a header length of at most the ",
+            file_size - 8, " bytes that follow it, got ", header_bytes, " (truncated file?)");
+
+  std::string header(header_bytes, '\0');
+  read_exact(f, header.data(), header.size(), where, "JSON header");
+  CheckpointMetadata metadata;
+  std::vector<Entry> entries = parse_header(header, where, metadata);
+  header.clear();
+  header.shrink_to_fit();
+  const uint64_t data_bytes = file_size - 8 - header_bytes;
+  validate_layout(entries, data_bytes, where);
+
+  // Everything checked: allocations now total exactly the data section.
+  StateDict out;
+  for (const Entry& e : entries) {
+    Tensor t = empty(e.shape, {.dtype = e.info->dtype});
+    const auto nbytes = static_cast<size_t>(e.end - e.begin);
+    read_exact(f, t.data_ptr(), nbytes, where, ("tensor '" + e.name + "'").c_str());
+    if (e.info->dtype == DType::Bool) {
+      // Any other byte would be an invalid C++ bool; PyTorch only writes 0 and 1.
+      const auto* bytes = static_cast<const unsigned char*>(t.data_ptr());
+      for (size_t i = 0; i < nbytes; ++i) {
+        AMP_CHECK(bytes[i] <= 1, where, ": tensor '", e.name, "': expected BOOL bytes 0 or 1, got ",
+                  static_cast<int>(bytes[i]), " at element ", i);
+      }
+    }
+    out.emplace(e.name, std::move(t));
+  }
+  if (metadata_out) *metadata_out = std::move(metadata);
+  return out;
+}
+
+}  // namespace amp
