@@ -1,0 +1,12 @@
+#pragma once
+
+#include <map>
+#include <string>
+
+#include "csrc/core/tensor.h"
+
+namespace amp {
+
+using StateDict = std::map<std::string, Tensor>;
+
+}  // namespace amp
