@@ -60,17 +60,35 @@ int64_t plane_grain(int64_t elements_per_plane) {
   return std::max<int64_t>(1, cpu::kElementwiseGrain / std::max<int64_t>(elements_per_plane, 1));
 }
 
+// Where the column rows of plane p = n * C + c live. Layout::Batched is unfold's (N, C*k*k, L):
+// plane p's k*k rows start at p*k*k*L, one row every L. Layout::BatchInColumns is
+// (C*k*k, N*L), what conv2d multiplies with one GEMM: rows start at c*k*k*N*L + n*L, one row
+// every N*L.
+enum class Layout { Batched, BatchInColumns };
+
+struct ColumnGeometry {
+  int64_t n, c, h, w, oh, ow;
+  Layout layout;
+  int64_t l() const { return oh * ow; }
+  int64_t row_stride() const { return layout == Layout::Batched ? l() : n * l(); }
+  int64_t plane_offset(int64_t p, int64_t k2) const {
+    if (layout == Layout::Batched) return p * k2 * l();
+    return (p % c) * k2 * n * l() + (p / c) * l();
+  }
+};
+
 template <class T>
-void im2col(const T* x, T* cols, int64_t planes, int64_t h, int64_t w, const Window& g) {
-  const int64_t oh = g.out_h(h), ow = g.out_w(w), l = oh * ow, k2 = g.kh * g.kw;
+void im2col(const T* x, T* cols, const ColumnGeometry& cg, const Window& g) {
+  const int64_t h = cg.h, w = cg.w, oh = cg.oh, ow = cg.ow, k2 = g.kh * g.kw;
+  const int64_t row_stride = cg.row_stride();
   const T zero = convert<T>(0.0f);
-  cpu::parallel_for(planes, plane_grain(k2 * l), [&](int64_t begin, int64_t end) {
+  cpu::parallel_for(cg.n * cg.c, plane_grain(k2 * cg.l()), [&](int64_t begin, int64_t end) {
     for (int64_t p = begin; p < end; ++p) {
       const T* xp = x + p * h * w;
-      T* cp = cols + p * k2 * l;
+      T* cp = cols + cg.plane_offset(p, k2);
       for (int64_t ki = 0; ki < g.kh; ++ki) {
         for (int64_t kj = 0; kj < g.kw; ++kj) {
-          T* row = cp + (ki * g.kw + kj) * l;
+          T* row = cp + (ki * g.kw + kj) * row_stride;
           int64_t lo, hi;
           g.valid_range(kj, w, ow, &lo, &hi);
           for (int64_t i = 0; i < oh; ++i) {
@@ -97,17 +115,18 @@ void im2col(const T* x, T* cols, int64_t planes, int64_t h, int64_t w, const Win
 
 // Sums in the op-math type (fp32 for 16-bit storage) and rounds once per input element.
 template <class T>
-void col2im(const T* cols, T* x, int64_t planes, int64_t h, int64_t w, const Window& g) {
+void col2im(const T* cols, T* x, const ColumnGeometry& cg, const Window& g) {
   using A = opmath_t<T>;
-  const int64_t oh = g.out_h(h), ow = g.out_w(w), l = oh * ow, k2 = g.kh * g.kw;
-  cpu::parallel_for(planes, plane_grain(k2 * l), [&](int64_t begin, int64_t end) {
+  const int64_t h = cg.h, w = cg.w, oh = cg.oh, ow = cg.ow, k2 = g.kh * g.kw;
+  const int64_t row_stride = cg.row_stride();
+  cpu::parallel_for(cg.n * cg.c, plane_grain(k2 * cg.l()), [&](int64_t begin, int64_t end) {
     std::vector<A> acc(h * w);
     for (int64_t p = begin; p < end; ++p) {
       std::fill(acc.begin(), acc.end(), A(0));
-      const T* cp = cols + p * k2 * l;
+      const T* cp = cols + cg.plane_offset(p, k2);
       for (int64_t ki = 0; ki < g.kh; ++ki) {
         for (int64_t kj = 0; kj < g.kw; ++kj) {
-          const T* row = cp + (ki * g.kw + kj) * l;
+          const T* row = cp + (ki * g.kw + kj) * row_stride;
           int64_t lo, hi;
           g.valid_range(kj, w, ow, &lo, &hi);
           for (int64_t i = 0; i < oh; ++i) {
@@ -125,41 +144,53 @@ void col2im(const T* cols, T* x, int64_t planes, int64_t h, int64_t w, const Win
   });
 }
 
-Tensor unfold_impl(const Tensor& x_in, const Window& g) {
+// The image geometry of a differentiable unfold/fold pair: (N, C, H, W) and the layout.
+struct ImageGeometry {
+  int64_t n, c, h, w;
+  Layout layout;
+  ColumnGeometry columns(const Window& g) const {
+    return {n, c, h, w, g.out_h(h), g.out_w(w), layout};
+  }
+  Shape column_shape(const Window& g) const {
+    const int64_t k = c * g.kh * g.kw, l = g.out_h(h) * g.out_w(w);
+    return layout == Layout::Batched ? Shape{n, k, l} : Shape{k, n * l};
+  }
+};
+
+Tensor unfold_impl(const Tensor& x_in, const ImageGeometry& ig, const Window& g) {
   const Tensor x = x_in.contiguous();
-  const int64_t n = x.size(0), c = x.size(1), h = x.size(2), w = x.size(3);
-  const int64_t oh = g.out_h(h), ow = g.out_w(w);
-  Tensor cols = empty({n, c * g.kh * g.kw, oh * ow}, {.dtype = x.dtype()});
-  AMP_DISPATCH_FLOATING(x.dtype(), "unfold",
-                        [&] { im2col(x.data<scalar_t>(), cols.data<scalar_t>(), n * c, h, w, g); });
+  Tensor cols = empty(ig.column_shape(g), {.dtype = x.dtype()});
+  AMP_DISPATCH_FLOATING(x.dtype(), "unfold", [&] {
+    im2col(x.data<scalar_t>(), cols.data<scalar_t>(), ig.columns(g), g);
+  });
   return cols;
 }
 
-Tensor fold_impl(const Tensor& cols_in, int64_t h, int64_t w, const Window& g) {
+Tensor fold_impl(const Tensor& cols_in, const ImageGeometry& ig, const Window& g) {
   const Tensor cols = cols_in.contiguous();
-  const int64_t n = cols.size(0), c = cols.size(1) / (g.kh * g.kw);
-  Tensor x = empty({n, c, h, w}, {.dtype = cols.dtype()});
-  AMP_DISPATCH_FLOATING(cols.dtype(), "fold",
-                        [&] { col2im(cols.data<scalar_t>(), x.data<scalar_t>(), n * c, h, w, g); });
+  Tensor x = empty({ig.n, ig.c, ig.h, ig.w}, {.dtype = cols.dtype()});
+  AMP_DISPATCH_FLOATING(cols.dtype(), "fold", [&] {
+    col2im(cols.data<scalar_t>(), x.data<scalar_t>(), ig.columns(g), g);
+  });
   return x;
 }
 
-Tensor unfold_op(const Tensor& x, const Window& g);
+Tensor unfold_op(const Tensor& x, const ImageGeometry& ig, const Window& g);
 
-Tensor fold_op(const Tensor& cols, int64_t h, int64_t w, const Window& g) {
-  Tensor out = autograd::without_grad([&] { return fold_impl(cols, h, w, g); });
-  autograd::record(
-      "Col2ImBackward", out, {&cols}, {},
-      [g](const Grads& grads, const Grads&, const Node&) { return Grads{unfold_op(grads[0], g)}; });
+Tensor fold_op(const Tensor& cols, const ImageGeometry& ig, const Window& g) {
+  Tensor out = autograd::without_grad([&] { return fold_impl(cols, ig, g); });
+  autograd::record("Col2ImBackward", out, {&cols}, {},
+                   [ig, g](const Grads& grads, const Grads&, const Node&) {
+                     return Grads{unfold_op(grads[0], ig, g)};
+                   });
   return out;
 }
 
-Tensor unfold_op(const Tensor& x, const Window& g) {
-  Tensor out = autograd::without_grad([&] { return unfold_impl(x, g); });
-  const int64_t h = x.size(2), w = x.size(3);
+Tensor unfold_op(const Tensor& x, const ImageGeometry& ig, const Window& g) {
+  Tensor out = autograd::without_grad([&] { return unfold_impl(x, ig, g); });
   autograd::record("Im2ColBackward", out, {&x}, {},
-                   [g, h, w](const Grads& grads, const Grads&, const Node&) {
-                     return Grads{fold_op(grads[0], h, w, g)};
+                   [ig, g](const Grads& grads, const Grads&, const Node&) {
+                     return Grads{fold_op(grads[0], ig, g)};
                    });
   return out;
 }
@@ -180,18 +211,23 @@ void max_pool_kernel(const T* x, T* out, int64_t* idx, int64_t planes, int64_t h
         for (int64_t j = 0; j < ow; ++j) {
           const int64_t w0 = j * g.stride - g.padding;
           const int64_t ws = std::max<int64_t>(w0, 0), we = std::min<int64_t>(w0 + g.kw, w);
-          // PyTorch's rule: the first strict maximum, or the last NaN.
+          // PyTorch's rule: the first strict maximum, or the last NaN. Written without
+          // short-circuits so the compiler emits max/cmov: on random data the comparisons are
+          // unpredictable and branches cost more than the loads.
           int64_t best = hs * w + ws;
           A best_value = -std::numeric_limits<A>::infinity();
+          bool seen_nan = false;
           for (int64_t ih = hs; ih < he; ++ih) {
             for (int64_t iw = ws; iw < we; ++iw) {
               const A v = convert<A>(xp[ih * w + iw]);
-              if (v > best_value || std::isnan(v)) {
-                best_value = v;
-                best = ih * w + iw;
-              }
+              const bool is_nan = v != v;
+              const bool greater = v > best_value;
+              best = (is_nan | (greater & !seen_nan)) ? ih * w + iw : best;
+              best_value = greater ? v : best_value;
+              seen_nan |= is_nan;
             }
           }
+          if (seen_nan) best_value = std::numeric_limits<A>::quiet_NaN();
           const int64_t o = (p * oh + i) * ow + j;
           out[o] = convert<T>(best_value);
           idx[o] = best;
@@ -302,7 +338,7 @@ Tensor unfold(const Tensor& x, int64_t kernel_h, int64_t kernel_w, int64_t strid
   AMP_CHECK(g.out_h(x.size(2)) > 0 && g.out_w(x.size(3)) > 0, "unfold: the padded input (",
             x.size(2) + 2 * padding, "x", x.size(3) + 2 * padding, ") is smaller than the kernel (",
             kernel_h, "x", kernel_w, ")");
-  return unfold_op(x, g);
+  return unfold_op(x, {x.size(0), x.size(1), x.size(2), x.size(3), Layout::Batched}, g);
 }
 
 Tensor fold(const Tensor& cols, int64_t height, int64_t width, int64_t kernel_h, int64_t kernel_w,
@@ -319,7 +355,9 @@ Tensor fold(const Tensor& cols, int64_t height, int64_t width, int64_t kernel_h,
       "fold: expected ",
       std::max<int64_t>(g.out_h(height), 0) * std::max<int64_t>(g.out_w(width), 0),
       " columns for a ", height, "x", width, " output, got ", cols.size(2));
-  return fold_op(cols, height, width, g);
+  return fold_op(
+      cols, {cols.size(0), cols.size(1) / (kernel_h * kernel_w), height, width, Layout::Batched},
+      g);
 }
 
 Tensor conv2d(const Tensor& x_in, const Tensor& w, const Tensor& b, int64_t stride,
@@ -345,14 +383,20 @@ Tensor conv2d(const Tensor& x_in, const Tensor& w, const Tensor& b, int64_t stri
     AMP_CHECK(b.dtype() == x.dtype(), "conv2d: expected bias of the input's dtype ",
               dtype_name(x.dtype()), ", got ", dtype_name(b.dtype()));
   }
-  const Tensor cols = unfold(x, kh, kw, stride, padding);  // (N, C*kh*kw, L)
   const Window g{kh, kw, stride, padding};
-  const int64_t oh = g.out_h(x.size(2)), ow = g.out_w(x.size(3));
-  // (O, K) @ (N, K, L): one GEMM per image with the weight broadcast (batch stride 0); backward
-  // gives grad_cols = w^T @ grad (then fold) and grad_w = sum_n grad_n @ cols_n^T.
-  Tensor out = matmul(w.reshape({out_c, -1}), cols);  // (N, O, L)
-  if (b.defined()) out = add(out, b.reshape({1, out_c, 1}));
-  out = out.reshape({x.size(0), out_c, oh, ow});
+  check_window("conv2d", g);
+  const int64_t n = x.size(0), oh = g.out_h(x.size(2)), ow = g.out_w(x.size(3));
+  AMP_CHECK(oh > 0 && ow > 0, "conv2d: the padded input (", x.size(2) + 2 * padding, "x",
+            x.size(3) + 2 * padding, ") is smaller than the kernel (", kh, "x", kw, ")");
+  // One GEMM for the whole batch: (O, C*kh*kw) @ (C*kh*kw, N*L) -> (O, N*L), viewed as
+  // (N, O, OH, OW). Backward (recorded by mm): grad_cols = w^T @ grad, then fold (col2im);
+  // grad_w = grad @ cols^T, one GEMM summing over the batch.
+  const Tensor cols = unfold_op(x, {n, x.size(1), x.size(2), x.size(3), Layout::BatchInColumns}, g);
+  Tensor out = mm(w.reshape({out_c, -1}), cols).reshape({out_c, n, oh, ow}).permute({1, 0, 2, 3});
+  if (b.defined())
+    out = add(out, b.reshape({1, out_c, 1, 1}));
+  else
+    out = out.contiguous();
   return unbatched ? out.squeeze(0) : out;
 }
 
