@@ -1,0 +1,48 @@
+// Containers: Sequential (runs its children in order; children named "0", "1", ...) and
+// ModuleList (holds modules for a parent's forward to use; has no forward of its own).
+//
+//   auto net = std::make_shared<amp::nn::Sequential>(std::initializer_list<
+//       std::shared_ptr<amp::nn::Module>>{std::make_shared<amp::nn::Linear>(784, 128),
+//                                         std::make_shared<amp::nn::ReLU>(),
+//                                         std::make_shared<amp::nn::Linear>(128, 10)});
+//   // state_dict keys: "0.weight", "0.bias", "2.weight", "2.bias"
+#pragma once
+
+#include <cstddef>
+#include <initializer_list>
+#include <memory>
+#include <vector>
+
+#include "nn/module.h"
+
+namespace amp::nn {
+
+class Sequential : public Module {
+ public:
+  Sequential();
+  Sequential(std::initializer_list<std::shared_ptr<Module>> modules);
+  // Appends a child named by its position.
+  void push_back(std::shared_ptr<Module> module);
+  Tensor forward(const Tensor& input) override;
+  size_t size() const { return items_.size(); }
+  const std::shared_ptr<Module>& operator[](size_t i) const;
+
+ private:
+  std::vector<std::shared_ptr<Module>> items_;
+};
+
+class ModuleList : public Module {
+ public:
+  ModuleList();
+  ModuleList(std::initializer_list<std::shared_ptr<Module>> modules);
+  void push_back(std::shared_ptr<Module> module);
+  size_t size() const { return items_.size(); }
+  const std::shared_ptr<Module>& operator[](size_t i) const;
+  std::vector<std::shared_ptr<Module>>::const_iterator begin() const { return items_.begin(); }
+  std::vector<std::shared_ptr<Module>>::const_iterator end() const { return items_.end(); }
+
+ private:
+  std::vector<std::shared_ptr<Module>> items_;
+};
+
+}  // namespace amp::nn

@@ -1,0 +1,17 @@
+// amp::nn::Dropout: zeroes elements with probability p while training (scaling the rest by
+// 1 / (1 - p)); the identity in eval mode. Draws from the global generator (amp::manual_seed).
+#pragma once
+
+#include "nn/module.h"
+
+namespace amp::nn {
+
+class Dropout : public Module {
+ public:
+  explicit Dropout(double p = 0.5);
+  Tensor forward(const Tensor& input) override;
+  std::string extra_repr() const override;
+  double p;
+};
+
+}  // namespace amp::nn

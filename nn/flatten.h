@@ -1,0 +1,18 @@
+// amp::nn::Flatten: flattens dims start_dim..end_dim into one (default: all but the batch dim).
+#pragma once
+
+#include <cstdint>
+
+#include "nn/module.h"
+
+namespace amp::nn {
+
+class Flatten : public Module {
+ public:
+  Flatten(int64_t start_dim = 1, int64_t end_dim = -1);
+  Tensor forward(const Tensor& input) override;
+  std::string extra_repr() const override;
+  int64_t start_dim, end_dim;
+};
+
+}  // namespace amp::nn

@@ -1,0 +1,231 @@
+// amp::nn::functional layers: linear, activations, dropout, layer/group norm and the embedding
+// op pair (embedding / embedding_backward, each the other's backward).
+#include "nn/functional.h"
+
+#include <cstring>
+
+#include "csrc/autograd/autograd.h"
+#include "csrc/autograd/formulas.h"
+#include "csrc/core/factories.h"
+#include "csrc/core/macros.h"
+#include "csrc/ops/elementwise.h"
+#include "csrc/ops/linalg.h"
+#include "csrc/ops/reduce.h"
+#include "csrc/ops/softmax.h"
+
+namespace amp::nn::functional {
+
+using autograd::Node;
+using autograd::record;
+using autograd::without_grad;
+using Grads = std::vector<Tensor>;
+
+const char* reduction_name(Reduction reduction) {
+  switch (reduction) {
+    case Reduction::None:
+      return "none";
+    case Reduction::Mean:
+      return "mean";
+    case Reduction::Sum:
+      return "sum";
+    case Reduction::BatchMean:
+      return "batchmean";
+  }
+  return "?";
+}
+
+namespace {
+
+void check_floating(const Tensor& t, const char* op, const char* what) {
+  AMP_CHECK(t.defined(), op, ": expected a defined ", what, " tensor");
+  AMP_CHECK(is_floating_point(t.dtype()), op, ": expected a floating-point ", what, ", got ",
+            dtype_name(t.dtype()));
+}
+
+// Indices as host int64 values, checked to lie in [0, bound).
+std::vector<int64_t> host_indices(const Tensor& indices, int64_t bound, const char* op) {
+  AMP_CHECK(indices.defined(), op, ": expected defined indices");
+  AMP_CHECK(indices.dtype() == DType::Int64, op, ": expected Int64 indices, got ",
+            dtype_name(indices.dtype()));
+  std::vector<int64_t> idx = indices.to_vector<int64_t>();
+  for (int64_t i : idx) {
+    AMP_CHECK(i >= 0 && i < bound, op, ": index ", i, " is out of range for ", bound, " rows");
+  }
+  return idx;
+}
+
+Tensor embedding_forward(const std::vector<int64_t>& idx, const Shape& index_shape,
+                         const Tensor& weight) {
+  const int64_t d = weight.size(1);
+  const Tensor w = weight.contiguous().to(Device::cpu());
+  Shape out_shape = index_shape;
+  out_shape.push_back(d);
+  Tensor out = empty(out_shape, {.dtype = weight.dtype()});
+  const size_t row_bytes = static_cast<size_t>(d) * element_size(weight.dtype());
+  const char* src = static_cast<const char*>(w.data_ptr());
+  char* dst = static_cast<char*>(out.data_ptr());
+  for (size_t r = 0; r < idx.size(); ++r) {
+    std::memcpy(dst + r * row_bytes, src + static_cast<size_t>(idx[r]) * row_bytes, row_bytes);
+  }
+  return out.to(weight.device());
+}
+
+template <class Acc>
+void accumulate_rows(const std::vector<int64_t>& idx, const Tensor& grad, Tensor& acc, int64_t d) {
+  const Acc* g = grad.data<const Acc>();
+  Acc* a = acc.data<Acc>();
+  for (size_t r = 0; r < idx.size(); ++r) {
+    Acc* row = a + idx[r] * d;
+    const Acc* src = g + static_cast<int64_t>(r) * d;
+    for (int64_t j = 0; j < d; ++j) row[j] += src[j];
+  }
+}
+
+Tensor embedding_backward_impl(const std::vector<int64_t>& idx, const Tensor& grad,
+                               int64_t num_weights) {
+  const int64_t d = grad.size(grad.dim() - 1);
+  // Rows hit by several indices accumulate in fp32 (fp64 for Float64), rounded once.
+  const DType acc_dtype = grad.dtype() == DType::Float64 ? DType::Float64 : DType::Float32;
+  const Tensor g = grad.to(acc_dtype).contiguous().to(Device::cpu());
+  Tensor acc = zeros({num_weights, d}, {.dtype = acc_dtype});
+  if (acc_dtype == DType::Float64) {
+    accumulate_rows<double>(idx, g, acc, d);
+  } else {
+    accumulate_rows<float>(idx, g, acc, d);
+  }
+  return acc.to(grad.dtype()).to(grad.device());
+}
+
+}  // namespace
+
+Tensor embedding(const Tensor& indices, const Tensor& weight) {
+  check_floating(weight, "embedding", "weight");
+  AMP_CHECK(weight.dim() == 2, "embedding: expected a 2-D weight (num_embeddings, dim), got shape ",
+            shape_to_string(weight.sizes()));
+  const std::vector<int64_t> idx = host_indices(indices, weight.size(0), "embedding");
+  Tensor out = without_grad([&] { return embedding_forward(idx, indices.sizes(), weight); });
+  const int64_t num_weights = weight.size(0);
+  const Tensor index = indices;
+  record("EmbeddingBackward", out, {&weight}, {},
+         [index, num_weights](const Grads& g, const Grads&, const Node&) {
+           return Grads{embedding_backward(g[0], index, num_weights)};
+         });
+  return out;
+}
+
+Tensor embedding_backward(const Tensor& grad, const Tensor& indices, int64_t num_weights) {
+  check_floating(grad, "embedding_backward", "grad");
+  Shape expected = indices.sizes();
+  AMP_CHECK(grad.dim() == static_cast<int64_t>(expected.size()) + 1 &&
+                Shape(grad.sizes().begin(), grad.sizes().end() - 1) == expected,
+            "embedding_backward: expected grad of shape indices ", shape_to_string(indices.sizes()),
+            " + [dim], got ", shape_to_string(grad.sizes()));
+  const std::vector<int64_t> idx = host_indices(indices, num_weights, "embedding_backward");
+  Tensor out = without_grad([&] { return embedding_backward_impl(idx, grad, num_weights); });
+  const Tensor index = indices;
+  record(
+      "EmbeddingDenseBackwardBackward", out, {&grad}, {},
+      [index](const Grads& g, const Grads&, const Node&) { return Grads{embedding(index, g[0])}; });
+  return out;
+}
+
+Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b) {
+  check_floating(x, "linear", "input");
+  check_floating(w, "linear", "weight");
+  AMP_CHECK(w.dim() == 2, "linear: expected a 2-D weight (out_features, in_features), got shape ",
+            shape_to_string(w.sizes()));
+  AMP_CHECK(x.dim() >= 1 && x.size(x.dim() - 1) == w.size(1), "linear: input shape ",
+            shape_to_string(x.sizes()), " does not end in in_features = ", w.size(1));
+  Tensor y = x.dim() == 2 ? mm(x, w.t()) : matmul(x, w.t());
+  if (b.defined()) {
+    AMP_CHECK(b.dim() == 1 && b.size(0) == w.size(0), "linear: expected bias of shape [", w.size(0),
+              "], got ", shape_to_string(b.sizes()));
+    y = add(y, b);
+  }
+  return y;
+}
+
+Tensor relu(const Tensor& x) { return amp::relu(x); }
+
+Tensor gelu(const Tensor& x) { return amp::gelu(x, false); }
+
+Tensor gelu(const Tensor& x, const std::string& approximate) {
+  AMP_CHECK(approximate == "none" || approximate == "tanh",
+            "gelu: expected approximate to be \"none\" or \"tanh\", got \"", approximate, "\"");
+  return amp::gelu(x, approximate == "tanh");
+}
+
+Tensor silu(const Tensor& x) { return mul(x, sigmoid(x)); }
+
+Tensor softmax(const Tensor& x, int64_t dim) { return amp::softmax(x, dim); }
+
+Tensor log_softmax(const Tensor& x, int64_t dim) { return amp::log_softmax(x, dim); }
+
+Tensor dropout(const Tensor& x, double p, bool training) {
+  AMP_CHECK(p >= 0.0 && p <= 1.0, "dropout: expected probability p in [0, 1], got ", p);
+  check_floating(x, "dropout", "input");
+  if (!training || p == 0.0) return x;
+  if (p == 1.0) return mul(x, 0.0);
+  const Tensor keep = lt(rand(x.sizes(), {.dtype = DType::Float32, .device = x.device()}), 1.0 - p);
+  return mul(mul(x, keep.to(x.dtype())), 1.0 / (1.0 - p));
+}
+
+namespace {
+// (x - mean) / sqrt(var + eps) over `dims`, in fp32 for 16-bit x (biased variance, as PyTorch).
+Tensor normalize(const Tensor& x, const Shape& dims, double eps) {
+  const Tensor mu = mean(x, dims, true);
+  const Tensor centered = sub(x, mu);
+  const Tensor var = mean(mul(centered, centered), dims, true);
+  return mul(centered, rsqrt(add(var, eps)));
+}
+
+Tensor compute_dtype(const Tensor& t) {
+  return t.defined() && is_low_precision(t.dtype()) ? t.to(DType::Float32) : t;
+}
+}  // namespace
+
+Tensor layer_norm(const Tensor& x, Shape normalized_shape, const Tensor& w, const Tensor& b,
+                  double eps) {
+  check_floating(x, "layer_norm", "input");
+  const int64_t k = static_cast<int64_t>(normalized_shape.size());
+  AMP_CHECK(
+      k >= 1 && x.dim() >= k && Shape(x.sizes().end() - k, x.sizes().end()) == normalized_shape,
+      "layer_norm: input shape ", shape_to_string(x.sizes()), " does not end in normalized_shape ",
+      shape_to_string(normalized_shape));
+  for (const Tensor* p : {&w, &b}) {
+    AMP_CHECK(!p->defined() || p->sizes() == normalized_shape, "layer_norm: expected ",
+              p == &w ? "weight" : "bias", " of shape ", shape_to_string(normalized_shape),
+              ", got ", shape_to_string(p->sizes()));
+  }
+  Shape dims;
+  for (int64_t d = x.dim() - k; d < x.dim(); ++d) dims.push_back(d);
+  Tensor y = normalize(compute_dtype(x), dims, eps);
+  if (w.defined()) y = mul(y, compute_dtype(w));
+  if (b.defined()) y = add(y, compute_dtype(b));
+  // 16-bit inputs come back in their own dtype (computed in fp32 above).
+  return is_low_precision(x.dtype()) ? y.to(x.dtype()) : y;
+}
+
+Tensor group_norm(const Tensor& x, int64_t num_groups, const Tensor& w, const Tensor& b,
+                  double eps) {
+  check_floating(x, "group_norm", "input");
+  AMP_CHECK(x.dim() >= 2, "group_norm: expected input (N, C, *), got shape ",
+            shape_to_string(x.sizes()));
+  const int64_t n = x.size(0), c = x.size(1);
+  AMP_CHECK(num_groups > 0 && c % num_groups == 0, "group_norm: expected num_channels ", c,
+            " to be divisible by num_groups ", num_groups);
+  for (const Tensor* p : {&w, &b}) {
+    AMP_CHECK(!p->defined() || (p->dim() == 1 && p->size(0) == c), "group_norm: expected ",
+              p == &w ? "weight" : "bias", " of shape [", c, "], got ",
+              shape_to_string(p->sizes()));
+  }
+  const Tensor grouped = compute_dtype(x).reshape({n, num_groups, -1});
+  Tensor y = normalize(grouped, {2}, eps).reshape(x.sizes());
+  Shape affine_shape(static_cast<size_t>(x.dim()), 1);
+  affine_shape[1] = c;
+  if (w.defined()) y = mul(y, compute_dtype(w).reshape(affine_shape));
+  if (b.defined()) y = add(y, compute_dtype(b).reshape(affine_shape));
+  return is_low_precision(x.dtype()) ? y.to(x.dtype()) : y;
+}
+
+}  // namespace amp::nn::functional

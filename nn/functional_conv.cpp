@@ -1,0 +1,556 @@
+// Convolution (im2col + GEMM), pooling, batch norm and attention, built from recorded ops.
+#include "nn/functional_conv.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "csrc/autograd/formulas.h"
+#include "csrc/autograd/grad_mode.h"
+#include "csrc/autograd/node.h"
+#include "csrc/core/dtype.h"
+#include "csrc/core/factories.h"
+#include "csrc/core/macros.h"
+#include "csrc/cpu/parallel.h"
+#include "csrc/ops/elementwise.h"
+#include "csrc/ops/linalg.h"
+#include "csrc/ops/reduce.h"
+#include "csrc/ops/softmax.h"
+
+namespace amp::nn::functional {
+
+namespace {
+
+using Grads = std::vector<Tensor>;
+using autograd::Node;
+
+// Window geometry shared by unfold, fold and the pools (square stride and padding).
+struct Window {
+  int64_t kh, kw, stride, padding;
+  int64_t out_h(int64_t h) const { return (h + 2 * padding - kh) / stride + 1; }
+  int64_t out_w(int64_t w) const { return (w + 2 * padding - kw) / stride + 1; }
+  // Output columns [lo, hi) whose input column ow * stride - padding + kj lies in [0, w).
+  void valid_range(int64_t k, int64_t in, int64_t out, int64_t* lo, int64_t* hi) const {
+    const int64_t first = padding - k;  // ow * stride >= first
+    *lo = first <= 0 ? 0 : (first + stride - 1) / stride;
+    const int64_t last = in - 1 + padding - k;  // ow * stride <= last
+    *hi = last < 0 ? 0 : std::min<int64_t>(out, last / stride + 1);
+    *lo = std::min(*lo, *hi);
+  }
+};
+
+void check_window(const char* op, const Window& g) {
+  AMP_CHECK(g.kh > 0 && g.kw > 0, op, ": expected a positive kernel size, got ", g.kh, "x", g.kw);
+  AMP_CHECK(g.stride > 0, op, ": expected a positive stride, got ", g.stride);
+  AMP_CHECK(g.padding >= 0, op, ": expected a non-negative padding, got ", g.padding);
+}
+
+void check_cpu_floating(const Tensor& t, const char* op, const char* what) {
+  AMP_CHECK(t.defined(), op, ": expected a defined ", what, ", got an undefined tensor");
+  AMP_CHECK(t.device().is_cpu(), op, ": only CPU tensors are supported, got ", what, " on ",
+            to_string(t.device()));
+  AMP_CHECK(is_floating_point(t.dtype()), op, ": expected a floating-point ", what, ", got ",
+            dtype_name(t.dtype()));
+}
+
+// Planes per parallel task so each task moves about kElementwiseGrain elements.
+int64_t plane_grain(int64_t elements_per_plane) {
+  return std::max<int64_t>(1, cpu::kElementwiseGrain / std::max<int64_t>(elements_per_plane, 1));
+}
+
+// Where the column rows of plane p = n * C + c live. Layout::Batched is unfold's (N, C*k*k, L):
+// plane p's k*k rows start at p*k*k*L, one row every L. Layout::BatchInColumns is
+// (C*k*k, N*L), what conv2d multiplies with one GEMM: rows start at c*k*k*N*L + n*L, one row
+// every N*L.
+enum class Layout { Batched, BatchInColumns };
+
+struct ColumnGeometry {
+  int64_t n, c, h, w, oh, ow;
+  Layout layout;
+  int64_t l() const { return oh * ow; }
+  int64_t row_stride() const { return layout == Layout::Batched ? l() : n * l(); }
+  int64_t plane_offset(int64_t p, int64_t k2) const {
+    if (layout == Layout::Batched) return p * k2 * l();
+    return (p % c) * k2 * n * l() + (p / c) * l();
+  }
+};
+
+template <class T>
+void im2col(const T* x, T* cols, const ColumnGeometry& cg, const Window& g) {
+  const int64_t h = cg.h, w = cg.w, oh = cg.oh, ow = cg.ow, k2 = g.kh * g.kw;
+  const int64_t row_stride = cg.row_stride();
+  const T zero = convert<T>(0.0f);
+  cpu::parallel_for(cg.n * cg.c, plane_grain(k2 * cg.l()), [&](int64_t begin, int64_t end) {
+    for (int64_t p = begin; p < end; ++p) {
+      const T* xp = x + p * h * w;
+      T* cp = cols + cg.plane_offset(p, k2);
+      for (int64_t ki = 0; ki < g.kh; ++ki) {
+        for (int64_t kj = 0; kj < g.kw; ++kj) {
+          T* row = cp + (ki * g.kw + kj) * row_stride;
+          int64_t lo, hi;
+          g.valid_range(kj, w, ow, &lo, &hi);
+          for (int64_t i = 0; i < oh; ++i) {
+            T* r = row + i * ow;
+            const int64_t ih = i * g.stride - g.padding + ki;
+            if (ih < 0 || ih >= h) {
+              std::fill(r, r + ow, zero);
+              continue;
+            }
+            std::fill(r, r + lo, zero);
+            const T* src = xp + ih * w - g.padding + kj;
+            if (g.stride == 1) {
+              if (hi > lo) std::memcpy(r + lo, src + lo, (hi - lo) * sizeof(T));
+            } else {
+              for (int64_t j = lo; j < hi; ++j) r[j] = src[j * g.stride];
+            }
+            std::fill(r + hi, r + ow, zero);
+          }
+        }
+      }
+    }
+  });
+}
+
+// Sums in the op-math type (fp32 for 16-bit storage) and rounds once per input element.
+template <class T>
+void col2im(const T* cols, T* x, const ColumnGeometry& cg, const Window& g) {
+  using A = opmath_t<T>;
+  const int64_t h = cg.h, w = cg.w, oh = cg.oh, ow = cg.ow, k2 = g.kh * g.kw;
+  const int64_t row_stride = cg.row_stride();
+  cpu::parallel_for(cg.n * cg.c, plane_grain(k2 * cg.l()), [&](int64_t begin, int64_t end) {
+    std::vector<A> acc(h * w);
+    for (int64_t p = begin; p < end; ++p) {
+      std::fill(acc.begin(), acc.end(), A(0));
+      const T* cp = cols + cg.plane_offset(p, k2);
+      for (int64_t ki = 0; ki < g.kh; ++ki) {
+        for (int64_t kj = 0; kj < g.kw; ++kj) {
+          const T* row = cp + (ki * g.kw + kj) * row_stride;
+          int64_t lo, hi;
+          g.valid_range(kj, w, ow, &lo, &hi);
+          for (int64_t i = 0; i < oh; ++i) {
+            const int64_t ih = i * g.stride - g.padding + ki;
+            if (ih < 0 || ih >= h) continue;
+            const T* r = row + i * ow;
+            A* dst = acc.data() + ih * w - g.padding + kj;
+            for (int64_t j = lo; j < hi; ++j) dst[j * g.stride] += convert<A>(r[j]);
+          }
+        }
+      }
+      T* xp = x + p * h * w;
+      for (int64_t i = 0; i < h * w; ++i) xp[i] = convert<T>(acc[i]);
+    }
+  });
+}
+
+// The image geometry of a differentiable unfold/fold pair: (N, C, H, W) and the layout.
+struct ImageGeometry {
+  int64_t n, c, h, w;
+  Layout layout;
+  ColumnGeometry columns(const Window& g) const {
+    return {n, c, h, w, g.out_h(h), g.out_w(w), layout};
+  }
+  Shape column_shape(const Window& g) const {
+    const int64_t k = c * g.kh * g.kw, l = g.out_h(h) * g.out_w(w);
+    return layout == Layout::Batched ? Shape{n, k, l} : Shape{k, n * l};
+  }
+};
+
+Tensor unfold_impl(const Tensor& x_in, const ImageGeometry& ig, const Window& g) {
+  const Tensor x = x_in.contiguous();
+  Tensor cols = empty(ig.column_shape(g), {.dtype = x.dtype()});
+  AMP_DISPATCH_FLOATING(x.dtype(), "unfold", [&] {
+    im2col(x.data<scalar_t>(), cols.data<scalar_t>(), ig.columns(g), g);
+  });
+  return cols;
+}
+
+Tensor fold_impl(const Tensor& cols_in, const ImageGeometry& ig, const Window& g) {
+  const Tensor cols = cols_in.contiguous();
+  Tensor x = empty({ig.n, ig.c, ig.h, ig.w}, {.dtype = cols.dtype()});
+  AMP_DISPATCH_FLOATING(cols.dtype(), "fold", [&] {
+    col2im(cols.data<scalar_t>(), x.data<scalar_t>(), ig.columns(g), g);
+  });
+  return x;
+}
+
+Tensor unfold_op(const Tensor& x, const ImageGeometry& ig, const Window& g);
+
+Tensor fold_op(const Tensor& cols, const ImageGeometry& ig, const Window& g) {
+  Tensor out = autograd::without_grad([&] { return fold_impl(cols, ig, g); });
+  autograd::record("Col2ImBackward", out, {&cols}, {},
+                   [ig, g](const Grads& grads, const Grads&, const Node&) {
+                     return Grads{unfold_op(grads[0], ig, g)};
+                   });
+  return out;
+}
+
+Tensor unfold_op(const Tensor& x, const ImageGeometry& ig, const Window& g) {
+  Tensor out = autograd::without_grad([&] { return unfold_impl(x, ig, g); });
+  autograd::record("Im2ColBackward", out, {&x}, {},
+                   [ig, g](const Grads& grads, const Grads&, const Node&) {
+                     return Grads{fold_op(grads[0], ig, g)};
+                   });
+  return out;
+}
+
+// ---- max pooling: values and flat (ih * W + iw) indices per plane ----
+
+template <class T>
+void max_pool_kernel(const T* x, T* out, int64_t* idx, int64_t planes, int64_t h, int64_t w,
+                     const Window& g) {
+  using A = opmath_t<T>;
+  const int64_t oh = g.out_h(h), ow = g.out_w(w);
+  cpu::parallel_for(planes, plane_grain(oh * ow * g.kh * g.kw), [&](int64_t begin, int64_t end) {
+    for (int64_t p = begin; p < end; ++p) {
+      const T* xp = x + p * h * w;
+      for (int64_t i = 0; i < oh; ++i) {
+        const int64_t h0 = i * g.stride - g.padding;
+        const int64_t hs = std::max<int64_t>(h0, 0), he = std::min<int64_t>(h0 + g.kh, h);
+        for (int64_t j = 0; j < ow; ++j) {
+          const int64_t w0 = j * g.stride - g.padding;
+          const int64_t ws = std::max<int64_t>(w0, 0), we = std::min<int64_t>(w0 + g.kw, w);
+          // PyTorch's rule: the first strict maximum, or the last NaN. Written without
+          // short-circuits so the compiler emits max/cmov: on random data the comparisons are
+          // unpredictable and branches cost more than the loads.
+          int64_t best = hs * w + ws;
+          A best_value = -std::numeric_limits<A>::infinity();
+          bool seen_nan = false;
+          for (int64_t ih = hs; ih < he; ++ih) {
+            for (int64_t iw = ws; iw < we; ++iw) {
+              const A v = convert<A>(xp[ih * w + iw]);
+              const bool is_nan = v != v;
+              const bool greater = v > best_value;
+              best = (is_nan | (greater & !seen_nan)) ? ih * w + iw : best;
+              best_value = greater ? v : best_value;
+              seen_nan |= is_nan;
+            }
+          }
+          if (seen_nan) best_value = std::numeric_limits<A>::quiet_NaN();
+          const int64_t o = (p * oh + i) * ow + j;
+          out[o] = convert<T>(best_value);
+          idx[o] = best;
+        }
+      }
+    }
+  });
+}
+
+// out[p, o] = x[p, idx[p, o]] over planes p; x is (N, C, H, W), idx (N, C, OH, OW).
+Tensor gather_planes_impl(const Tensor& x_in, const Tensor& idx) {
+  const Tensor x = x_in.contiguous();
+  const int64_t planes = x.size(0) * x.size(1), hw = x.size(2) * x.size(3);
+  const int64_t l = idx.size(2) * idx.size(3);
+  Tensor out = empty(idx.sizes(), {.dtype = x.dtype()});
+  AMP_DISPATCH_FLOATING(x.dtype(), "max_pool2d", [&] {
+    const scalar_t* xd = x.data<scalar_t>();
+    scalar_t* od = out.data<scalar_t>();
+    const int64_t* id = idx.data<int64_t>();
+    cpu::parallel_for(planes, plane_grain(l), [&](int64_t begin, int64_t end) {
+      for (int64_t p = begin; p < end; ++p) {
+        for (int64_t o = 0; o < l; ++o) od[p * l + o] = xd[p * hw + id[p * l + o]];
+      }
+    });
+  });
+  return out;
+}
+
+// The adjoint of gather_planes: zeros (N, C, h, w) with grad added at idx (op-math sums).
+Tensor scatter_planes_impl(const Tensor& grad_in, const Tensor& idx, int64_t h, int64_t w) {
+  const Tensor grad = grad_in.contiguous();
+  const int64_t n = grad.size(0), c = grad.size(1), l = grad.size(2) * grad.size(3);
+  Tensor out = empty({n, c, h, w}, {.dtype = grad.dtype()});
+  AMP_DISPATCH_FLOATING(grad.dtype(), "max_pool2d_backward", [&] {
+    using A = opmath_t<scalar_t>;
+    const scalar_t* gd = grad.data<scalar_t>();
+    scalar_t* od = out.data<scalar_t>();
+    const int64_t* id = idx.data<int64_t>();
+    cpu::parallel_for(n * c, plane_grain(h * w + l), [&](int64_t begin, int64_t end) {
+      std::vector<A> acc(h * w);
+      for (int64_t p = begin; p < end; ++p) {
+        std::fill(acc.begin(), acc.end(), A(0));
+        for (int64_t o = 0; o < l; ++o) acc[id[p * l + o]] += convert<A>(gd[p * l + o]);
+        for (int64_t i = 0; i < h * w; ++i) od[p * h * w + i] = convert<scalar_t>(acc[i]);
+      }
+    });
+  });
+  return out;
+}
+
+Tensor gather_planes(const Tensor& x, const Tensor& idx);
+
+Tensor scatter_planes(const Tensor& grad, const Tensor& idx, int64_t h, int64_t w) {
+  Tensor out = autograd::without_grad([&] { return scatter_planes_impl(grad, idx, h, w); });
+  autograd::record(
+      "MaxPool2DWithIndicesBackwardBackward", out, {&grad}, {},
+      [idx](const Grads& g, const Grads&, const Node&) { return Grads{gather_planes(g[0], idx)}; });
+  return out;
+}
+
+Tensor gather_planes(const Tensor& x, const Tensor& idx) {
+  Tensor out = autograd::without_grad([&] { return gather_planes_impl(x, idx); });
+  const int64_t h = x.size(2), w = x.size(3);
+  autograd::record("GatherPlanesBackward", out, {&x}, {},
+                   [idx, h, w](const Grads& g, const Grads&, const Node&) {
+                     return Grads{scatter_planes(g[0], idx, h, w)};
+                   });
+  return out;
+}
+
+// Accepts (N, C, H, W) or (C, H, W); returns the 4-D view and whether a batch dim was added.
+Tensor as_batched(const Tensor& x, const char* op, bool* unbatched) {
+  AMP_CHECK(x.dim() == 3 || x.dim() == 4, op,
+            ": expected a 3-D (C, H, W) or 4-D (N, C, H, W) input, got shape ",
+            shape_to_string(x.sizes()));
+  *unbatched = x.dim() == 3;
+  return *unbatched ? x.unsqueeze(0) : x;
+}
+
+Window pool_window(const char* op, const Tensor& x, int64_t kernel, std::optional<int64_t> stride,
+                   int64_t padding) {
+  const Window g{kernel, kernel, stride.value_or(kernel), padding};
+  check_window(op, g);
+  AMP_CHECK(padding <= kernel / 2, op, ": padding should be at most half of the kernel size, got ",
+            "padding ", padding, " for kernel ", kernel);
+  AMP_CHECK(x.size(2) + 2 * padding >= kernel && x.size(3) + 2 * padding >= kernel, op,
+            ": the padded input (", x.size(2) + 2 * padding, "x", x.size(3) + 2 * padding,
+            ") is smaller than the kernel (", kernel, "x", kernel, ")");
+  return g;
+}
+
+// A (1, C, 1, ...) view of a per-channel vector for an input of `ndim` dims.
+Tensor channel_view(const Tensor& v, int64_t ndim) {
+  Shape shape(ndim, 1);
+  shape[1] = v.size(0);
+  return v.reshape(shape);
+}
+
+}  // namespace
+
+Tensor unfold(const Tensor& x, int64_t kernel_h, int64_t kernel_w, int64_t stride,
+              int64_t padding) {
+  check_cpu_floating(x, "unfold", "input");
+  AMP_CHECK(x.dim() == 4, "unfold: expected a 4-D (N, C, H, W) input, got shape ",
+            shape_to_string(x.sizes()));
+  const Window g{kernel_h, kernel_w, stride, padding};
+  check_window("unfold", g);
+  AMP_CHECK(g.out_h(x.size(2)) > 0 && g.out_w(x.size(3)) > 0, "unfold: the padded input (",
+            x.size(2) + 2 * padding, "x", x.size(3) + 2 * padding, ") is smaller than the kernel (",
+            kernel_h, "x", kernel_w, ")");
+  return unfold_op(x, {x.size(0), x.size(1), x.size(2), x.size(3), Layout::Batched}, g);
+}
+
+Tensor fold(const Tensor& cols, int64_t height, int64_t width, int64_t kernel_h, int64_t kernel_w,
+            int64_t stride, int64_t padding) {
+  check_cpu_floating(cols, "fold", "input");
+  const Window g{kernel_h, kernel_w, stride, padding};
+  check_window("fold", g);
+  AMP_CHECK(cols.dim() == 3, "fold: expected a 3-D (N, C*kh*kw, L) input, got shape ",
+            shape_to_string(cols.sizes()));
+  AMP_CHECK(cols.size(1) % (kernel_h * kernel_w) == 0, "fold: expected size(1) divisible by ",
+            kernel_h * kernel_w, " (the kernel size), got ", cols.size(1));
+  AMP_CHECK(
+      g.out_h(height) > 0 && g.out_w(width) > 0 && cols.size(2) == g.out_h(height) * g.out_w(width),
+      "fold: expected ",
+      std::max<int64_t>(g.out_h(height), 0) * std::max<int64_t>(g.out_w(width), 0),
+      " columns for a ", height, "x", width, " output, got ", cols.size(2));
+  return fold_op(
+      cols, {cols.size(0), cols.size(1) / (kernel_h * kernel_w), height, width, Layout::Batched},
+      g);
+}
+
+Tensor conv2d(const Tensor& x_in, const Tensor& w, const Tensor& b, int64_t stride,
+              int64_t padding) {
+  check_cpu_floating(x_in, "conv2d", "input");
+  check_cpu_floating(w, "conv2d", "weight");
+  bool unbatched = false;
+  const Tensor x = as_batched(x_in, "conv2d", &unbatched);
+  AMP_CHECK(w.dim() == 4,
+            "conv2d: expected a 4-D weight (out_channels, in_channels, kh, kw), "
+            "got shape ",
+            shape_to_string(w.sizes()));
+  AMP_CHECK(x.size(1) == w.size(1), "conv2d: expected input with ", w.size(1),
+            " channels (weight of shape ", shape_to_string(w.sizes()), "), got input of shape ",
+            shape_to_string(x_in.sizes()));
+  AMP_CHECK(x.dtype() == w.dtype(), "conv2d: expected input and weight of one dtype, got ",
+            dtype_name(x.dtype()), " and ", dtype_name(w.dtype()));
+  const int64_t out_c = w.size(0), kh = w.size(2), kw = w.size(3);
+  if (b.defined()) {
+    check_cpu_floating(b, "conv2d", "bias");
+    AMP_CHECK(b.dim() == 1 && b.size(0) == out_c, "conv2d: expected a bias of shape [", out_c,
+              "], got ", shape_to_string(b.sizes()));
+    AMP_CHECK(b.dtype() == x.dtype(), "conv2d: expected bias of the input's dtype ",
+              dtype_name(x.dtype()), ", got ", dtype_name(b.dtype()));
+  }
+  const Window g{kh, kw, stride, padding};
+  check_window("conv2d", g);
+  const int64_t n = x.size(0), oh = g.out_h(x.size(2)), ow = g.out_w(x.size(3));
+  AMP_CHECK(oh > 0 && ow > 0, "conv2d: the padded input (", x.size(2) + 2 * padding, "x",
+            x.size(3) + 2 * padding, ") is smaller than the kernel (", kh, "x", kw, ")");
+  // One GEMM for the whole batch: (O, C*kh*kw) @ (C*kh*kw, N*L) -> (O, N*L), viewed as
+  // (N, O, OH, OW). Backward (recorded by mm): grad_cols = w^T @ grad, then fold (col2im);
+  // grad_w = grad @ cols^T, one GEMM summing over the batch.
+  const Tensor cols = unfold_op(x, {n, x.size(1), x.size(2), x.size(3), Layout::BatchInColumns}, g);
+  Tensor out = mm(w.reshape({out_c, -1}), cols).reshape({out_c, n, oh, ow}).permute({1, 0, 2, 3});
+  if (b.defined())
+    out = add(out, b.reshape({1, out_c, 1, 1}));
+  else
+    out = out.contiguous();
+  return unbatched ? out.squeeze(0) : out;
+}
+
+Tensor max_pool2d(const Tensor& x_in, int64_t kernel, std::optional<int64_t> stride,
+                  int64_t padding) {
+  check_cpu_floating(x_in, "max_pool2d", "input");
+  bool unbatched = false;
+  const Tensor x = as_batched(x_in, "max_pool2d", &unbatched);
+  const Window g = pool_window("max_pool2d", x, kernel, stride, padding);
+  const int64_t n = x.size(0), c = x.size(1), h = x.size(2), w = x.size(3);
+  const int64_t oh = g.out_h(h), ow = g.out_w(w);
+  Tensor idx = empty({n, c, oh, ow}, {.dtype = DType::Int64});
+  Tensor out = autograd::without_grad([&] {
+    const Tensor xc = x.contiguous();
+    Tensor values = empty({n, c, oh, ow}, {.dtype = x.dtype()});
+    AMP_DISPATCH_FLOATING(x.dtype(), "max_pool2d", [&] {
+      max_pool_kernel(xc.data<scalar_t>(), values.data<scalar_t>(), idx.data<int64_t>(), n * c, h,
+                      w, g);
+    });
+    return values;
+  });
+  autograd::record("MaxPool2DWithIndicesBackward", out, {&x}, {},
+                   [idx, h, w](const Grads& grads, const Grads&, const Node&) {
+                     return Grads{scatter_planes(grads[0], idx, h, w)};
+                   });
+  return unbatched ? out.squeeze(0) : out;
+}
+
+Tensor avg_pool2d(const Tensor& x_in, int64_t kernel, std::optional<int64_t> stride,
+                  int64_t padding) {
+  check_cpu_floating(x_in, "avg_pool2d", "input");
+  bool unbatched = false;
+  const Tensor x = as_batched(x_in, "avg_pool2d", &unbatched);
+  const Window g = pool_window("avg_pool2d", x, kernel, stride, padding);
+  const int64_t n = x.size(0), c = x.size(1), h = x.size(2), w = x.size(3);
+  // Each plane as its own one-channel image: windows become the rows of unfold, averaged in
+  // fp32 for 16-bit inputs (padding included in the count, as count_include_pad=True).
+  const Tensor cols = unfold(x.reshape({n * c, 1, h, w}), kernel, kernel, g.stride, padding);
+  Tensor out = mean(cols, {1}).reshape({n, c, g.out_h(h), g.out_w(w)});
+  return unbatched ? out.squeeze(0) : out;
+}
+
+Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& running_var,
+                  const Tensor& weight, const Tensor& bias, bool training, double momentum,
+                  double eps) {
+  check_cpu_floating(x, "batch_norm", "input");
+  AMP_CHECK(x.dim() >= 2, "batch_norm: expected an input of at least 2 dims (N, C, ...), got ",
+            "shape ", shape_to_string(x.sizes()));
+  const int64_t c = x.size(1);
+  auto check_vector = [&](const Tensor& t, const char* what) {
+    if (!t.defined()) return;
+    check_cpu_floating(t, "batch_norm", what);
+    AMP_CHECK(t.dim() == 1 && t.size(0) == c, "batch_norm: expected ", what, " of shape [", c,
+              "] (the input's channels), got ", shape_to_string(t.sizes()));
+  };
+  check_vector(running_mean, "running_mean");
+  check_vector(running_var, "running_var");
+  check_vector(weight, "weight");
+  check_vector(bias, "bias");
+  AMP_CHECK(training || (running_mean.defined() && running_var.defined()),
+            "batch_norm: running_mean and running_var must be defined in evaluation mode");
+  const int64_t count = x.numel() / std::max<int64_t>(c, 1);
+  AMP_CHECK(!training || count > 1, "batch_norm: expected more than 1 value per channel when ",
+            "training, got input of shape ", shape_to_string(x.sizes()));
+
+  // fp32 arithmetic for 16-bit inputs (cuDNN's mixed-precision batch norm), fp64 for fp64.
+  const DType compute = x.dtype() == DType::Float64 ? DType::Float64 : DType::Float32;
+  const int64_t nd = x.dim();
+  const Tensor xc = x.to(compute);
+  Tensor mean_c, invstd_c;
+  if (training) {
+    Shape dims{0};
+    for (int64_t d = 2; d < nd; ++d) dims.push_back(d);
+    const Tensor mu = mean(xc, dims, /*keepdim=*/true);
+    const Tensor centered = sub(xc, mu);
+    const Tensor var = mean(square(centered), dims, /*keepdim=*/true);  // biased
+    invstd_c = rsqrt(add(var, eps));
+    if (running_mean.defined() || running_var.defined()) {
+      NoGradGuard no_grad;
+      if (running_mean.defined()) {
+        const Tensor batch_mean = mu.reshape({c}).to(running_mean.dtype());
+        Tensor target = running_mean;  // a handle to the caller's buffer
+        target.copy_(add(mul(running_mean, 1.0 - momentum), mul(batch_mean, momentum)));
+      }
+      if (running_var.defined()) {
+        // The running variance tracks the unbiased estimate, as PyTorch.
+        const double unbias = static_cast<double>(count) / static_cast<double>(count - 1);
+        const Tensor batch_var = mul(var.reshape({c}), unbias).to(running_var.dtype());
+        Tensor target = running_var;
+        target.copy_(add(mul(running_var, 1.0 - momentum), mul(batch_var, momentum)));
+      }
+    }
+    Tensor y = mul(centered, invstd_c);
+    if (weight.defined()) y = mul(y, channel_view(weight.to(compute), nd));
+    if (bias.defined()) y = add(y, channel_view(bias.to(compute), nd));
+    return y.to(x.dtype());
+  }
+  const Tensor rm = channel_view(running_mean.detach().to(compute), nd);
+  const Tensor rv = channel_view(running_var.detach().to(compute), nd);
+  Tensor y = mul(sub(xc, rm), rsqrt(add(rv, eps)));
+  if (weight.defined()) y = mul(y, channel_view(weight.to(compute), nd));
+  if (bias.defined()) y = add(y, channel_view(bias.to(compute), nd));
+  return y.to(x.dtype());
+}
+
+Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
+                                    const Tensor& attn_mask, double dropout_p, bool is_causal,
+                                    std::optional<double> scale) {
+  check_cpu_floating(q, "scaled_dot_product_attention", "query");
+  check_cpu_floating(k, "scaled_dot_product_attention", "key");
+  check_cpu_floating(v, "scaled_dot_product_attention", "value");
+  AMP_CHECK(q.dim() >= 2 && k.dim() >= 2 && v.dim() >= 2,
+            "scaled_dot_product_attention: expected query, key and value of at least 2 dims, got ",
+            shape_to_string(q.sizes()), ", ", shape_to_string(k.sizes()), " and ",
+            shape_to_string(v.sizes()));
+  AMP_CHECK(q.size(-1) == k.size(-1), "scaled_dot_product_attention: expected query and key ",
+            "with one embedding size, got ", shape_to_string(q.sizes()), " and ",
+            shape_to_string(k.sizes()));
+  AMP_CHECK(k.size(-2) == v.size(-2), "scaled_dot_product_attention: expected key and value ",
+            "with one sequence length, got ", shape_to_string(k.sizes()), " and ",
+            shape_to_string(v.sizes()));
+  AMP_CHECK(q.dtype() == k.dtype() && q.dtype() == v.dtype(),
+            "scaled_dot_product_attention: expected query, key and value of one dtype, got ",
+            dtype_name(q.dtype()), ", ", dtype_name(k.dtype()), " and ", dtype_name(v.dtype()));
+  AMP_CHECK(dropout_p >= 0.0 && dropout_p < 1.0,
+            "scaled_dot_product_attention: expected dropout_p in [0, 1), got ", dropout_p);
+  AMP_CHECK(!(is_causal && attn_mask.defined()),
+            "scaled_dot_product_attention: expected no attn_mask when is_causal is set");
+  const int64_t l = q.size(-2), s = k.size(-2);
+  const double factor = scale.value_or(1.0 / std::sqrt(static_cast<double>(q.size(-1))));
+  Tensor scores = mul(matmul(q, k.transpose(-2, -1)), factor);  // (..., L, S)
+  const Tensor neg_inf =
+      full({}, -std::numeric_limits<double>::infinity(), {.dtype = scores.dtype()});
+  if (is_causal) {
+    // Row i may attend to columns j <= i (torch.ones(L, S).tril()).
+    const Tensor rows = arange(l).reshape({l, 1});
+    const Tensor cols = arange(s).reshape({1, s});
+    scores = where(le(cols, rows), scores, neg_inf);
+  } else if (attn_mask.defined()) {
+    if (attn_mask.dtype() == DType::Bool) {
+      scores = where(attn_mask, scores, neg_inf);
+    } else {
+      AMP_CHECK(is_floating_point(attn_mask.dtype()),
+                "scaled_dot_product_attention: expected a Bool or floating attn_mask, got ",
+                dtype_name(attn_mask.dtype()));
+      scores = add(scores, attn_mask.to(scores.dtype()));
+    }
+  }
+  Tensor attn = softmax(scores, -1);
+  if (dropout_p > 0.0) {
+    const Tensor keep = ge(rand(attn.sizes()), dropout_p);
+    attn = where(keep, mul(attn, 1.0 / (1.0 - dropout_p)), autograd::zero_scalar_like(attn));
+  }
+  return matmul(attn, v);
+}
+
+}  // namespace amp::nn::functional

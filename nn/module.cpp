@@ -1,0 +1,368 @@
+// amp::nn::Module: registration, traversal, casting in place, state_dict and forward hooks.
+#include "nn/module.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "csrc/autograd/autograd.h"
+#include "csrc/core/macros.h"
+
+namespace amp::nn {
+
+namespace {
+
+// Makes `dst` (the impl every handle shares) hold `src`'s data, geometry and dtype, keeping its
+// autograd metadata: this is how a cast is seen by every copy of the handle.
+void replace_data(const Tensor& dst, const Tensor& src) {
+  TensorImpl* d = dst.impl();
+  const TensorImpl* s = src.impl();
+  d->storage = s->storage;
+  d->sizes = s->sizes;
+  d->strides = s->strides;
+  d->offset = s->offset;
+  d->dtype = s->dtype;
+}
+
+// Converts `t` (and its grad) in place with `convert`, which returns a new tensor.
+template <class Convert>
+void convert_in_place(const Tensor& t, Convert&& convert) {
+  if (!t.defined()) return;
+  NoGradGuard no_grad;
+  Tensor grad = t.grad();
+  const Tensor converted = convert(t.detach());
+  if (!converted.is_same(t) && converted.impl() != nullptr) replace_data(t, converted);
+  if (grad.defined()) {
+    const Tensor g = convert(grad.detach());
+    replace_data(grad, g);
+  }
+}
+
+std::string join(const std::string& prefix, const std::string& name) {
+  return prefix.empty() ? name : prefix + "." + name;
+}
+
+std::string indent(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    out += c;
+    if (c == '\n') out += "  ";
+  }
+  return out;
+}
+
+}  // namespace
+
+Module::Module(std::string name) : name_(std::move(name)) {}
+
+Module::~Module() = default;
+
+Tensor Module::forward(const Tensor&) {
+  AMP_FAIL(name_, "::forward: this module does not define a single-input forward");
+}
+
+Tensor Module::operator()(const Tensor& input) {
+  Tensor x = input;
+  // Copies: a hook may register or remove hooks.
+  const auto pre = pre_hooks_;
+  for (const auto& [id, hook] : pre) {
+    Tensor replaced = hook(*this, x);
+    if (replaced.defined()) x = replaced;
+  }
+  Tensor out;
+  {
+    autograd::ScopedName scope(scope_name());
+    out = forward(x);
+  }
+  const auto post = post_hooks_;
+  for (const auto& [id, hook] : post) {
+    Tensor replaced = hook(*this, x, out);
+    if (replaced.defined()) out = replaced;
+  }
+  return out;
+}
+
+void Module::check_name(const std::string& name, const char* what) const {
+  AMP_CHECK(!name.empty(), name_, "::", what, ": name must not be empty");
+  AMP_CHECK(name.find('.') == std::string::npos, name_, "::", what,
+            ": name must not contain '.', got '", name, "'");
+  const auto clash = [&](const auto& slots) {
+    return std::any_of(slots.begin(), slots.end(),
+                       [&](const std::unique_ptr<Slot>& s) { return s->name == name; });
+  };
+  const bool is_param = clash(params_), is_buffer = clash(buffers_);
+  const bool is_child = std::any_of(children_.begin(), children_.end(),
+                                    [&](const auto& c) { return c.first == name; });
+  const std::string kind = what;
+  AMP_CHECK(!(is_param && kind != "register_parameter") &&
+                !(is_buffer && kind != "register_buffer") &&
+                !(is_child && kind != "register_module"),
+            name_, "::", what, ": attribute '", name, "' already exists");
+}
+
+Tensor& Module::register_parameter(std::string name, Tensor t, bool requires_grad) {
+  check_name(name, "register_parameter");
+  if (t.defined()) {
+    AMP_CHECK(is_floating_point(t.dtype()) || !requires_grad, name_,
+              "::register_parameter: parameter '", name,
+              "' must be floating point to require "
+              "grad, got ",
+              dtype_name(t.dtype()));
+    AMP_CHECK(t.is_leaf(), name_, "::register_parameter: parameter '", name,
+              "' must be a leaf tensor (use detach())");
+    t.requires_grad_(requires_grad);
+  }
+  for (auto& slot : params_) {
+    if (slot->name == name) {
+      slot->tensor = std::move(t);
+      return slot->tensor;
+    }
+  }
+  params_.push_back(std::make_unique<Slot>(Slot{std::move(name), std::move(t), true}));
+  return params_.back()->tensor;
+}
+
+Tensor& Module::register_buffer(std::string name, Tensor t, bool persistent) {
+  check_name(name, "register_buffer");
+  for (auto& slot : buffers_) {
+    if (slot->name == name) {
+      slot->tensor = std::move(t);
+      slot->persistent = persistent;
+      return slot->tensor;
+    }
+  }
+  buffers_.push_back(std::make_unique<Slot>(Slot{std::move(name), std::move(t), persistent}));
+  return buffers_.back()->tensor;
+}
+
+void Module::add_child(std::string name, std::shared_ptr<Module> module) {
+  check_name(name, "register_module");
+  AMP_CHECK(module.get() != this, name_, "::register_module: a module cannot contain itself");
+  module->scope_name_ = name;
+  for (auto& child : children_) {
+    if (child.first == name) {
+      child.second = std::move(module);
+      return;
+    }
+  }
+  children_.emplace_back(std::move(name), std::move(module));
+}
+
+template <class Fn>
+void Module::visit_tensors(const std::string& prefix, bool recurse, bool params, bool bufs,
+                           bool persistent_only, Fn&& fn) const {
+  // Shared submodules and tensors are reported once, under their first name (as PyTorch).
+  std::set<const Module*> seen_modules;
+  std::set<const TensorImpl*> seen_tensors;
+  std::function<void(const Module&, const std::string&)> visit = [&](const Module& m,
+                                                                     const std::string& pre) {
+    if (!seen_modules.insert(&m).second) return;
+    const auto emit = [&](const std::vector<std::unique_ptr<Slot>>& slots) {
+      for (const auto& slot : slots) {
+        if (!slot->tensor.defined()) continue;
+        if (persistent_only && !slot->persistent) continue;
+        if (!seen_tensors.insert(slot->tensor.impl()).second) continue;
+        fn(join(pre, slot->name), slot->tensor);
+      }
+    };
+    if (params) emit(m.params_);
+    if (bufs) emit(m.buffers_);
+    if (!recurse) return;
+    for (const auto& [name, child] : m.children_) visit(*child, join(pre, name));
+  };
+  visit(*this, prefix);
+}
+
+std::vector<Tensor> Module::parameters(bool recurse) const {
+  std::vector<Tensor> out;
+  visit_tensors("", recurse, true, false, false,
+                [&](const std::string&, const Tensor& t) { out.push_back(t); });
+  return out;
+}
+
+std::vector<std::pair<std::string, Tensor>> Module::named_parameters(bool recurse) const {
+  std::vector<std::pair<std::string, Tensor>> out;
+  visit_tensors("", recurse, true, false, false,
+                [&](const std::string& n, const Tensor& t) { out.emplace_back(n, t); });
+  return out;
+}
+
+std::vector<Tensor> Module::buffers(bool recurse) const {
+  std::vector<Tensor> out;
+  visit_tensors("", recurse, false, true, false,
+                [&](const std::string&, const Tensor& t) { out.push_back(t); });
+  return out;
+}
+
+std::vector<std::pair<std::string, Tensor>> Module::named_buffers(bool recurse) const {
+  std::vector<std::pair<std::string, Tensor>> out;
+  visit_tensors("", recurse, false, true, false,
+                [&](const std::string& n, const Tensor& t) { out.emplace_back(n, t); });
+  return out;
+}
+
+std::vector<std::shared_ptr<Module>> Module::children() const {
+  std::vector<std::shared_ptr<Module>> out;
+  for (const auto& [name, child] : children_) out.push_back(child);
+  return out;
+}
+
+std::vector<std::pair<std::string, std::shared_ptr<Module>>> Module::named_children() const {
+  return children_;
+}
+
+std::vector<std::pair<std::string, std::shared_ptr<Module>>> Module::named_modules() {
+  std::shared_ptr<Module> self = weak_from_this().lock();
+  AMP_CHECK(self != nullptr, name_,
+            "::modules: the module must be owned by a std::shared_ptr (create it with "
+            "std::make_shared)");
+  std::vector<std::pair<std::string, std::shared_ptr<Module>>> out;
+  std::set<const Module*> seen;
+  std::function<void(const std::shared_ptr<Module>&, const std::string&)> visit =
+      [&](const std::shared_ptr<Module>& m, const std::string& prefix) {
+        if (!seen.insert(m.get()).second) return;
+        out.emplace_back(prefix, m);
+        for (const auto& [name, child] : m->children_) visit(child, join(prefix, name));
+      };
+  visit(self, "");
+  return out;
+}
+
+std::vector<std::shared_ptr<Module>> Module::modules() {
+  std::vector<std::shared_ptr<Module>> out;
+  for (auto& [name, m] : named_modules()) out.push_back(m);
+  return out;
+}
+
+void Module::train(bool on) {
+  training_ = on;
+  for (auto& [name, child] : children_) child->train(on);
+}
+
+void Module::to(DType dtype) {
+  AMP_CHECK(is_floating_point(dtype), name_, "::to: expected a floating-point dtype, got ",
+            dtype_name(dtype));
+  const auto cast = [&](const std::string&, const Tensor& t) {
+    if (!is_floating_point(t.dtype())) return;
+    convert_in_place(t, [&](const Tensor& x) { return x.to(dtype); });
+  };
+  visit_tensors("", true, true, true, false, cast);
+}
+
+void Module::to(Device device) {
+  visit_tensors("", true, true, true, false, [&](const std::string&, const Tensor& t) {
+    convert_in_place(t, [&](const Tensor& x) { return x.to(device); });
+  });
+}
+
+void Module::zero_grad(bool set_to_none) {
+  NoGradGuard no_grad;
+  for (Tensor& p : parameters()) {
+    Tensor g = p.grad();
+    if (!g.defined()) continue;
+    if (set_to_none) {
+      p.set_grad(Tensor());
+    } else {
+      g.zero_();
+    }
+  }
+}
+
+StateDict Module::state_dict() const {
+  StateDict out;
+  visit_tensors("", true, true, true, true,
+                [&](const std::string& n, const Tensor& t) { out.emplace(n, t.detach()); });
+  return out;
+}
+
+void Module::load_state_dict(const StateDict& state_dict, bool strict) {
+  std::vector<std::pair<std::string, Tensor>> own;
+  visit_tensors("", true, true, true, true,
+                [&](const std::string& n, const Tensor& t) { own.emplace_back(n, t); });
+  std::vector<std::string> missing, unexpected, mismatched;
+  std::set<std::string> own_names;
+  for (const auto& [key, t] : own) {
+    own_names.insert(key);
+    auto it = state_dict.find(key);
+    if (it == state_dict.end()) {
+      missing.push_back(key);
+      continue;
+    }
+    const Tensor& src = it->second;
+    AMP_CHECK(src.defined(), "Error(s) in loading state_dict for ", name_, ": value for \"", key,
+              "\" is an undefined tensor");
+    if (src.sizes() != t.sizes()) {
+      mismatched.push_back("size mismatch for " + key + ": copying a param with shape " +
+                           shape_to_string(src.sizes()) +
+                           " from checkpoint, the shape in current model is " +
+                           shape_to_string(t.sizes()) + ".");
+    }
+  }
+  for (const auto& [key, t] : state_dict) {
+    if (!own_names.count(key)) unexpected.push_back(key);
+  }
+  const auto quoted = [](const std::vector<std::string>& keys) {
+    std::string s;
+    for (size_t i = 0; i < keys.size(); ++i) s += (i ? ", \"" : "\"") + keys[i] + "\"";
+    return s;
+  };
+  const bool key_errors = strict && (!missing.empty() || !unexpected.empty());
+  if (key_errors || !mismatched.empty()) {
+    // PyTorch's order: missing keys, unexpected keys, then size mismatches.
+    std::ostringstream msg;
+    msg << "Error(s) in loading state_dict for " << name_ << ":";
+    if (strict && !missing.empty())
+      msg << "\n\tMissing key(s) in state_dict: " << quoted(missing) << ".";
+    if (strict && !unexpected.empty()) {
+      msg << "\n\tUnexpected key(s) in state_dict: " << quoted(unexpected) << ".";
+    }
+    for (const auto& m : mismatched) msg << "\n\t" << m;
+    throw Error(msg.str());
+  }
+  NoGradGuard no_grad;
+  for (auto& [key, t] : own) {
+    auto it = state_dict.find(key);
+    if (it == state_dict.end()) continue;
+    Tensor dst = t;
+    dst.copy_(it->second);
+  }
+}
+
+Module::HookId Module::register_forward_pre_hook(ForwardPreHook hook) {
+  AMP_CHECK(hook != nullptr, name_, "::register_forward_pre_hook: empty hook");
+  pre_hooks_.emplace_back(next_hook_id_, std::move(hook));
+  return next_hook_id_++;
+}
+
+Module::HookId Module::register_forward_hook(ForwardHook hook) {
+  AMP_CHECK(hook != nullptr, name_, "::register_forward_hook: empty hook");
+  post_hooks_.emplace_back(next_hook_id_, std::move(hook));
+  return next_hook_id_++;
+}
+
+bool Module::remove_hook(HookId id) {
+  const auto remove = [id](auto& hooks) {
+    auto it =
+        std::find_if(hooks.begin(), hooks.end(), [id](const auto& h) { return h.first == id; });
+    if (it == hooks.end()) return false;
+    hooks.erase(it);
+    return true;
+  };
+  return remove(pre_hooks_) || remove(post_hooks_);
+}
+
+std::string Module::repr() const {
+  std::string out = name_ + "(" + extra_repr();
+  if (!children_.empty()) {
+    out += "\n";
+    for (const auto& [name, child] : children_) {
+      out += "  (" + name + "): " + indent(child->repr()) + "\n";
+    }
+  }
+  return out + ")";
+}
+
+std::ostream& operator<<(std::ostream& out, const Module& module) { return out << module.repr(); }
+
+}  // namespace amp::nn

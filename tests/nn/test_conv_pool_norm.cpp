@@ -1,0 +1,580 @@
+// Specification of conv2d, max_pool2d, avg_pool2d, batch_norm, scaled_dot_product_attention and
+// their modules (nn/functional_conv.h, nn/conv.h, nn/pooling.h, nn/batchnorm.h,
+// nn/multihead_attention.h). Expected values are PyTorch's, computed in float64 by
+// tests/reference/make_nn_conv_golden.py and stored with their inputs under
+// tests/data/nn_conv_golden/; gradients are also checked against finite differences.
+#include <boost/test/unit_test.hpp>
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "csrc/autograd/autograd.h"
+#include "csrc/core/factories.h"
+#include "csrc/ops/elementwise.h"
+#include "csrc/ops/reduce.h"
+#include "nn/batchnorm.h"
+#include "nn/conv.h"
+#include "nn/functional_conv.h"
+#include "nn/multihead_attention.h"
+#include "nn/pooling.h"
+
+namespace {
+
+using amp::DType;
+using amp::Shape;
+using amp::Tensor;
+namespace F = amp::nn::functional;
+
+// One case file: name -> (shape, float64 values).
+class Golden {
+ public:
+  explicit Golden(const std::string& case_name) {
+    const std::string path =
+        std::string(AMPCPP_TEST_DATA_DIR) + "/nn_conv_golden/" + case_name + ".txt";
+    std::ifstream in(path);
+    BOOST_REQUIRE_MESSAGE(in.good(), "cannot open " << path);
+    std::string name;
+    while (in >> name) {
+      int64_t ndim = 0;
+      in >> ndim;
+      Shape shape(ndim);
+      int64_t numel = 1;
+      for (auto& s : shape) {
+        in >> s;
+        numel *= s;
+      }
+      std::vector<double> values(numel);
+      for (auto& v : values) in >> v;
+      BOOST_REQUIRE_MESSAGE(!in.fail(), "malformed tensor " << name << " in " << path);
+      tensors_[name] = {shape, values};
+    }
+  }
+  bool has(const std::string& name) const { return tensors_.count(name) > 0; }
+  Tensor get(const std::string& name, DType dtype = DType::Float64) const {
+    auto it = tensors_.find(name);
+    BOOST_REQUIRE_MESSAGE(it != tensors_.end(), "golden tensor " << name << " missing");
+    return amp::from_vector(it->second.second, it->second.first, {.dtype = dtype});
+  }
+  // A leaf that requires grad.
+  Tensor leaf(const std::string& name, DType dtype = DType::Float64) const {
+    return get(name, dtype).requires_grad_(true);
+  }
+  double scalar(const std::string& name, int64_t i) const { return tensors_.at(name).second.at(i); }
+
+ private:
+  std::map<std::string, std::pair<Shape, std::vector<double>>> tensors_;
+};
+
+// |actual - expected| <= atol + rtol * |expected| elementwise; reports the worst element.
+void check_close(const Tensor& actual, const Tensor& expected, double atol, double rtol,
+                 const std::string& what) {
+  BOOST_REQUIRE_MESSAGE(actual.defined(), what << ": undefined result");
+  BOOST_REQUIRE_MESSAGE(actual.sizes() == expected.sizes(),
+                        what << ": shape " << amp::shape_to_string(actual.sizes()) << ", expected "
+                             << amp::shape_to_string(expected.sizes()));
+  const auto a = actual.to_vector<double>();
+  const auto e = expected.to_vector<double>();
+  double worst = 0;
+  size_t worst_i = 0;
+  bool ok = true;
+  for (size_t i = 0; i < a.size(); ++i) {
+    const double err = std::abs(a[i] - e[i]);
+    const double excess = err - (atol + rtol * std::abs(e[i]));
+    if (!(excess <= 0)) ok = false;
+    if (!(err <= worst)) {
+      worst = err;
+      worst_i = i;
+    }
+  }
+  BOOST_CHECK_MESSAGE(ok, what << ": element " << worst_i << " is " << a[worst_i] << ", expected "
+                               << e[worst_i] << " (error " << worst << ")");
+}
+
+double max_abs(const Tensor& t) { return amp::max(amp::abs(t.to(DType::Float64))).item<double>(); }
+
+// Tolerances for results computed in `dtype` against float64 values.
+struct Tol {
+  double atol, rtol;
+};
+Tol tol_for(DType dtype) {
+  switch (dtype) {
+    case DType::Float64:
+      return {1e-10, 1e-10};
+    case DType::Float32:
+      return {2e-5, 2e-5};
+    default:
+      return {0, 0};
+  }
+}
+
+const DType kFullPrecision[] = {DType::Float64, DType::Float32};
+
+void check_grad_gradcheck(const amp::autograd::DifferentiableFn& fn,
+                          const std::vector<Tensor>& inputs, const std::string& what) {
+  const auto result = amp::autograd::gradcheck(fn, inputs);
+  BOOST_CHECK_MESSAGE(result.ok, what << ": " << result.message);
+}
+
+void load_into(Tensor& param, const Tensor& value) {
+  amp::NoGradGuard no_grad;
+  param.copy_(value);
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(nn_conv)
+
+// ---- conv2d --------------------------------------------------------------------------------
+
+BOOST_AUTO_TEST_CASE(conv2d_forward_and_backward_match_pytorch) {
+  for (const char* name : {"conv_s1_p1_bias", "conv_s2_p1_nobias", "conv_s1_p0_bias"}) {
+    const Golden g(name);
+    const int64_t stride = static_cast<int64_t>(g.scalar("config", 0));
+    const int64_t padding = static_cast<int64_t>(g.scalar("config", 1));
+    for (DType dtype : kFullPrecision) {
+      const std::string what = std::string(name) + " " + amp::dtype_name(dtype);
+      const Tol tol = tol_for(dtype);
+      Tensor x = g.leaf("x", dtype), w = g.leaf("w", dtype);
+      Tensor b = g.has("b") ? g.leaf("b", dtype) : Tensor();
+      const Tensor y = F::conv2d(x, w, b, stride, padding);
+      BOOST_CHECK(y.dtype() == dtype);
+      check_close(y, g.get("y"), tol.atol, tol.rtol, what + " y");
+      y.backward(g.get("gy", dtype));
+      check_close(x.grad(), g.get("gx"), tol.atol, tol.rtol, what + " grad x");
+      check_close(w.grad(), g.get("gw"), tol.atol, tol.rtol, what + " grad w");
+      if (b.defined()) check_close(b.grad(), g.get("gb"), tol.atol, tol.rtol, what + " grad b");
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(conv2d_accepts_unbatched_input) {
+  const Golden g("conv_s1_p1_bias");
+  const Tensor x = g.get("x").select(0, 1);
+  const Tensor y = F::conv2d(x, g.get("w"), g.get("b"), 1, 1);
+  check_close(y, g.get("y").select(0, 1), 1e-10, 1e-10, "unbatched conv2d");
+}
+
+BOOST_AUTO_TEST_CASE(conv2d_rejects_mismatched_channels_and_dtypes) {
+  const Tensor x = amp::randn({1, 3, 5, 5});
+  BOOST_CHECK_THROW(F::conv2d(x, amp::randn({2, 4, 3, 3})), amp::Error);
+  BOOST_CHECK_THROW(F::conv2d(x, amp::randn({2, 3, 3, 3}).to(DType::Float16)), amp::Error);
+  BOOST_CHECK_THROW(F::conv2d(x, amp::randn({2, 3, 3, 3}), amp::randn({3})), amp::Error);
+  BOOST_CHECK_THROW(F::conv2d(x, amp::randn({2, 3, 7, 7})), amp::Error);
+}
+
+BOOST_AUTO_TEST_CASE(fold_is_the_adjoint_of_unfold) {
+  // <unfold(x), c> == <x, fold(c)> for random x and c.
+  amp::manual_seed(3);
+  const Tensor x = amp::randn({2, 3, 7, 6}, {.dtype = DType::Float64});
+  const Tensor cols = F::unfold(x, 3, 2, 2, 1);
+  const Tensor c = amp::randn(cols.sizes(), {.dtype = DType::Float64});
+  const double lhs = amp::sum(amp::mul(cols, c)).item<double>();
+  const double rhs = amp::sum(amp::mul(x, F::fold(c, 7, 6, 3, 2, 2, 1))).item<double>();
+  BOOST_CHECK_CLOSE(lhs, rhs, 1e-9);
+}
+
+BOOST_AUTO_TEST_CASE(conv2d_module_has_pytorch_names_and_default_init_bounds) {
+  amp::manual_seed(1);
+  auto conv = std::make_shared<amp::nn::Conv2d>(3, 8, 3, 1, 1);
+  const auto params = conv->named_parameters();
+  BOOST_REQUIRE_EQUAL(params.size(), 2u);
+  BOOST_CHECK_EQUAL(params[0].first, "weight");
+  BOOST_CHECK_EQUAL(params[1].first, "bias");
+  BOOST_CHECK(conv->weight.sizes() == (Shape{8, 3, 3, 3}));
+  BOOST_CHECK(conv->bias.sizes() == (Shape{8}));
+  const double bound = 1.0 / std::sqrt(27.0);
+  BOOST_CHECK_LE(max_abs(conv->weight), bound);
+  BOOST_CHECK_LE(max_abs(conv->bias), bound);
+  // Not degenerate: the weights spread over most of the interval.
+  BOOST_CHECK_GT(max_abs(conv->weight), 0.8 * bound);
+  BOOST_CHECK(conv->weight.requires_grad() && conv->bias.requires_grad());
+  auto no_bias = std::make_shared<amp::nn::Conv2d>(3, 8, 3, 1, 1, false);
+  BOOST_CHECK_EQUAL(no_bias->parameters().size(), 1u);
+  BOOST_CHECK_EQUAL(conv->extra_repr(), "3, 8, kernel_size=(3, 3), stride=(1, 1), padding=(1, 1)");
+  const Tensor y = (*conv)(amp::randn({2, 3, 10, 10}));
+  BOOST_CHECK(y.sizes() == (Shape{2, 8, 10, 10}));
+}
+
+BOOST_AUTO_TEST_CASE(conv2d_module_in_fp16_and_bf16_is_within_16_bit_tolerance_of_pytorch) {
+  const Golden g("conv_s1_p1_bias");
+  for (DType dtype : {DType::Float16, DType::BFloat16}) {
+    auto conv = std::make_shared<amp::nn::Conv2d>(3, 4, 3, 1, 1);
+    load_into(conv->weight, g.get("w"));
+    load_into(conv->bias, g.get("b"));
+    conv->to(dtype);
+    BOOST_REQUIRE(conv->weight.dtype() == dtype);
+    const Tensor x = g.get("x", dtype).requires_grad_(true);
+    const Tensor y = (*conv)(x);
+    BOOST_CHECK(y.dtype() == dtype);
+    // Inputs and weights are rounded to 16 bits (relative error 2^-11 or 2^-8) and 27 products
+    // are summed in fp32, then the output is rounded once: a few units of the 16-bit epsilon
+    // of the output's scale.
+    const double eps = dtype == DType::Float16 ? 0x1p-10 : 0x1p-7;
+    const std::string what = std::string("Conv2d ") + amp::dtype_name(dtype);
+    const Tensor expected = g.get("y");
+    check_close(y, expected, 8 * eps * max_abs(expected), 0, what + " y");
+    y.backward(g.get("gy", dtype));
+    check_close(x.grad(), g.get("gx"), 8 * eps * max_abs(g.get("gx")), 0, what + " grad x");
+    check_close(conv->weight.grad(), g.get("gw"), 8 * eps * max_abs(g.get("gw")), 0,
+                what + " grad w");
+    check_close(conv->bias.grad(), g.get("gb"), 8 * eps * max_abs(g.get("gb")), 0,
+                what + " grad b");
+  }
+}
+
+BOOST_AUTO_TEST_CASE(conv2d_gradcheck) {
+  amp::manual_seed(11);
+  const auto opts = amp::TensorOptions{.dtype = DType::Float64};
+  const Tensor x = amp::randn({2, 2, 5, 6}, opts).requires_grad_(true);
+  const Tensor w = amp::randn({3, 2, 3, 2}, opts).requires_grad_(true);
+  const Tensor b = amp::randn({3}, opts).requires_grad_(true);
+  check_grad_gradcheck(
+      [](const std::vector<Tensor>& in) { return F::conv2d(in[0], in[1], in[2], 2, 1); }, {x, w, b},
+      "conv2d stride 2 padding 1");
+  check_grad_gradcheck(
+      [](const std::vector<Tensor>& in) { return F::conv2d(in[0], in[1], {}, 1, 0); }, {x, w},
+      "conv2d stride 1 no padding");
+  const auto second = amp::autograd::gradgradcheck(
+      [](const std::vector<Tensor>& in) { return F::conv2d(in[0], in[1], in[2], 2, 1); },
+      {x, w, b});
+  BOOST_CHECK_MESSAGE(second.ok, "conv2d gradgradcheck: " << second.message);
+}
+
+// ---- pooling -------------------------------------------------------------------------------
+
+BOOST_AUTO_TEST_CASE(max_pool2d_and_avg_pool2d_match_pytorch) {
+  for (const char* name :
+       {"max_pool_k2_s2", "max_pool_k3_s2_p1", "avg_pool_k2_s2", "avg_pool_k3_s2_p1"}) {
+    const Golden g(name);
+    const bool is_max = std::string(name).rfind("max", 0) == 0;
+    const int64_t kernel = static_cast<int64_t>(g.scalar("config", 0));
+    const int64_t stride = static_cast<int64_t>(g.scalar("config", 1));
+    const int64_t padding = static_cast<int64_t>(g.scalar("config", 2));
+    for (DType dtype : kFullPrecision) {
+      const std::string what = std::string(name) + " " + amp::dtype_name(dtype);
+      const Tol tol = tol_for(dtype);
+      Tensor x = g.leaf("x", dtype);
+      const Tensor y = is_max ? F::max_pool2d(x, kernel, stride, padding)
+                              : F::avg_pool2d(x, kernel, stride, padding);
+      BOOST_CHECK(y.dtype() == dtype);
+      check_close(y, g.get("y"), tol.atol, tol.rtol, what + " y");
+      y.backward(g.get("gy", dtype));
+      check_close(x.grad(), g.get("gx"), tol.atol, tol.rtol, what + " grad x");
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(pooling_modules_default_stride_to_kernel) {
+  const Golden g("max_pool_k2_s2");
+  auto max_pool = std::make_shared<amp::nn::MaxPool2d>(2);
+  check_close((*max_pool)(g.get("x")), g.get("y"), 1e-12, 0, "MaxPool2d(2)");
+  const Golden a("avg_pool_k2_s2");
+  auto avg_pool = std::make_shared<amp::nn::AvgPool2d>(2);
+  check_close((*avg_pool)(a.get("x")), a.get("y"), 1e-12, 1e-12, "AvgPool2d(2)");
+  BOOST_CHECK_EQUAL(max_pool->extra_repr(),
+                    "kernel_size=2, stride=2, padding=0, dilation=1, ceil_mode=False");
+  BOOST_CHECK(max_pool->parameters().empty());
+}
+
+BOOST_AUTO_TEST_CASE(max_pool2d_routes_gradient_to_the_argmax_and_propagates_nan) {
+  // Windows {1 5 3 4}, {2 0 -1 7}, {0 0 0 0} (a tie: the first element wins, as PyTorch) and
+  // {9 0 0 0}; their maxima sit at flat positions 1, 7, 8 and 10.
+  const Tensor x =
+      amp::from_vector<double>({1, 5, 2, 0, 3, 4, -1, 7, 0, 0, 9, 0, 0, 0, 0, 0}, {1, 1, 4, 4})
+          .requires_grad_(true);
+  const Tensor y = F::max_pool2d(x, 2);
+  BOOST_CHECK(y.to_vector<double>() == (std::vector<double>{5, 7, 0, 9}));
+  amp::sum(amp::mul(y, amp::from_vector<double>({1, 2, 3, 4}, {1, 1, 2, 2}))).backward();
+  std::vector<double> expected(16, 0.0);
+  expected[1] = 1;
+  expected[7] = 2;
+  expected[8] = 3;
+  expected[10] = 4;
+  BOOST_CHECK(x.grad().to_vector<double>() == expected);
+  const Tensor with_nan = amp::from_vector<double>({1, NAN, 2, 3}, {1, 1, 2, 2});
+  BOOST_CHECK(std::isnan(F::max_pool2d(with_nan, 2).item<double>()));
+}
+
+BOOST_AUTO_TEST_CASE(max_pool2d_double_backward_gathers_at_the_indices) {
+  amp::manual_seed(5);
+  const auto opts = amp::TensorOptions{.dtype = DType::Float64};
+  const Tensor x = amp::randn({2, 2, 6, 5}, opts).requires_grad_(true);
+  check_grad_gradcheck([](const std::vector<Tensor>& in) { return F::max_pool2d(in[0], 2); }, {x},
+                       "max_pool2d k2");
+  check_grad_gradcheck([](const std::vector<Tensor>& in) { return F::max_pool2d(in[0], 3, 2, 1); },
+                       {x}, "max_pool2d k3 s2 p1");
+  const auto second = amp::autograd::gradgradcheck(
+      [](const std::vector<Tensor>& in) { return F::max_pool2d(in[0], 3, 2, 1); }, {x});
+  BOOST_CHECK_MESSAGE(second.ok, "max_pool2d gradgradcheck: " << second.message);
+}
+
+BOOST_AUTO_TEST_CASE(avg_pool2d_gradcheck) {
+  amp::manual_seed(6);
+  const Tensor x = amp::randn({2, 2, 6, 5}, {.dtype = DType::Float64}).requires_grad_(true);
+  check_grad_gradcheck([](const std::vector<Tensor>& in) { return F::avg_pool2d(in[0], 3, 2, 1); },
+                       {x}, "avg_pool2d k3 s2 p1");
+}
+
+// ---- batch norm ----------------------------------------------------------------------------
+
+BOOST_AUTO_TEST_CASE(batch_norm_modules_match_pytorch_over_two_training_steps_and_eval) {
+  for (const char* name : {"batch_norm2d", "batch_norm1d_nc", "batch_norm1d_ncl"}) {
+    const Golden g(name);
+    const Tensor x1 = g.get("x1");
+    const int64_t c = x1.size(1);
+    const double momentum = std::string(name) == "batch_norm1d_ncl" ? 0.2 : 0.1;
+    for (DType dtype : kFullPrecision) {
+      const std::string what = std::string(name) + " " + amp::dtype_name(dtype);
+      const Tol tol = tol_for(dtype);
+      std::shared_ptr<amp::nn::BatchNormBase> bn;
+      if (x1.dim() == 4) {
+        bn = std::make_shared<amp::nn::BatchNorm2d>(c, 1e-5, momentum);
+      } else {
+        bn = std::make_shared<amp::nn::BatchNorm1d>(c, 1e-5, momentum);
+      }
+      bn->to(dtype);
+      load_into(bn->weight, g.get("weight"));
+      load_into(bn->bias, g.get("bias"));
+      check_close((*bn)(g.get("x1", dtype)), g.get("y1"), tol.atol, tol.rtol, what + " y1");
+      check_close(bn->running_mean, g.get("running_mean1"), tol.atol, tol.rtol,
+                  what + " running_mean after step 1");
+      check_close(bn->running_var, g.get("running_var1"), tol.atol, tol.rtol,
+                  what + " running_var after step 1");
+      Tensor x2 = g.leaf("x2", dtype);
+      const Tensor y2 = (*bn)(x2);
+      check_close(y2, g.get("y2"), tol.atol, tol.rtol, what + " y2");
+      y2.backward(g.get("gy", dtype));
+      check_close(x2.grad(), g.get("gx2"), tol.atol, tol.rtol, what + " grad x");
+      check_close(bn->weight.grad(), g.get("gweight"), tol.atol, tol.rtol, what + " grad weight");
+      check_close(bn->bias.grad(), g.get("gbias"), tol.atol, tol.rtol, what + " grad bias");
+      check_close(bn->running_mean, g.get("running_mean2"), tol.atol, tol.rtol,
+                  what + " running_mean after step 2");
+      check_close(bn->running_var, g.get("running_var2"), tol.atol, tol.rtol,
+                  what + " running_var after step 2");
+      BOOST_CHECK(bn->num_batches_tracked.dtype() == DType::Int64);
+      BOOST_CHECK_EQUAL(bn->num_batches_tracked.dim(), 0);
+      BOOST_CHECK_EQUAL(bn->num_batches_tracked.item<int64_t>(), 2);
+      bn->eval();
+      check_close((*bn)(g.get("x3", dtype)), g.get("y3"), tol.atol, tol.rtol, what + " eval y3");
+      BOOST_CHECK_EQUAL(bn->num_batches_tracked.item<int64_t>(), 2);  // eval does not count
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(batch_norm_registers_pytorch_names) {
+  auto bn = std::make_shared<amp::nn::BatchNorm2d>(6);
+  const auto params = bn->named_parameters();
+  BOOST_REQUIRE_EQUAL(params.size(), 2u);
+  BOOST_CHECK_EQUAL(params[0].first, "weight");
+  BOOST_CHECK_EQUAL(params[1].first, "bias");
+  const auto buffers = bn->named_buffers();
+  BOOST_REQUIRE_EQUAL(buffers.size(), 3u);
+  BOOST_CHECK_EQUAL(buffers[0].first, "running_mean");
+  BOOST_CHECK_EQUAL(buffers[1].first, "running_var");
+  BOOST_CHECK_EQUAL(buffers[2].first, "num_batches_tracked");
+  BOOST_CHECK(bn->weight.to_vector<double>() == std::vector<double>(6, 1.0));
+  BOOST_CHECK(bn->bias.to_vector<double>() == std::vector<double>(6, 0.0));
+  BOOST_CHECK(bn->running_var.to_vector<double>() == std::vector<double>(6, 1.0));
+  BOOST_CHECK_EQUAL(bn->extra_repr(),
+                    "6, eps=1e-05, momentum=0.1, affine=True, track_running_stats=True");
+  auto plain = std::make_shared<amp::nn::BatchNorm1d>(4, 1e-5, 0.1, /*affine=*/false);
+  BOOST_CHECK(plain->parameters().empty());
+  BOOST_CHECK_EQUAL(plain->buffers().size(), 3u);
+  BOOST_CHECK_THROW((*bn)(amp::randn({2, 6, 3})), amp::Error);
+  BOOST_CHECK_THROW((*plain)(amp::randn({2, 4, 3, 3})), amp::Error);
+  BOOST_CHECK_THROW((*bn)(amp::randn({2, 5, 3, 3})), amp::Error);
+}
+
+BOOST_AUTO_TEST_CASE(batch_norm_with_fp32_params_takes_fp16_and_bf16_input_and_returns_its_dtype) {
+  const Golden g("batch_norm2d");
+  for (DType dtype : {DType::Float16, DType::BFloat16}) {
+    const std::string what =
+        std::string("BatchNorm2d fp32 params, input ") + amp::dtype_name(dtype);
+    auto bn = std::make_shared<amp::nn::BatchNorm2d>(3);
+    load_into(bn->weight, g.get("weight"));
+    load_into(bn->bias, g.get("bias"));
+    const double eps = dtype == DType::Float16 ? 0x1p-10 : 0x1p-7;
+    // The input is rounded to 16 bits, the statistics and normalisation run in fp32, and the
+    // output is rounded once: errors of a few 16-bit epsilons of the output's scale.
+    const Tensor y1 = (*bn)(g.get("x1", dtype));
+    BOOST_CHECK(y1.dtype() == dtype);
+    check_close(y1, g.get("y1"), 4 * eps * max_abs(g.get("y1")), 0, what + " y1");
+    BOOST_CHECK(bn->running_mean.dtype() == DType::Float32);
+    check_close(bn->running_mean, g.get("running_mean1"), 4 * eps, 0, what + " running_mean");
+    check_close(bn->running_var, g.get("running_var1"), 4 * eps * 4, 0, what + " running_var");
+    Tensor x2 = g.leaf("x2", dtype);
+    const Tensor y2 = (*bn)(x2);
+    BOOST_CHECK(y2.dtype() == dtype);
+    check_close(y2, g.get("y2"), 4 * eps * max_abs(g.get("y2")), 0, what + " y2");
+    y2.backward(g.get("gy", dtype));
+    BOOST_CHECK(x2.grad().dtype() == dtype);
+    BOOST_CHECK(bn->weight.grad().dtype() == DType::Float32);
+    check_close(x2.grad(), g.get("gx2"), 8 * eps * max_abs(g.get("gx2")), 0, what + " grad x");
+    check_close(bn->weight.grad(), g.get("gweight"), 8 * eps * max_abs(g.get("gweight")), 0,
+                what + " grad weight");
+    check_close(bn->bias.grad(), g.get("gbias"), 8 * eps * max_abs(g.get("gbias")), 0,
+                what + " grad bias");
+    bn->eval();
+    const Tensor y3 = (*bn)(g.get("x3", dtype));
+    BOOST_CHECK(y3.dtype() == dtype);
+    check_close(y3, g.get("y3"), 4 * eps * max_abs(g.get("y3")), 0, what + " eval y3");
+  }
+}
+
+BOOST_AUTO_TEST_CASE(batch_norm_momentum_none_is_a_cumulative_average) {
+  amp::manual_seed(8);
+  auto bn = std::make_shared<amp::nn::BatchNorm1d>(3, 1e-5, std::nullopt);
+  const Tensor a = amp::randn({6, 3}), b = amp::randn({6, 3});
+  (*bn)(a);
+  (*bn)(b);
+  const Tensor expected = amp::div(amp::add(amp::mean(a, {0}), amp::mean(b, {0})), 2.0);
+  check_close(bn->running_mean, expected, 1e-6, 1e-5, "cumulative running_mean");
+}
+
+BOOST_AUTO_TEST_CASE(batch_norm_gradcheck_in_training_and_eval) {
+  amp::manual_seed(9);
+  const auto opts = amp::TensorOptions{.dtype = DType::Float64};
+  const Tensor x = amp::randn({4, 3, 2, 3}, opts).requires_grad_(true);
+  const Tensor w = amp::add(amp::rand({3}, opts), 0.5).requires_grad_(true);
+  const Tensor b = amp::randn({3}, opts).requires_grad_(true);
+  check_grad_gradcheck(
+      [](const std::vector<Tensor>& in) {
+        return F::batch_norm(in[0], {}, {}, in[1], in[2], /*training=*/true);
+      },
+      {x, w, b}, "batch_norm training");
+  const Tensor rm = amp::randn({3}, opts), rv = amp::add(amp::rand({3}, opts), 0.5);
+  check_grad_gradcheck(
+      [rm, rv](const std::vector<Tensor>& in) {
+        return F::batch_norm(in[0], rm, rv, in[1], in[2], /*training=*/false);
+      },
+      {x, w, b}, "batch_norm eval");
+}
+
+// ---- attention -----------------------------------------------------------------------------
+
+BOOST_AUTO_TEST_CASE(scaled_dot_product_attention_matches_pytorch_with_and_without_causal_mask) {
+  for (const char* name : {"sdpa", "sdpa_causal"}) {
+    const Golden g(name);
+    const bool causal = std::string(name) == "sdpa_causal";
+    for (DType dtype : kFullPrecision) {
+      const std::string what = std::string(name) + " " + amp::dtype_name(dtype);
+      const Tol tol = tol_for(dtype);
+      Tensor q = g.leaf("q", dtype), k = g.leaf("k", dtype), v = g.leaf("v", dtype);
+      const Tensor y = F::scaled_dot_product_attention(q, k, v, {}, 0.0, causal);
+      check_close(y, g.get("y"), tol.atol, tol.rtol, what + " y");
+      y.backward(g.get("gy", dtype));
+      check_close(q.grad(), g.get("gq"), tol.atol, tol.rtol, what + " grad q");
+      check_close(k.grad(), g.get("gk"), tol.atol, tol.rtol, what + " grad k");
+      check_close(v.grad(), g.get("gv"), tol.atol, tol.rtol, what + " grad v");
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(scaled_dot_product_attention_bool_mask_means_may_attend) {
+  const Golden g("sdpa_causal");
+  // The causal mask written out as a Bool mask (true = may attend).
+  const int64_t l = 4, s = 6;
+  std::vector<double> tril(l * s);
+  for (int64_t i = 0; i < l; ++i) {
+    for (int64_t j = 0; j < s; ++j) tril[i * s + j] = j <= i ? 1.0 : 0.0;
+  }
+  const Tensor mask = amp::ne(amp::from_vector(tril, {l, s}), 0.0);
+  const Tensor y = F::scaled_dot_product_attention(g.get("q"), g.get("k"), g.get("v"), mask);
+  check_close(y, g.get("y"), 1e-10, 1e-10, "sdpa with Bool mask");
+  // An additive float mask of 0 / -inf gives the same.
+  const Tensor additive = amp::where(mask, amp::zeros({}, {.dtype = DType::Float64}),
+                                     amp::full({}, -INFINITY, {.dtype = DType::Float64}));
+  const Tensor y2 = F::scaled_dot_product_attention(g.get("q"), g.get("k"), g.get("v"), additive);
+  check_close(y2, g.get("y"), 1e-10, 1e-10, "sdpa with float mask");
+}
+
+BOOST_AUTO_TEST_CASE(scaled_dot_product_attention_gradcheck) {
+  amp::manual_seed(12);
+  const auto opts = amp::TensorOptions{.dtype = DType::Float64};
+  const Tensor q = amp::randn({2, 3, 4}, opts).requires_grad_(true);
+  const Tensor k = amp::randn({2, 5, 4}, opts).requires_grad_(true);
+  const Tensor v = amp::randn({2, 5, 3}, opts).requires_grad_(true);
+  check_grad_gradcheck(
+      [](const std::vector<Tensor>& in) {
+        return F::scaled_dot_product_attention(in[0], in[1], in[2]);
+      },
+      {q, k, v}, "sdpa");
+  check_grad_gradcheck(
+      [](const std::vector<Tensor>& in) {
+        return F::scaled_dot_product_attention(in[0], in[1], in[2], {}, 0.0, true);
+      },
+      {q, k, v}, "sdpa causal");
+}
+
+BOOST_AUTO_TEST_CASE(multihead_attention_matches_pytorch) {
+  for (const char* name : {"mha_self_batch_first", "mha_cross_masks"}) {
+    const Golden g(name);
+    const bool cross = g.has("key");
+    const bool batch_first = std::string(name) == "mha_self_batch_first";
+    for (DType dtype : kFullPrecision) {
+      const std::string what = std::string(name) + " " + amp::dtype_name(dtype);
+      const Tol tol = tol_for(dtype);
+      auto mha = std::make_shared<amp::nn::MultiheadAttention>(8, 2, 0.0, true, batch_first);
+      mha->to(dtype);
+      load_into(mha->in_proj_weight, g.get("in_proj_weight"));
+      load_into(mha->in_proj_bias, g.get("in_proj_bias"));
+      load_into(mha->out_proj->weight, g.get("out_proj.weight"));
+      load_into(mha->out_proj->bias, g.get("out_proj.bias"));
+      Tensor query = g.leaf("query", dtype);
+      Tensor key = cross ? g.leaf("key", dtype) : query;
+      Tensor value = cross ? g.leaf("value", dtype) : query;
+      Tensor kpm, attn_mask;
+      if (g.has("key_padding_mask")) {
+        kpm = amp::ne(g.get("key_padding_mask"), 0.0);
+        attn_mask = amp::ne(g.get("attn_mask"), 0.0);
+      }
+      auto [out, weights] = mha->forward(query, key, value, kpm, true, attn_mask);
+      check_close(out, g.get("out"), tol.atol, tol.rtol, what + " output");
+      check_close(weights, g.get("weights"), tol.atol, tol.rtol, what + " weights");
+      out.backward(g.get("gy", dtype));
+      check_close(query.grad(), g.get("gquery"), tol.atol, tol.rtol, what + " grad query");
+      if (cross) {
+        check_close(key.grad(), g.get("gkey"), tol.atol, tol.rtol, what + " grad key");
+        check_close(value.grad(), g.get("gvalue"), tol.atol, tol.rtol, what + " grad value");
+      }
+      check_close(mha->in_proj_weight.grad(), g.get("gin_proj_weight"), tol.atol, tol.rtol,
+                  what + " grad in_proj_weight");
+      check_close(mha->in_proj_bias.grad(), g.get("gin_proj_bias"), tol.atol, tol.rtol,
+                  what + " grad in_proj_bias");
+      check_close(mha->out_proj->weight.grad(), g.get("gout_proj.weight"), tol.atol, tol.rtol,
+                  what + " grad out_proj.weight");
+      // need_weights = false runs through scaled_dot_product_attention: same output.
+      auto [fast, none] = mha->forward(query, key, value, kpm, false, attn_mask);
+      BOOST_CHECK(!none.defined());
+      check_close(fast, g.get("out"), tol.atol, tol.rtol, what + " output via sdpa");
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(multihead_attention_has_pytorch_names_and_init) {
+  amp::manual_seed(2);
+  auto mha = std::make_shared<amp::nn::MultiheadAttention>(16, 4);
+  const auto params = mha->named_parameters();
+  BOOST_REQUIRE_EQUAL(params.size(), 4u);
+  BOOST_CHECK_EQUAL(params[0].first, "in_proj_weight");
+  BOOST_CHECK_EQUAL(params[1].first, "in_proj_bias");
+  BOOST_CHECK_EQUAL(params[2].first, "out_proj.weight");
+  BOOST_CHECK_EQUAL(params[3].first, "out_proj.bias");
+  BOOST_CHECK(mha->in_proj_weight.sizes() == (Shape{48, 16}));
+  // xavier_uniform_: bound sqrt(6 / (fan_in + fan_out)) = sqrt(6 / (16 + 48)).
+  BOOST_CHECK_LE(max_abs(mha->in_proj_weight), std::sqrt(6.0 / 64.0));
+  BOOST_CHECK_GT(max_abs(mha->in_proj_weight), 0.8 * std::sqrt(6.0 / 64.0));
+  BOOST_CHECK_EQUAL(max_abs(mha->in_proj_bias), 0.0);
+  BOOST_CHECK_EQUAL(max_abs(mha->out_proj->bias), 0.0);
+  BOOST_CHECK_THROW(amp::nn::MultiheadAttention(10, 3), amp::Error);
+  // Self-attention through operator() on (L, N, E).
+  const Tensor y = (*mha)(amp::randn({5, 2, 16}));
+  BOOST_CHECK(y.sizes() == (Shape{5, 2, 16}));
+}
+
+BOOST_AUTO_TEST_SUITE_END()
