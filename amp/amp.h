@@ -21,3 +21,8 @@
 #include "csrc/ops/reduce.h"
 #include "csrc/ops/shape_ops.h"
 #include "csrc/ops/softmax.h"
+#include "csrc/io/state_dict.h"
+#include "optimizers/adam.h"
+#include "optimizers/lr_scheduler.h"
+#include "optimizers/optimizer.h"
+#include "optimizers/sgd.h"
