@@ -38,3 +38,7 @@
 #include "nn/linear.h"
 #include "nn/module.h"
 #include "nn/normalization.h"
+#include "optimizers/adam.h"
+#include "optimizers/lr_scheduler.h"
+#include "optimizers/optimizer.h"
+#include "optimizers/sgd.h"

@@ -14,3 +14,5 @@ namespace amp {
 using StateDict = std::map<std::string, Tensor>;
 
 }  // namespace amp
+using StateDict = std::map<std::string, Tensor>;
+}

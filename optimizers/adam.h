@@ -1,0 +1,57 @@
+// amp::optimizers::Adam and AdamW: the reference (unfused) Adam family, written plainly per
+// tensor with the same formulas and rounding steps as torch.optim.Adam / AdamW (1.13).
+#pragma once
+
+#include <utility>
+#include <vector>
+
+#include "optimizers/optimizer.h"
+
+namespace amp::optimizers {
+
+struct AdamOptions {
+  double lr = 1e-3;
+  std::pair<double, double> betas{0.9, 0.999};
+  double eps = 1e-8;
+  double weight_decay = 0;
+  bool amsgrad = false;
+};
+
+// The shared update. Per parameter with a gradient g, at step t (counted per parameter):
+//   Adam:  g = g + weight_decay * p                     (L2 penalty in the gradient)
+//   AdamW: p = p * (1 - lr * weight_decay)              (decoupled weight decay)
+//   m = beta1 * m + (1 - beta1) * g
+//   v = beta2 * v + (1 - beta2) * g * g
+//   v_max = max(v_max, v)                               (amsgrad; v_max replaces v below)
+//   p = p - (lr / (1 - beta1^t)) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)
+// State: "exp_avg", "exp_avg_sq", "max_exp_avg_sq" (amsgrad) and the step counter.
+class AdamBase : public Optimizer {
+ public:
+  void step() override;
+
+ protected:
+  AdamBase(std::vector<ParamGroup> groups, const AdamOptions& options, bool decoupled);
+  void check_options(const Options& options) const override;
+
+ private:
+  bool decoupled_;
+};
+
+class Adam : public AdamBase {
+ public:
+  Adam(std::vector<Tensor> params, AdamOptions options = {});
+  Adam(std::vector<ParamGroup> groups, AdamOptions options = {});
+};
+
+class AdamW : public AdamBase {
+ public:
+  AdamW(std::vector<Tensor> params, AdamOptions options);  // options as given
+  explicit AdamW(std::vector<Tensor> params);              // weight_decay 1e-2, as PyTorch
+  AdamW(std::vector<ParamGroup> groups, AdamOptions options);
+  explicit AdamW(std::vector<ParamGroup> groups);  // weight_decay 1e-2
+
+  // AdamW's defaults: AdamOptions with PyTorch's weight_decay of 1e-2.
+  static AdamOptions default_options();
+};
+
+}  // namespace amp::optimizers

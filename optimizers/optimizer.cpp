@@ -1,0 +1,323 @@
+// The Optimizer base: parameter groups, per-parameter state, zero_grad and state_dict.
+#include "optimizers/optimizer.h"
+
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
+#include <optional>
+#include <set>
+#include <utility>
+
+#include "csrc/autograd/grad_mode.h"
+#include "csrc/core/factories.h"
+#include "csrc/core/macros.h"
+
+namespace amp::optimizers {
+
+namespace {
+
+constexpr const char* kGroupPrefix = "param_groups.";
+constexpr const char* kStatePrefix = "state.";
+
+// Splits "<prefix><index>.<rest>"; nullopt when the key does not have that form.
+std::optional<std::pair<size_t, std::string>> split_key(const std::string& key,
+                                                        const std::string& prefix) {
+  if (key.compare(0, prefix.size(), prefix) != 0) return std::nullopt;
+  const size_t dot = key.find('.', prefix.size());
+  if (dot == std::string::npos || dot == prefix.size() || dot + 1 == key.size()) {
+    return std::nullopt;
+  }
+  size_t index = 0;
+  const char* first = key.data() + prefix.size();
+  const char* last = key.data() + dot;
+  const auto [end, ec] = std::from_chars(first, last, index);
+  if (ec != std::errc() || end != last) return std::nullopt;
+  return std::make_pair(index, key.substr(dot + 1));
+}
+
+// The value of a 1-element tensor, with a message naming the key otherwise.
+double scalar_value(const std::string& key, const Tensor& value) {
+  AMP_CHECK(value.defined(), "load_state_dict: '", key, "' is an undefined tensor");
+  AMP_CHECK(value.numel() == 1, "load_state_dict: expected '", key,
+            "' to hold one value, got a tensor of shape ", shape_to_string(value.sizes()));
+  AMP_CHECK(value.dtype() != DType::Bool, "load_state_dict: expected '", key,
+            "' to be numeric, got Bool");
+  return value.item<double>();
+}
+
+}  // namespace
+
+std::string python_repr(double value) {
+  if (std::isnan(value)) return "nan";
+  if (std::isinf(value)) return value > 0 ? "inf" : "-inf";
+  if (value == 0.0) return std::signbit(value) ? "-0.0" : "0.0";
+  // Shortest round-trip digits in scientific form, then laid out as Python's float repr: fixed
+  // notation for exponents in [-4, 16), scientific with at least two exponent digits otherwise.
+  char buffer[64];
+  const auto result =
+      std::to_chars(buffer, buffer + sizeof(buffer), value, std::chars_format::scientific);
+  std::string sci(buffer, result.ptr);
+  const size_t e_pos = sci.find('e');
+  const int exponent = std::atoi(sci.c_str() + e_pos + 1);
+  std::string mantissa = sci.substr(0, e_pos);
+  const bool negative = mantissa[0] == '-';
+  if (negative) mantissa.erase(0, 1);
+  std::string digits;
+  for (char c : mantissa) {
+    if (c != '.') digits += c;
+  }
+  std::string out;
+  if (exponent >= -4 && exponent < 16) {
+    if (exponent < 0) {
+      out = "0." + std::string(static_cast<size_t>(-exponent - 1), '0') + digits;
+    } else if (static_cast<size_t>(exponent) + 1 >= digits.size()) {
+      out = digits + std::string(static_cast<size_t>(exponent) + 1 - digits.size(), '0') + ".0";
+    } else {
+      out = digits.substr(0, static_cast<size_t>(exponent) + 1) + "." +
+            digits.substr(static_cast<size_t>(exponent) + 1);
+    }
+  } else {
+    out = digits.substr(0, 1);
+    if (digits.size() > 1) {
+      out += '.';
+      out.append(digits, 1, std::string::npos);
+    }
+    const int magnitude = std::abs(exponent);
+    out += std::string(exponent < 0 ? "e-" : "e+") + (magnitude < 10 ? "0" : "") +
+           std::to_string(magnitude);
+  }
+  return negative ? "-" + out : out;
+}
+
+Optimizer::Optimizer(Options defaults) : defaults_(std::move(defaults)) {}
+
+Optimizer::~Optimizer() = default;
+
+std::vector<ParamGroup>& Optimizer::param_groups() { return param_groups_; }
+
+const std::vector<ParamGroup>& Optimizer::param_groups() const { return param_groups_; }
+
+void Optimizer::add_param_groups(std::vector<ParamGroup> groups) {
+  AMP_CHECK(!groups.empty(), "optimizer got an empty parameter list");
+  for (auto& group : groups) add_param_group(std::move(group));
+}
+
+void Optimizer::add_param_group(ParamGroup group) {
+  for (const auto& [name, value] : defaults_) group.options.emplace(name, value);
+  check_options(group.options);
+  std::set<const TensorImpl*> in_group;
+  for (size_t i = 0; i < group.params.size(); ++i) {
+    const Tensor& p = group.params[i];
+    AMP_CHECK(p.defined(), "add_param_group: parameter ", i, " is an undefined tensor");
+    AMP_CHECK(is_floating_point(p.dtype()),
+              "add_param_group: expected floating-point parameters, got parameter ", i,
+              " of dtype ", dtype_name(p.dtype()));
+    AMP_CHECK(p.is_leaf(), "can't optimize a non-leaf Tensor");
+    AMP_CHECK(in_group.insert(p.impl()).second,
+              "optimizer contains a parameter group with duplicate parameters (parameter ", i, ")");
+  }
+  for (const auto& existing : param_groups_) {
+    for (const auto& p : existing.params) {
+      AMP_CHECK(in_group.count(p.impl()) == 0,
+                "some parameters appear in more than one parameter group");
+    }
+  }
+  param_groups_.push_back(std::move(group));
+}
+
+double Optimizer::option(size_t group, const std::string& name) const {
+  AMP_CHECK(group < param_groups_.size(), "optimizer: parameter group ", group, " does not exist (",
+            param_groups_.size(), " groups)");
+  const Options& options = param_groups_[group].options;
+  if (auto it = options.find(name); it != options.end()) return it->second;
+  auto it = defaults_.find(name);
+  AMP_CHECK(it != defaults_.end(), "optimizer: no option '", name, "' in parameter group ", group,
+            " and no default for it");
+  return it->second;
+}
+
+double Optimizer::lr(size_t group) const { return option(group, "lr"); }
+
+void Optimizer::set_lr(double lr) {
+  for (size_t g = 0; g < param_groups_.size(); ++g) set_lr(g, lr);
+}
+
+void Optimizer::set_lr(size_t group, double lr) {
+  AMP_CHECK(group < param_groups_.size(), "set_lr: parameter group ", group, " does not exist (",
+            param_groups_.size(), " groups)");
+  AMP_CHECK(lr >= 0.0, "Invalid learning rate: ", python_repr(lr));
+  param_groups_[group].options["lr"] = lr;
+}
+
+void Optimizer::zero_grad(bool set_to_none) {
+  NoGradGuard no_grad;
+  for (auto& group : param_groups_) {
+    for (auto& p : group.params) {
+      Tensor g = p.grad();
+      if (!g.defined()) continue;
+      if (set_to_none) {
+        p.set_grad(Tensor());
+        continue;
+      }
+      if (g.grad_fn()) {  // a create_graph gradient: drop its history first, as PyTorch does
+        g = g.detach();
+        p.set_grad(g);
+      }
+      g.zero_();
+    }
+  }
+}
+
+ParamState& Optimizer::state(const Tensor& param) { return state_[param.impl()]; }
+
+const ParamState* Optimizer::find_state(const Tensor& param) const {
+  auto it = state_.find(param.impl());
+  return it == state_.end() ? nullptr : &it->second;
+}
+
+void Optimizer::check_options(const Options& options) const {
+  if (auto it = options.find("lr"); it != options.end()) {
+    AMP_CHECK(it->second >= 0.0, "Invalid learning rate: ", python_repr(it->second));
+  }
+}
+
+DType Optimizer::state_dtype(const Tensor& param, const std::string& /*name*/) const {
+  return param.dtype();
+}
+
+void Optimizer::check_loaded_state(const Tensor& param, const std::string& name,
+                                   const Tensor& value) const {
+  AMP_CHECK(value.sizes() == param.sizes(), "load_state_dict: state '", name,
+            "' of a parameter of shape ", shape_to_string(param.sizes()), " has shape ",
+            shape_to_string(value.sizes()));
+}
+
+std::vector<Tensor> Optimizer::params_with_grad(const ParamGroup& group) {
+  std::vector<Tensor> out;
+  for (const auto& p : group.params) {
+    if (p.requires_grad() && p.grad().defined()) out.push_back(p);
+  }
+  return out;
+}
+
+StateDict Optimizer::state_dict() const {
+  StateDict out;
+  int64_t index = 0;
+  for (size_t g = 0; g < param_groups_.size(); ++g) {
+    const ParamGroup& group = param_groups_[g];
+    const std::string prefix = kGroupPrefix + std::to_string(g) + ".";
+    for (const auto& [name, value] : group.options) {
+      out[prefix + name] = scalar_tensor(value, {.dtype = DType::Float64});
+    }
+    std::vector<int64_t> indices;
+    for (const auto& p : group.params) {
+      const int64_t i = index++;
+      indices.push_back(i);
+      const ParamState* st = find_state(p);
+      if (st == nullptr) continue;
+      const std::string state_prefix = kStatePrefix + std::to_string(i) + ".";
+      for (const auto& [name, tensor] : st->tensors) out[state_prefix + name] = tensor.clone();
+      if (st->step > 0) {
+        // A floating tensor as in PyTorch 1.13; Float64 keeps every count below 2^53 exact.
+        out[state_prefix + "step"] =
+            scalar_tensor(static_cast<double>(st->step), {.dtype = DType::Float64});
+      }
+    }
+    const int64_t n = static_cast<int64_t>(indices.size());
+    out[prefix + "params"] = from_vector(indices, {n}, {.dtype = DType::Int64});
+  }
+  return out;
+}
+
+void Optimizer::load_state_dict(const StateDict& state_dict) {
+  // 1. Sort the keys into groups and per-parameter state.
+  std::map<size_t, Options> loaded_options;
+  std::map<size_t, Tensor> loaded_params;
+  std::map<size_t, std::map<std::string, Tensor>> loaded_state;
+  for (const auto& [key, value] : state_dict) {
+    if (auto group_key = split_key(key, kGroupPrefix)) {
+      const auto& [g, name] = *group_key;
+      if (name == "params") {
+        loaded_params[g] = value;
+      } else {
+        loaded_options[g][name] = scalar_value(key, value);
+      }
+    } else if (auto state_key = split_key(key, kStatePrefix)) {
+      AMP_CHECK(value.defined(), "load_state_dict: '", key, "' is an undefined tensor");
+      loaded_state[state_key->first][state_key->second] = value;
+    } else {
+      AMP_FAIL("load_state_dict: unexpected key '", key,
+               "' (expected 'param_groups.N.<option>' or 'state.N.<name>')");
+    }
+  }
+  // 2. Groups: same count and sizes; every group lists its parameters.
+  size_t loaded_groups = 0;
+  for (const auto& [g, _] : loaded_options) loaded_groups = std::max(loaded_groups, g + 1);
+  for (const auto& [g, _] : loaded_params) loaded_groups = std::max(loaded_groups, g + 1);
+  AMP_CHECK(loaded_groups == param_groups_.size(),
+            "loaded state dict has a different number of parameter groups");
+  std::map<int64_t, Tensor> param_of_index;
+  std::vector<Options> new_options(param_groups_.size());
+  for (size_t g = 0; g < param_groups_.size(); ++g) {
+    auto it = loaded_params.find(g);
+    AMP_CHECK(it != loaded_params.end(), "load_state_dict: missing key 'param_groups.", g,
+              ".params'");
+    const Tensor& indices = it->second;
+    AMP_CHECK(indices.defined() && indices.dtype() == DType::Int64 && indices.dim() == 1,
+              "load_state_dict: expected 'param_groups.", g,
+              ".params' to be a 1-d Int64 tensor of parameter indices");
+    AMP_CHECK(indices.numel() == static_cast<int64_t>(param_groups_[g].params.size()),
+              "loaded state dict contains a parameter group that doesn't match the size of "
+              "optimizer's group");
+    const std::vector<int64_t> ids = indices.to_vector<int64_t>();
+    for (size_t i = 0; i < ids.size(); ++i) {
+      AMP_CHECK(param_of_index.emplace(ids[i], param_groups_[g].params[i]).second,
+                "load_state_dict: parameter index ", ids[i], " appears more than once");
+    }
+    new_options[g] = loaded_options[g];
+    for (const auto& [name, value] : defaults_) new_options[g].emplace(name, value);
+    check_options(new_options[g]);
+  }
+  // 3. State: each entry belongs to a listed parameter and fits it; copies are made here so
+  //    that nothing is changed until everything was checked.
+  std::unordered_map<const TensorImpl*, ParamState> new_state;
+  for (const auto& [index, entries] : loaded_state) {
+    auto it = param_of_index.find(static_cast<int64_t>(index));
+    AMP_CHECK(it != param_of_index.end(), "load_state_dict: state for parameter index ", index,
+              ", which no parameter group lists");
+    const Tensor& param = it->second;
+    const ParamState* current = find_state(param);
+    ParamState st;
+    for (const auto& [name, value] : entries) {
+      const std::string key = kStatePrefix + std::to_string(index) + "." + name;
+      if (name == "step") {
+        const double step = scalar_value(key, value);
+        AMP_CHECK(step >= 0 && step == std::floor(step) && step < 9007199254740992.0,
+                  "load_state_dict: expected '", key, "' to be a non-negative whole number, got ",
+                  python_repr(step));
+        st.step = static_cast<int64_t>(step);
+        continue;
+      }
+      AMP_CHECK(is_floating_point(value.dtype()), "load_state_dict: expected '", key,
+                "' to be a floating-point tensor, got ", dtype_name(value.dtype()));
+      check_loaded_state(param, name, value);
+      DType dtype = state_dtype(param, name);
+      if (current != nullptr) {
+        if (auto existing = current->tensors.find(name); existing != current->tensors.end()) {
+          dtype = existing->second.dtype();  // keep the optimizer's own dtype
+        }
+      }
+      Tensor copy = empty(value.sizes(), {.dtype = dtype, .device = param.device()});
+      copy.copy_(value);
+      st.tensors[name] = copy;
+    }
+    new_state[param.impl()] = std::move(st);
+  }
+  // 4. Commit.
+  for (size_t g = 0; g < param_groups_.size(); ++g) {
+    param_groups_[g].options = std::move(new_options[g]);
+  }
+  state_ = std::move(new_state);
+}
+
+}  // namespace amp::optimizers

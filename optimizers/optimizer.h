@@ -1,0 +1,116 @@
+// amp::optimizers::Optimizer: the base of every optimizer. It holds parameter groups with
+// per-group options under PyTorch's names, per-parameter state, zero_grad, add_param_group and
+// a state_dict that flattens into amp::StateDict.
+//
+//   amp::optimizers::SGD opt({w, b}, {.lr = 0.1, .momentum = 0.9});
+//   loss.backward();
+//   opt.step();
+//   opt.zero_grad();
+//   amp::StateDict checkpoint = opt.state_dict();   // "param_groups.0.lr",
+//   "state.0.momentum_buffer"
+//
+// A subclass sets its defaults in the constructor, checks option values in check_options() and
+// implements step(). Fused optimizers (multi_tensor_apply) reuse the same groups, state and
+// state_dict; they override state_dtype() to keep fp32 state for 16-bit parameters and
+// check_loaded_state() when some of their state is not shaped like the parameter.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "csrc/core/tensor.h"
+#include "csrc/io/state_dict.h"
+
+namespace amp::optimizers {
+
+// Hyper-parameters of a group under PyTorch's names ("lr", "momentum", "dampening",
+// "weight_decay", "nesterov", "beta1", "beta2", "eps", "amsgrad"); booleans are 0 or 1.
+using Options = std::map<std::string, double>;
+
+struct ParamGroup {
+  std::vector<Tensor> params;
+  Options options;  // a key missing here takes the optimizer's default
+};
+
+// What an optimizer keeps for one parameter: named tensors ("exp_avg", "momentum_buffer", ...)
+// and the number of steps taken (0: never; optimizers without a counter leave it at 0).
+struct ParamState {
+  std::map<std::string, Tensor> tensors;
+  int64_t step = 0;
+};
+
+class Optimizer {
+ public:
+  virtual ~Optimizer();
+  Optimizer(const Optimizer&) = delete;
+  Optimizer& operator=(const Optimizer&) = delete;
+
+  // One update of every parameter that has a gradient.
+  virtual void step() = 0;
+
+  // set_to_none: grads become undefined (PyTorch's default since 2.0); otherwise they are
+  // zeroed in place (and detached when they carry history). Virtual so that a fused optimizer
+  // can apply its own set_grad_none policy, as apex's do.
+  virtual void zero_grad(bool set_to_none = true);
+
+  std::vector<ParamGroup>& param_groups();
+  const std::vector<ParamGroup>& param_groups() const;
+  // Fills the group's missing options from the defaults, checks them and the parameters:
+  // defined, floating point, leaves, no duplicates, none already in another group.
+  void add_param_group(ParamGroup group);
+
+  // The group's value of an option, or the default when the group lacks it.
+  double option(size_t group, const std::string& name) const;
+  const Options& defaults() const { return defaults_; }
+
+  double lr(size_t group = 0) const;
+  void set_lr(double lr);                // all groups
+  void set_lr(size_t group, double lr);  // one group (used by the LR schedulers)
+
+  // Per-parameter state, keyed by the parameter's identity (its TensorImpl).
+  ParamState& state(const Tensor& param);                   // created empty on first use
+  const ParamState* find_state(const Tensor& param) const;  // nullptr when none yet
+
+  // Flattened like PyTorch's optimizer.state_dict(), with parameters numbered across groups in
+  // order: "param_groups.N.<option>" (Float64 0-d), "param_groups.N.params" (Int64 1-d indices),
+  // "state.I.<name>" (copies of the state tensors) and "state.I.step" (Float64 0-d, when the
+  // optimizer counts steps).
+  StateDict state_dict() const;
+  // Validates the whole dict first (group count and sizes, indices, state shapes, option
+  // values); on error nothing changes. Loaded options replace the groups' options; state is
+  // copied into the optimizer's own dtype on the parameter's device.
+  void load_state_dict(const StateDict& state_dict);
+
+ protected:
+  explicit Optimizer(Options defaults);
+
+  // Adds the groups one by one; subclasses call it at the end of their constructors, after
+  // their own defaults were checked. An empty list is an error as in PyTorch.
+  void add_param_groups(std::vector<ParamGroup> groups);
+
+  // Throws amp::Error when an option value is invalid (PyTorch's messages).
+  virtual void check_options(const Options& options) const;
+  // The dtype a state tensor is created and loaded in; the parameter's dtype by default.
+  virtual DType state_dtype(const Tensor& param, const std::string& name) const;
+  // Throws when a loaded state tensor does not fit; by default its shape must be the
+  // parameter's.
+  virtual void check_loaded_state(const Tensor& param, const std::string& name,
+                                  const Tensor& value) const;
+
+  // Parameters of a group that take part in a step: requires_grad and a defined gradient.
+  static std::vector<Tensor> params_with_grad(const ParamGroup& group);
+
+ private:
+  Options defaults_;
+  std::vector<ParamGroup> param_groups_;
+  std::unordered_map<const TensorImpl*, ParamState> state_;
+};
+
+// Formats a double as Python's repr does ("-0.1", "1e-08", "2.0"), for PyTorch's messages.
+std::string python_repr(double value);
+
+}  // namespace amp::optimizers

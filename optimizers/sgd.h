@@ -1,0 +1,35 @@
+// amp::optimizers::SGD: stochastic gradient descent with momentum, dampening, Nesterov momentum
+// and L2 weight decay, written plainly per tensor; the same formulas as torch.optim.SGD (1.13).
+#pragma once
+
+#include <vector>
+
+#include "optimizers/optimizer.h"
+
+namespace amp::optimizers {
+
+struct SGDOptions {
+  double lr = 0.01;
+  double momentum = 0;
+  double dampening = 0;
+  double weight_decay = 0;
+  bool nesterov = false;
+};
+
+// Per parameter with a gradient g (PyTorch's update; lr outside the momentum):
+//   g = g + weight_decay * p
+//   buf = g (first step, no dampening)  or  buf = momentum * buf + (1 - dampening) * g
+//   g = nesterov ? g + momentum * buf : buf          (when momentum != 0)
+//   p = p - lr * g
+// State: "momentum_buffer" (only when momentum != 0). No step counter.
+class SGD : public Optimizer {
+ public:
+  SGD(std::vector<Tensor> params, SGDOptions options);
+  SGD(std::vector<ParamGroup> groups, SGDOptions options);
+  void step() override;
+
+ protected:
+  void check_options(const Options& options) const override;
+};
+
+}  // namespace amp::optimizers
