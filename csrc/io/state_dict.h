@@ -14,5 +14,3 @@ namespace amp {
 using StateDict = std::map<std::string, Tensor>;
 
 }  // namespace amp
-using StateDict = std::map<std::string, Tensor>;
-}
