@@ -4,6 +4,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "csrc/autocast/autocast_state.h"
 #include "csrc/autograd/grad_mode.h"
 #include "csrc/autograd/node.h"
 #include "csrc/core/factories.h"
@@ -152,6 +153,9 @@ std::vector<Tensor> run_backward(const std::vector<Tensor>& roots,
   }
 
   GradModeGuard grad_mode(create_graph);
+  // Backward ops run in the dtypes forward chose: autocast is off (custom functions may restore
+  // their forward's state, see function.h).
+  autocast_state::ScopedState no_autocast(autocast_state::all_disabled());
   std::priority_queue<std::shared_ptr<Node>, std::vector<std::shared_ptr<Node>>, ByOrder> ready;
   std::unordered_set<Node*> queued;
   for (const auto& r : root_nodes) {

@@ -18,6 +18,8 @@ bool AutogradContext::needs_input_grad(size_t i) const {
 }
 
 std::vector<Tensor> CustomNode::apply(std::vector<Tensor>&& grads) {
+  std::optional<autocast_state::ScopedState> autocast;
+  if (forward_autocast) autocast.emplace(*forward_autocast);
   std::vector<Tensor> out = backward_(&ctx, grads);
   AMP_CHECK(out.size() == next_edges.size(), "function ", name_,
             " returned an incorrect number of gradients (expected ", next_edges.size(),

@@ -20,6 +20,7 @@
 
 #include <cstdlib>
 #include <map>
+#include <optional>
 #include <memory>
 #include <string>
 #include <type_traits>
@@ -27,6 +28,7 @@
 #include <variant>
 #include <vector>
 
+#include "csrc/autocast/autocast_state.h"
 #include "csrc/autograd/node.h"
 #include "csrc/core/macros.h"
 
@@ -69,6 +71,9 @@ class CustomNode final : public Node {
  public:
   using BackwardFn = std::vector<Tensor> (*)(AutogradContext*, const std::vector<Tensor>&);
   CustomNode(std::string name, BackwardFn backward) : name_(std::move(name)), backward_(backward) {}
+  // Set for functions declaring kBackwardUsesForwardAutocast: backward runs under this state
+  // instead of the engine's autocast-disabled state (torch's custom_bwd).
+  std::optional<autocast_state::Snapshot> forward_autocast;
   std::vector<Tensor> apply(std::vector<Tensor>&& grads) override;
   std::string name() const override { return name_; }
   void release_saved() override;
@@ -92,7 +97,9 @@ void collect_tensor(std::vector<const Tensor*>&, const A&) {}
 
 // CRTP base: T provides static forward(AutogradContext*, Args...) returning Tensor or
 // std::vector<Tensor>, and static backward(AutogradContext*, const std::vector<Tensor>& grads)
-// returning one gradient per tensor argument of forward (undefined for none).
+// returning one gradient per tensor argument of forward (undefined for none). A T declaring
+// `static constexpr bool kBackwardUsesForwardAutocast = true;` has its backward run under the
+// autocast state its forward saw (otherwise backward runs with autocast disabled).
 template <class T>
 class Function {
  public:
@@ -102,6 +109,9 @@ class Function {
     (detail::collect_tensor(inputs, args), ...);
     auto node = std::make_shared<CustomNode>(detail::demangle(typeid(T).name()), &T::backward);
     node->ctx.node_ = node.get();
+    if constexpr (requires { T::kBackwardUsesForwardAutocast; }) {
+      if (T::kBackwardUsesForwardAutocast) node->forward_autocast = autocast_state::capture();
+    }
     collect_inputs(*node, inputs);
     for (size_t i = 0; i < inputs.size(); ++i) {
       node->ctx.needs_input_grad_.push_back(node->needs_input_grad(i));

@@ -46,9 +46,6 @@ class Node : public std::enable_shared_from_this<Node> {
   virtual std::string name() const = 0;
   // Drops the tensors saved for backward (after a backward without retain_graph).
   virtual void release_saved() {}
-  // Whether the engine runs this node with autocast state from the forward pass (custom
-  // functions that ask for it); plain nodes run with autocast disabled.
-  virtual bool wants_forward_autocast() const { return false; }
 
   uint64_t sequence_nr() const { return sequence_nr_; }
   bool needs_input_grad(size_t i) const { return i < next_edges.size() && next_edges[i].valid(); }
