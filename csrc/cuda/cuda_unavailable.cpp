@@ -4,6 +4,8 @@
 
 #include "csrc/core/macros.h"
 #include "csrc/cuda/cuda_backend.h"
+#include "csrc/multi_tensor/kernels.h"
+#include "csrc/multi_tensor/multi_tensor.h"
 #include "csrc/ops/kernels.h"
 
 namespace amp::cuda_backend {
@@ -36,6 +38,12 @@ void synchronize() {}
 const DeviceKernels& kernels() {
   require_available("CUDA kernel");
   static const DeviceKernels none{};
+  return none;
+}
+
+const multi_tensor::MultiTensorKernels& multi_tensor_kernels() {
+  require_available("CUDA multi-tensor kernel");
+  static const multi_tensor::MultiTensorKernels none{};
   return none;
 }
 

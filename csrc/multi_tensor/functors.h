@@ -1,0 +1,516 @@
+// The math of every multi-tensor kernel, written once for host and device (DESIGN.md §4). The
+// CPU launcher (cpu_kernels.cpp) and the CUDA launcher (csrc/cuda/multi_tensor.cu) both call
+// run_chunk() below on the same functors, so the CUDA kernels compute what the CPU tests check.
+//
+// A functor ("op") is a small struct of scalar arguments with three members:
+//   bind(tensor)       -> the op with per-tensor values resolved (a per-tensor norm, or a scalar
+//                         read from device memory such as *inv_scale); called once per chunk.
+//   skip(flag)         -> true when the whole launch must do nothing (SGD's noop flag, a
+//                         non-zero found_inf); called once per launch on the CPU, per block on
+//                         CUDA.
+//   operator()(i, p...)-> the update of element i of the chunk, given one pointer per tensor
+//                         list (already offset to the chunk); returns 1 when a value it checks is
+//                         inf or NaN (the launcher then raises the overflow flag), else 0.
+// Every element is loaded and converted to fp32 (apex's MATH_T = float), computed in fp32, and
+// rounded once when stored. The expressions keep apex's operand order (reference/apex_amp.md
+// §6.2; csrc/multi_tensor_*.cu of NVIDIA/apex), since fp32 rounding depends on it.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+
+#include "csrc/core/dtype.h"
+#include "csrc/core/half.h"
+#include "csrc/core/macros.h"
+#include "csrc/multi_tensor/modes.h"
+
+namespace amp::multi_tensor {
+
+// CUDA threads per block of every multi-tensor kernel (apex's BLOCK_SIZE), and therefore the
+// number of partial sums a chunk reduction keeps before its tree: the CPU reduction emulates one
+// block lane by lane so that CPU and CUDA norms are bit-identical.
+constexpr int kBlockSize = 512;
+constexpr int kReduceLanes = kBlockSize;
+
+// inf or NaN, from the exponent bits (the same test in host and device code, vectorisable).
+AMP_HOST_DEVICE AMP_FORCEINLINE bool not_finite(float v) {
+  return (detail::float_bits(v) & 0x7F800000u) == 0x7F800000u;
+}
+AMP_HOST_DEVICE AMP_FORCEINLINE bool not_finite(double v) {
+  constexpr uint64_t kExp = 0x7FF0000000000000ull;
+  return (detail::double_bits(v) & kExp) == kExp;
+}
+
+template <class T>
+AMP_HOST_DEVICE AMP_FORCEINLINE float load(const T* p, int64_t i) {
+  return convert<float>(p[i]);
+}
+template <class T>
+AMP_HOST_DEVICE AMP_FORCEINLINE void store(T* p, int64_t i, float v) {
+  p[i] = convert<T>(v);
+}
+
+// Runs op over elements first, first + kStride, ... < n of one chunk. The CPU calls it with
+// kStride 1 and first 0 (a plain loop GCC vectorises); a CUDA block calls it with kStride =
+// kBlockSize and first = threadIdx.x. The op is copied into a local so that the compiler knows
+// the stores through p... cannot change its arguments.
+template <int kStride, class Op, class... P>
+AMP_HOST_DEVICE AMP_FORCEINLINE int run_chunk(const Op& op_in, int64_t first, int64_t n, P*... p) {
+  const Op op = op_in;
+  int bad = 0;
+  for (int64_t i = first; i < n; i += kStride) bad |= op(i, p...);
+  return bad;
+}
+
+// Defaults for bind() and skip(): nothing per tensor, never skip.
+template <class Derived>
+struct OpBase {
+  AMP_HOST_DEVICE Derived bind(int64_t /*tensor*/) const {
+    return static_cast<const Derived&>(*this);
+  }
+  template <class Flag>
+  AMP_HOST_DEVICE bool skip(const Flag* /*flag*/) const {
+    return false;
+  }
+};
+
+// ---------------------------------------------------------------------------------------------
+// Arguments of each kernel, as the host computes them (fp32, like apex's kernel arguments).
+
+struct ScaleArgs {
+  float scale = 1.f;
+};
+
+struct AxpbyArgs {
+  float a = 1.f, b = 1.f;
+  int arg_to_check = -1;  // -1: x and y, 0: x only, 1: y only
+};
+
+struct AdamArgs {
+  float lr = 0, beta1 = 0, beta2 = 0, eps = 0, bias_correction1 = 1, bias_correction2 = 1;
+  float weight_decay = 0;
+  AdamMode mode = AdamMode::L2;
+  const float* inv_scale = nullptr;  // device scalar; null: no unscaling
+  const float* found_inf = nullptr;  // device scalar; null: never skip
+};
+
+struct SgdArgs {
+  float wd = 0, momentum = 0, dampening = 0, lr = 0;
+  bool nesterov = false, first_run = false, wd_after_momentum = false;
+  float scale = 1.f;
+  const float* inv_scale = nullptr;
+  const float* found_inf = nullptr;
+};
+
+struct LambStage1Args {
+  float beta1 = 0, beta2 = 0, beta3 = 0, bias_correction1 = 1, bias_correction2 = 1, eps = 0;
+  AdamMode mode = AdamMode::AdamW;
+  float weight_decay = 0;
+  const float* global_grad_norm = nullptr;  // device scalar
+  float max_grad_norm = 0;
+};
+
+struct LambStage2Args {
+  const float* param_norms = nullptr;   // per tensor, device
+  const float* update_norms = nullptr;  // per tensor, device
+  float lr = 0, weight_decay = 0;
+  bool use_nvlamb = false;
+};
+
+struct NovoGradArgs {
+  float beta1 = 0, beta2 = 0, beta3 = 0, bias_correction1 = 1, bias_correction2 = 1, eps = 0;
+  float lr = 0;
+  int moment_mode = 0;  // 0: regularisation inside the moment; 1: decoupled
+  float weight_decay = 0;
+  const float* grad_norms = nullptr;  // per tensor, device (already blended for this step)
+};
+
+struct AdagradArgs {
+  float lr = 0, eps = 0;
+  AdagradMode mode = AdagradMode::L2;
+  float weight_decay = 0;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Ops.
+
+// multi_tensor_scale, lists [in, out]: out = float(in) * scale; checks the input.
+struct ScaleOp : OpBase<ScaleOp> {
+  ScaleArgs a;
+  template <class In, class Out>
+  AMP_HOST_DEVICE AMP_FORCEINLINE int operator()(int64_t i, const In* in, Out* out) const {
+    const float v = load(in, i);
+    store(out, i, v * a.scale);
+    return not_finite(v);
+  }
+};
+
+// multi_tensor_axpby, lists [x, y, out]: out = a*x + b*y; checks x, y or both.
+struct AxpbyOp : OpBase<AxpbyOp> {
+  AxpbyArgs a;
+  template <class X, class Y, class Out>
+  AMP_HOST_DEVICE AMP_FORCEINLINE int operator()(int64_t i, const X* x, const Y* y,
+                                                 Out* out) const {
+    const float xv = load(x, i);
+    const float yv = load(y, i);
+    store(out, i, a.a * xv + a.b * yv);
+    const bool check_x = a.arg_to_check != 1, check_y = a.arg_to_check != 0;
+    return (check_x & not_finite(xv)) | (check_y & not_finite(yv));
+  }
+};
+
+// multi_tensor_adam, lists [g, p, m, v] or, with fp32 master weights, [g, p, m, v, master]:
+// the 5-list form reads p from the master and writes the result to both master and p. With
+// kUnscale the grad is first multiplied by *inv_scale and written back (apex's capturable Adam).
+template <AdamMode kMode, bool kUnscale>
+struct AdamOp : OpBase<AdamOp<kMode, kUnscale>> {
+  AdamArgs a;
+  float inv_scale = 1.f;
+
+  AMP_HOST_DEVICE AdamOp bind(int64_t) const {
+    AdamOp o = *this;
+    if constexpr (kUnscale) o.inv_scale = *a.inv_scale;
+    return o;
+  }
+  template <class Flag>
+  AMP_HOST_DEVICE bool skip(const Flag*) const {
+    return a.found_inf != nullptr && *a.found_inf != 0.f;
+  }
+
+  // One Adam step on fp32 values (apex AdamFunctor).
+  AMP_HOST_DEVICE AMP_FORCEINLINE void step(float g, float& p, float& m, float& v) const {
+    if constexpr (kMode == AdamMode::L2) {
+      g = g + (a.weight_decay * p);
+      m = a.beta1 * m + (1 - a.beta1) * g;
+      v = a.beta2 * v + (1 - a.beta2) * g * g;
+      const float next_m_unbiased = m / a.bias_correction1;
+      const float next_v_unbiased = v / a.bias_correction2;
+      const float denom = std::sqrt(next_v_unbiased) + a.eps;
+      const float update = next_m_unbiased / denom;
+      p = p - (a.lr * update);
+    } else {
+      m = a.beta1 * m + (1 - a.beta1) * g;
+      v = a.beta2 * v + (1 - a.beta2) * g * g;
+      const float next_m_unbiased = m / a.bias_correction1;
+      const float next_v_unbiased = v / a.bias_correction2;
+      const float denom = std::sqrt(next_v_unbiased) + a.eps;
+      const float update = (next_m_unbiased / denom) + (a.weight_decay * p);
+      p = p - (a.lr * update);
+    }
+  }
+
+  template <class T>
+  AMP_HOST_DEVICE AMP_FORCEINLINE float load_grad(T* g, int64_t i) const {
+    float gv = load(g, i);
+    if constexpr (kUnscale) {
+      gv = gv * inv_scale;
+      store(g, i, gv);
+    }
+    return gv;
+  }
+
+  template <class T>
+  AMP_HOST_DEVICE AMP_FORCEINLINE int operator()(int64_t i, T* g, T* p, float* m, float* v) const {
+    const float gv = load_grad(g, i);
+    float pv = load(p, i), mv = m[i], vv = v[i];
+    step(gv, pv, mv, vv);
+    store(p, i, pv);
+    m[i] = mv;
+    v[i] = vv;
+    return 0;
+  }
+  template <class T>
+  AMP_HOST_DEVICE AMP_FORCEINLINE int operator()(int64_t i, T* g, T* p, float* m, float* v,
+                                                 float* master) const {
+    const float gv = load_grad(g, i);
+    float pv = master[i], mv = m[i], vv = v[i];
+    step(gv, pv, mv, vv);
+    master[i] = pv;
+    store(p, i, pv);
+    m[i] = mv;
+    v[i] = vv;
+    return 0;
+  }
+};
+
+// multi_tensor_sgd, lists [g, w, mom] or [g, w (fp32 master), mom, w_out (16-bit copy)].
+// Skips everything when the noop flag (or found_inf) is set. With kUnscale the grad is first
+// multiplied by *inv_scale and written back.
+template <bool kUnscale>
+struct SgdOp : OpBase<SgdOp<kUnscale>> {
+  SgdArgs a;
+  float inv_scale = 1.f;
+
+  AMP_HOST_DEVICE SgdOp bind(int64_t) const {
+    SgdOp o = *this;
+    if constexpr (kUnscale) o.inv_scale = *a.inv_scale;
+    return o;
+  }
+  AMP_HOST_DEVICE bool skip(const int64_t* noop) const {
+    return *noop != 0 || (a.found_inf != nullptr && *a.found_inf != 0.f);
+  }
+
+  // Returns the new weight and updates mom (apex SGDFunctor).
+  AMP_HOST_DEVICE AMP_FORCEINLINE float step(float g, float w, float& mom) const {
+    if (a.wd != 0.f && !a.wd_after_momentum) g += a.wd * w;
+    if (a.momentum != 0.f) {
+      if (!a.first_run) {
+        mom = mom * a.momentum + (1.f - a.dampening) * g;
+      } else {
+        mom = g;  // the first step initialises the buffer to the grad (dampening ignored)
+      }
+      if (a.nesterov) {
+        g += a.momentum * mom;
+      } else {
+        g = mom;
+      }
+    }
+    if (a.wd != 0.f && a.wd_after_momentum) g += a.wd * w;
+    w += (-a.lr * g);
+    return w;
+  }
+
+  template <class G>
+  AMP_HOST_DEVICE AMP_FORCEINLINE float load_grad(G* g, int64_t i) const {
+    if constexpr (kUnscale) {
+      const float unscaled = load(g, i) * inv_scale;
+      store(g, i, unscaled);
+      return unscaled * a.scale;
+    } else {
+      return load(g, i) * a.scale;
+    }
+  }
+
+  template <class G, class W>
+  AMP_HOST_DEVICE AMP_FORCEINLINE int operator()(int64_t i, G* g, W* w, W* mom) const {
+    const float gv = load_grad(g, i);
+    float mv = load(mom, i);
+    const float wv = step(gv, load(w, i), mv);
+    store(w, i, wv);
+    if (a.momentum != 0.f) store(mom, i, mv);
+    return 0;
+  }
+  template <class G, class Out>
+  AMP_HOST_DEVICE AMP_FORCEINLINE int operator()(int64_t i, G* g, float* w, float* mom,
+                                                 Out* w_out) const {
+    const float gv = load_grad(g, i);
+    float mv = mom[i];
+    const float wv = step(gv, w[i], mv);
+    w[i] = wv;
+    store(w_out, i, wv);
+    if (a.momentum != 0.f) mom[i] = mv;
+    return 0;
+  }
+};
+
+// multi_tensor_lamb stage 1, lists [g, p, m, v]: writes the Adam-style update into g.
+struct LambStage1Op : OpBase<LambStage1Op> {
+  LambStage1Args a;
+  float clipped_global_grad_norm = 1.f;
+
+  AMP_HOST_DEVICE LambStage1Op bind(int64_t) const {
+    LambStage1Op o = *this;
+    const float norm = *a.global_grad_norm;
+    o.clipped_global_grad_norm = norm > a.max_grad_norm ? norm / a.max_grad_norm : 1.0f;
+    return o;
+  }
+
+  template <class T, class S>
+  AMP_HOST_DEVICE AMP_FORCEINLINE int operator()(int64_t i, T* g, T* p, S* m, S* v) const {
+    // apex does not even load p when there is no weight decay (so an inf p gives no NaN).
+    const float pv = a.weight_decay == 0.f ? 0.f : load(p, i);
+    float mv = load(m, i), vv = load(v, i);
+    float update;
+    if (a.mode == AdamMode::L2) {
+      float scaled_grad = load(g, i) / clipped_global_grad_norm;
+      scaled_grad = scaled_grad + a.weight_decay * pv;
+      mv = mv * a.beta1 + a.beta3 * scaled_grad;
+      vv = vv * a.beta2 + (1 - a.beta2) * scaled_grad * scaled_grad;
+      const float next_m_unbiased = mv / a.bias_correction1;
+      const float next_v_unbiased = vv / a.bias_correction2;
+      const float denom = std::sqrt(next_v_unbiased) + a.eps;
+      update = next_m_unbiased / denom;
+    } else {
+      const float scaled_grad = load(g, i) / clipped_global_grad_norm;
+      mv = mv * a.beta1 + a.beta3 * scaled_grad;
+      vv = vv * a.beta2 + (1 - a.beta2) * scaled_grad * scaled_grad;
+      const float next_m_unbiased = mv / a.bias_correction1;
+      const float next_v_unbiased = vv / a.bias_correction2;
+      const float denom = std::sqrt(next_v_unbiased) + a.eps;
+      update = (next_m_unbiased / denom) + (a.weight_decay * pv);
+    }
+    store(g, i, update);
+    store(m, i, mv);
+    store(v, i, vv);
+    return 0;
+  }
+};
+
+// multi_tensor_lamb stage 2, lists [update (the grads), p]: p -= ratio * update, with the trust
+// ratio lr * ||p|| / ||update|| when NVLAMB or weight decay is on and both norms are non-zero.
+struct LambStage2Op : OpBase<LambStage2Op> {
+  LambStage2Args a;
+  float ratio = 0.f;
+
+  AMP_HOST_DEVICE LambStage2Op bind(int64_t tensor) const {
+    LambStage2Op o = *this;
+    o.ratio = a.lr;
+    if (a.use_nvlamb || a.weight_decay != 0.f) {
+      const float param_norm = a.param_norms[tensor];
+      const float update_norm = a.update_norms[tensor];
+      o.ratio =
+          (update_norm != 0.0f && param_norm != 0.0f) ? a.lr * (param_norm / update_norm) : a.lr;
+    }
+    return o;
+  }
+
+  template <class T>
+  AMP_HOST_DEVICE AMP_FORCEINLINE int operator()(int64_t i, const T* update, T* p) const {
+    store(p, i, load(p, i) - (ratio * load(update, i)));
+    return 0;
+  }
+};
+
+// multi_tensor_novograd, lists [g, p, m]; grad_norms[tensor] is this step's blended norm.
+struct NovoGradOp : OpBase<NovoGradOp> {
+  NovoGradArgs a;
+  float grad_norm = 0.f;
+
+  AMP_HOST_DEVICE NovoGradOp bind(int64_t tensor) const {
+    NovoGradOp o = *this;
+    o.grad_norm = a.grad_norms[tensor];
+    return o;
+  }
+
+  template <class T>
+  AMP_HOST_DEVICE AMP_FORCEINLINE int operator()(int64_t i, const T* g, T* p, T* m) const {
+    float gv = load(g, i), pv = load(p, i), mv = load(m, i);
+    if (a.moment_mode == 0) {
+      const float next_v_unbiased = grad_norm / a.bias_correction2;
+      const float denom = next_v_unbiased + a.eps;
+      gv = (gv / denom) + (a.weight_decay * pv);
+      mv = a.beta1 * mv + a.beta3 * gv;
+      const float next_m_unbiased = mv / a.bias_correction1;
+      pv = pv - (a.lr * next_m_unbiased);
+    } else {
+      mv = a.beta1 * mv + a.beta3 * gv;
+      const float next_m_unbiased = mv / a.bias_correction1;
+      const float next_v_unbiased = grad_norm / a.bias_correction2;
+      const float denom = next_v_unbiased + a.eps;
+      const float update = (next_m_unbiased / denom) + (a.weight_decay * pv);
+      pv = pv - (a.lr * update);
+    }
+    store(p, i, pv);
+    store(m, i, mv);
+    return 0;
+  }
+};
+
+// multi_tensor_adagrad, lists [g, p, h].
+struct AdagradOp : OpBase<AdagradOp> {
+  AdagradArgs a;
+
+  template <class T>
+  AMP_HOST_DEVICE AMP_FORCEINLINE int operator()(int64_t i, const T* g, T* p, T* h) const {
+    float gv = load(g, i), pv = load(p, i), hv = load(h, i);
+    if (a.mode == AdagradMode::L2) {
+      gv = gv + a.weight_decay * pv;
+      hv = hv + gv * gv;
+      pv = pv - a.lr * (gv / (std::sqrt(hv) + a.eps));
+    } else {
+      hv = hv + gv * gv;
+      pv = pv - a.lr * (gv / (std::sqrt(hv) + a.eps) + a.weight_decay * pv);
+    }
+    store(p, i, pv);
+    store(h, i, hv);
+    return 0;
+  }
+};
+
+// torch's _amp_foreach_non_finite_check_and_unscale_, list [grads]: flags inf/NaN, then
+// multiplies in place by inv_scale (no multiply when inv_scale == 1, as torch). Computes in the
+// op-math type (fp32 for 16-bit, fp64 for Float64), like torch.
+struct UnscaleOp : OpBase<UnscaleOp> {
+  const float* inv_scale_ptr = nullptr;
+  float inv_scale = 1.f;
+
+  AMP_HOST_DEVICE UnscaleOp bind(int64_t) const {
+    UnscaleOp o = *this;
+    o.inv_scale = *inv_scale_ptr;
+    return o;
+  }
+
+  template <class T>
+  AMP_HOST_DEVICE AMP_FORCEINLINE int operator()(int64_t i, T* g) const {
+    using M = opmath_t<T>;
+    const M v = convert<M>(g[i]);
+    g[i] = convert<T>(inv_scale == 1.f ? v : v * static_cast<M>(inv_scale));
+    return not_finite(v);
+  }
+};
+
+// ---------------------------------------------------------------------------------------------
+// Norms. A chunk's partial is reduced over kReduceLanes lanes: lane j accumulates elements
+// j, j + kReduceLanes, ... in order, then the lanes are combined by a halving tree
+// (lanes[j] = combine(lanes[j], lanes[j + s]) for s = kReduceLanes/2, ..., 1). A CUDA block does
+// exactly this with one thread per lane, the CPU with an array of lanes, so both get the same
+// bits. Partials of several chunks are combined the same way (finish_*).
+
+template <NormKind K>
+AMP_HOST_DEVICE AMP_FORCEINLINE float norm_accumulate(float acc, float v) {
+  if constexpr (K == NormKind::L2) {
+    return std::fma(v, v, acc);  // explicit, so host and device round the same way
+  } else {
+    return std::fmax(std::fabs(acc), std::fabs(v));  // apex MaxNormFunctor
+  }
+}
+
+template <NormKind K>
+AMP_HOST_DEVICE AMP_FORCEINLINE float norm_combine(float a, float b) {
+  if constexpr (K == NormKind::L2) {
+    return a + b;
+  } else {
+    return std::fmax(a, b);
+  }
+}
+
+// One step of the halving tree.
+template <NormKind K>
+AMP_HOST_DEVICE AMP_FORCEINLINE void tree_step(float* lanes, int lane, int half) {
+  lanes[lane] = norm_combine<K>(lanes[lane], lanes[lane + half]);
+}
+
+// novograd's per-tensor norm blend (apex multi_tensor_norm_out_cuda, cleanup_v2), where `value`
+// is the tensor's sum of squares (L2) or max |x| (LInf).
+template <NormKind K>
+AMP_HOST_DEVICE AMP_FORCEINLINE float blend_norm(float out, float value, float alpha, float beta) {
+  if constexpr (K == NormKind::L2) {
+    return std::sqrt(alpha * out * out + beta * value);
+  } else {
+    return alpha * out + beta * value;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// torch's _amp_update_scale_ (reference/torch_amp.md §4.2), one thread.
+AMP_HOST_DEVICE inline void update_scale_step(float* scale, int64_t* growth_tracker,
+                                              const float* found_inf, double growth_factor,
+                                              double backoff_factor, int64_t growth_interval) {
+  if (*found_inf != 0.f) {
+    *scale = static_cast<float>(static_cast<double>(*scale) * backoff_factor);
+    *growth_tracker = 0;
+  } else {
+    // A successful step: the tracker counts it before the comparison.
+    const int64_t successful = *growth_tracker + 1;
+    if (successful == growth_interval) {
+      const float new_scale = static_cast<float>(static_cast<double>(*scale) * growth_factor);
+      // Never grow past the fp32 range to inf (pytorch/pytorch#98876).
+      if (!not_finite(new_scale)) *scale = new_scale;
+      *growth_tracker = 0;
+    } else {
+      *growth_tracker = successful;
+    }
+  }
+}
+
+}  // namespace amp::multi_tensor

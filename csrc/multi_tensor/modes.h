@@ -1,0 +1,17 @@
+// The mode enums of the multi-tensor kernels, shared by the public API (multi_tensor.h) and the
+// host/device functors (functors.h).
+#pragma once
+
+namespace amp::multi_tensor {
+
+// apex's adamMode_t: ADAM_MODE_0 = L2 regularisation (the decay is added to the grad, "Adam"),
+// ADAM_MODE_1 = decoupled weight decay ("AdamW"). LAMB uses the same two modes.
+enum class AdamMode { L2 = 0, AdamW = 1 };
+
+// apex's adagradMode_t: ADAGRAD_MODE_0 = L2, ADAGRAD_MODE_1 = decoupled (adagrad_w_mode).
+enum class AdagradMode { L2 = 0, AdamW = 1 };
+
+// What a chunk partial holds: the sum of squares (L2 norms) or max |x| (L-inf norms).
+enum class NormKind { L2, LInf };
+
+}  // namespace amp::multi_tensor

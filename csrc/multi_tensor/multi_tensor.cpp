@@ -1,0 +1,515 @@
+// The public multi-tensor ops: argument checks (messages name the op, what was expected and what
+// was got), the host-side scalar arguments computed as apex computes them (fp32 arguments,
+// bias corrections from std::pow), and the calls into the device's kernel table.
+#include "csrc/multi_tensor/multi_tensor.h"
+
+#include <algorithm>
+#include <cmath>
+#include <initializer_list>
+#include <limits>
+#include <map>
+#include <sstream>
+#include <string>
+
+#include "csrc/core/factories.h"
+#include "csrc/core/macros.h"
+#include "csrc/multi_tensor/kernels.h"
+
+namespace amp::multi_tensor {
+
+ListsView ListsView::slice(int first, int count) const {
+  ListsView out;
+  out.device = device;
+  out.depth = count;
+  out.ntensors = ntensors;
+  out.numel = numel;
+  for (int l = 0; l < count; ++l) {
+    out.dtype[l] = dtype[first + l];
+    out.ptr[l] = ptr[first + l];
+  }
+  return out;
+}
+
+const MultiTensorKernels& multi_tensor_kernels_for(Device device) {
+  return device.is_cpu() ? cpu::multi_tensor_kernels() : cuda_backend::multi_tensor_kernels();
+}
+
+namespace {
+
+std::string dtype_list(std::initializer_list<DType> dtypes) {
+  std::ostringstream out;
+  size_t i = 0;
+  for (DType d : dtypes) {
+    if (i > 0) out << (i + 1 == dtypes.size() ? " or " : ", ");
+    out << dtype_name(d);
+    ++i;
+  }
+  return out.str();
+}
+
+bool contains(std::initializer_list<DType> dtypes, DType d) {
+  return std::find(dtypes.begin(), dtypes.end(), d) != dtypes.end();
+}
+
+constexpr std::initializer_list<DType> kFloat16x = {DType::Float32, DType::Float16,
+                                                    DType::BFloat16};
+constexpr std::initializer_list<DType> kFloating = {DType::Float32, DType::Float16, DType::BFloat16,
+                                                    DType::Float64};
+constexpr std::initializer_list<DType> kHalfTypes = {DType::Float16, DType::BFloat16};
+constexpr std::initializer_list<DType> kFloat32 = {DType::Float32};
+
+// A list's role and the dtypes it accepts.
+struct ListRule {
+  const char* name;
+  std::initializer_list<DType> dtypes;
+};
+
+void check_chunk_size(const char* op, int64_t chunk_size) {
+  AMP_CHECK(chunk_size > 0, op, ": expected a positive chunk_size, got ", chunk_size);
+}
+
+// Checks the lists' structure (apex's multi_tensor_apply checks, in its order) and the dtypes
+// of each list, and returns the raw view.
+ListsView check_lists(const char* op, int64_t chunk_size, const TensorLists& lists,
+                      const std::vector<ListRule>& rules) {
+  check_chunk_size(op, chunk_size);
+  const size_t depth = rules.size();
+  AMP_CHECK(
+      lists.size() == depth, op, ": expected ", depth, " tensor lists (",
+      [&] {
+        std::string names;
+        for (size_t l = 0; l < depth; ++l) names += (l ? ", " : "") + std::string(rules[l].name);
+        return names;
+      }(),
+      "), got ", lists.size());
+  AMP_CHECK(!lists[0].empty(), op, ": expected non-empty tensor lists, got an empty list ",
+            rules[0].name, " (empty lists are an error, as in apex; skip empty buckets)");
+  const size_t ntensors = lists[0].size();
+  for (size_t l = 1; l < depth; ++l) {
+    AMP_CHECK(lists[l].size() == ntensors, op, ": size mismatch among tensor lists: list 0 (",
+              rules[0].name, ") has ", ntensors, " tensors, list ", l, " (", rules[l].name,
+              ") has ", lists[l].size());
+  }
+  AMP_CHECK(lists[0][0].defined(), op, ": tensor 0 of list 0 (", rules[0].name, ") is undefined");
+  ListsView view;
+  view.device = lists[0][0].device();
+  view.depth = static_cast<int>(depth);
+  view.ntensors = static_cast<int64_t>(ntensors);
+  view.numel.resize(ntensors);
+  for (size_t l = 0; l < depth; ++l) {
+    view.ptr[l].resize(ntensors);
+    const DType first_dtype = lists[l][0].defined() ? lists[l][0].dtype() : DType::Float32;
+    for (size_t t = 0; t < ntensors; ++t) {
+      const Tensor& x = lists[l][t];
+      AMP_CHECK(x.defined(), op, ": tensor ", t, " of list ", l, " (", rules[l].name,
+                ") is undefined");
+      AMP_CHECK(x.device() == view.device, op, ": expected every tensor on ",
+                to_string(view.device), " (the device of the first tensor), got tensor ", t,
+                " of list ", l, " (", rules[l].name, ") on ", to_string(x.device()));
+      AMP_CHECK(x.is_contiguous(), op, ": expected contiguous tensors, got tensor ", t, " of list ",
+                l, " (", rules[l].name, ") with sizes ", shape_to_string(x.sizes()),
+                " and strides ", shape_to_string(x.strides()));
+      if (l == 0) {
+        view.numel[t] = x.numel();
+        AMP_CHECK(chunks_of(x.numel(), chunk_size) <= std::numeric_limits<int>::max(), op,
+                  ": chunk_size ", chunk_size, " is too small for tensor ", t, " of ", x.numel(),
+                  " elements (at most 2^31 - 1 chunks per tensor)");
+      } else {
+        AMP_CHECK(x.numel() == view.numel[t], op, ": size mismatch: tensor ", t, " has ",
+                  view.numel[t], " elements in list 0 (", rules[0].name, ") and ", x.numel(),
+                  " in list ", l, " (", rules[l].name, ")");
+      }
+      AMP_CHECK(contains(rules[l].dtypes, x.dtype()), op, ": expected list ", l, " (",
+                rules[l].name, ") to hold ", dtype_list(rules[l].dtypes), " tensors, got ",
+                dtype_name(x.dtype()), " (tensor ", t, ")");
+      AMP_CHECK(x.dtype() == first_dtype, op, ": expected every tensor of list ", l, " (",
+                rules[l].name, ") to have one dtype, got ", dtype_name(first_dtype),
+                " (tensor 0) and ", dtype_name(x.dtype()), " (tensor ", t, ")");
+      view.ptr[l][t] = x.numel() > 0 ? x.data_ptr() : nullptr;
+    }
+    view.dtype[l] = first_dtype;
+  }
+  return view;
+}
+
+// A 1-element tensor of `dtype` on `device`; `what` names it in the message.
+void check_scalar_tensor(const char* op, const char* what, const Tensor& t, DType dtype,
+                         Device device) {
+  AMP_CHECK(t.defined(), op, ": expected ", what, " to be a 1-element ", dtype_name(dtype),
+            " tensor on ", to_string(device), ", got an undefined tensor");
+  AMP_CHECK(t.numel() == 1 && t.dtype() == dtype && t.device() == device, op, ": expected ", what,
+            " to be a 1-element ", dtype_name(dtype), " tensor on ", to_string(device), ", got ",
+            dtype_name(t.dtype()), " ", shape_to_string(t.sizes()), " on ", to_string(t.device()));
+}
+
+int64_t* flag_ptr(const char* op, const Tensor& noop_flag, Device device) {
+  check_scalar_tensor(op, "noop_flag", noop_flag, DType::Int64, device);
+  return static_cast<int64_t*>(noop_flag.data_ptr());
+}
+
+const float* scalar_ptr(const char* op, const char* what, const Tensor& t, Device device) {
+  check_scalar_tensor(op, what, t, DType::Float32, device);
+  return static_cast<const float*>(t.data_ptr());
+}
+
+// 1 - beta^step, computed as apex does: beta is the fp32 argument, std::pow(float, int) runs in
+// double, and the result is stored in fp32.
+float bias_correction(float beta, int64_t step) {
+  return static_cast<float>(1 - std::pow(static_cast<double>(beta), static_cast<double>(step)));
+}
+
+void check_step(const char* op, int64_t step, bool bias_correction_on) {
+  AMP_CHECK(!bias_correction_on || step >= 1, op,
+            ": expected step >= 1 with bias_correction (1 - beta^0 = 0 divides by zero), got ",
+            step);
+}
+
+// Per-chunk partials of list `list` of `view` plus the chunk bases, on the view's device.
+struct Partials {
+  Tensor values;      // Float32 [max(nchunks, 1)]
+  Tensor chunk_base;  // Int64 [ntensors + 1]
+  int64_t nchunks = 0;
+};
+
+Partials chunk_partials(const MultiTensorKernels& k, const ListsView& view, int list,
+                        int64_t chunk_size, int64_t* noop, NormKind kind) {
+  const std::vector<int64_t> base = chunk_bases(view.numel, chunk_size);
+  Partials p;
+  p.nchunks = base.back();
+  p.values =
+      empty({std::max<int64_t>(p.nchunks, 1)}, {.dtype = DType::Float32, .device = view.device});
+  p.chunk_base = from_vector(base, {static_cast<int64_t>(base.size())},
+                             {.dtype = DType::Int64, .device = view.device});
+  if (p.nchunks > 0) {
+    k.chunk_norms(view, list, chunk_size, noop, kind, static_cast<float*>(p.values.data_ptr()));
+  }
+  return p;
+}
+
+std::pair<Tensor, Tensor> l2norm_of(const MultiTensorKernels& k, const ListsView& view, int list,
+                                    int64_t chunk_size, int64_t* noop, bool per_tensor) {
+  const Partials p = chunk_partials(k, view, list, chunk_size, noop, NormKind::L2);
+  Tensor total = empty({1}, {.dtype = DType::Float32, .device = view.device});
+  Tensor each =
+      empty({per_tensor ? view.ntensors : 0}, {.dtype = DType::Float32, .device = view.device});
+  k.finish_l2norm(view.device, static_cast<const float*>(p.values.data_ptr()), p.nchunks,
+                  static_cast<const int64_t*>(p.chunk_base.data_ptr()), view.ntensors,
+                  static_cast<float*>(total.data_ptr()),
+                  per_tensor ? static_cast<float*>(each.data_ptr()) : nullptr);
+  return {total, each};
+}
+
+// The optional device scalars of GradScaling.
+void resolve_scaling(const char* op, const GradScaling& scaling, Device device,
+                     const float** inv_scale, const float** found_inf) {
+  *inv_scale = scaling.inv_scale.defined()
+                   ? scalar_ptr(op, "scaling.inv_scale", scaling.inv_scale, device)
+                   : nullptr;
+  *found_inf = scaling.found_inf.defined()
+                   ? scalar_ptr(op, "scaling.found_inf", scaling.found_inf, device)
+                   : nullptr;
+}
+
+}  // namespace
+
+Tensor make_flag(Device device) { return zeros({1}, {.dtype = DType::Int64, .device = device}); }
+
+void scale(int64_t chunk_size, const Tensor& noop_flag, const TensorLists& lists, double scale) {
+  constexpr const char* kOp = "multi_tensor::scale";
+  const ListsView view =
+      check_lists(kOp, chunk_size, lists, {{"in", kFloat16x}, {"out", kFloat16x}});
+  int64_t* noop = flag_ptr(kOp, noop_flag, view.device);
+  multi_tensor_kernels_for(view.device)
+      .scale(view, chunk_size, noop, ScaleArgs{static_cast<float>(scale)});
+}
+
+void axpby(int64_t chunk_size, const Tensor& noop_flag, const TensorLists& lists, double a,
+           double b, int arg_to_check) {
+  constexpr const char* kOp = "multi_tensor::axpby";
+  const ListsView view =
+      check_lists(kOp, chunk_size, lists, {{"x", kFloat16x}, {"y", kFloat16x}, {"out", kFloat16x}});
+  int64_t* noop = flag_ptr(kOp, noop_flag, view.device);
+  AMP_CHECK(arg_to_check >= -1 && arg_to_check <= 1, kOp,
+            ": expected arg_to_check -1 (x and y), 0 (x) or 1 (y), got ", arg_to_check);
+  multi_tensor_kernels_for(view.device)
+      .axpby(view, chunk_size, noop,
+             AxpbyArgs{static_cast<float>(a), static_cast<float>(b), arg_to_check});
+}
+
+std::pair<Tensor, Tensor> l2norm(int64_t chunk_size, const Tensor& noop_flag,
+                                 const TensorLists& lists, bool per_tensor) {
+  constexpr const char* kOp = "multi_tensor::l2norm";
+  const ListsView view = check_lists(kOp, chunk_size, lists, {{"x", kFloat16x}});
+  int64_t* noop = flag_ptr(kOp, noop_flag, view.device);
+  return l2norm_of(multi_tensor_kernels_for(view.device), view, 0, chunk_size, noop, per_tensor);
+}
+
+void adam(int64_t chunk_size, const Tensor& noop_flag, const TensorLists& lists, double lr,
+          double beta1, double beta2, double epsilon, int64_t step, AdamMode mode,
+          bool bias_correction_on, double weight_decay, const GradScaling& scaling) {
+  constexpr const char* kOp = "multi_tensor::adam";
+  AMP_CHECK(lists.size() == 4 || lists.size() == 5, kOp,
+            ": expected 4 tensor lists (g, p, m, v) or 5 (g, p, m, v, master), got ", lists.size());
+  const ListsView view =
+      lists.size() == 4
+          ? check_lists(kOp, chunk_size, lists,
+                        {{"g", kFloating}, {"p", kFloating}, {"m", kFloat32}, {"v", kFloat32}})
+          : check_lists(kOp, chunk_size, lists,
+                        {{"g", kFloat16x},
+                         {"p", kFloat16x},
+                         {"m", kFloat32},
+                         {"v", kFloat32},
+                         {"master", kFloat32}});
+  AMP_CHECK(view.dtype[0] == view.dtype[1], kOp, ": expected g and p to have one dtype, got g ",
+            dtype_name(view.dtype[0]), " and p ", dtype_name(view.dtype[1]));
+  int64_t* noop = flag_ptr(kOp, noop_flag, view.device);
+  check_step(kOp, step, bias_correction_on);
+  AdamArgs args;
+  args.lr = static_cast<float>(lr);
+  args.beta1 = static_cast<float>(beta1);
+  args.beta2 = static_cast<float>(beta2);
+  args.eps = static_cast<float>(epsilon);
+  if (bias_correction_on) {
+    args.bias_correction1 = bias_correction(args.beta1, step);
+    args.bias_correction2 = bias_correction(args.beta2, step);
+  }
+  args.weight_decay = static_cast<float>(weight_decay);
+  args.mode = mode;
+  resolve_scaling(kOp, scaling, view.device, &args.inv_scale, &args.found_inf);
+  multi_tensor_kernels_for(view.device).adam(view, chunk_size, noop, args);
+}
+
+void sgd(int64_t chunk_size, const Tensor& noop_flag, const TensorLists& lists, double wd,
+         double momentum, double dampening, double lr, bool nesterov, bool first_run,
+         bool wd_after_momentum, double scale, const GradScaling& scaling) {
+  constexpr const char* kOp = "multi_tensor::sgd";
+  AMP_CHECK(lists.size() == 3 || lists.size() == 4, kOp,
+            ": expected 3 tensor lists (g, w, mom) or 4 (g, w, mom, w_out), got ", lists.size());
+  const ListsView view =
+      lists.size() == 3
+          ? check_lists(kOp, chunk_size, lists,
+                        {{"g", kFloating}, {"w", kFloating}, {"mom", kFloating}})
+          : check_lists(
+                kOp, chunk_size, lists,
+                {{"g", kFloating}, {"w", kFloating}, {"mom", kFloating}, {"w_out", kFloating}});
+  const bool supported =
+      contains(kFloat16x, view.dtype[0]) &&
+      (view.depth == 3 ? contains(kFloat16x, view.dtype[1]) && view.dtype[2] == view.dtype[1]
+                       : view.dtype[1] == DType::Float32 && view.dtype[2] == DType::Float32 &&
+                             contains(kHalfTypes, view.dtype[3]));
+  // apex's message, listing what ampcpp supports (a superset of apex's four combinations).
+  AMP_CHECK(supported, kOp,
+            ": only supports some combinations of gradient & weight types: gradient Float32, "
+            "Float16 or BFloat16 with weight and momentum of one dtype of Float32, Float16 or "
+            "BFloat16 (3 lists), or with Float32 weight and momentum and a Float16 or BFloat16 "
+            "w_out (4 lists). Given: gradient: ",
+            dtype_name(view.dtype[0]), ", weight: ", dtype_name(view.dtype[1]),
+            ", momentum: ", dtype_name(view.dtype[2]), view.depth == 4 ? ", w_out: " : "",
+            view.depth == 4 ? dtype_name(view.dtype[3]) : "", ", num_lists: ", view.depth);
+  int64_t* noop = flag_ptr(kOp, noop_flag, view.device);
+  SgdArgs args;
+  args.wd = static_cast<float>(wd);
+  args.momentum = static_cast<float>(momentum);
+  args.dampening = static_cast<float>(dampening);
+  args.lr = static_cast<float>(lr);
+  args.nesterov = nesterov;
+  args.first_run = first_run;
+  args.wd_after_momentum = wd_after_momentum;
+  args.scale = static_cast<float>(scale);
+  resolve_scaling(kOp, scaling, view.device, &args.inv_scale, &args.found_inf);
+  multi_tensor_kernels_for(view.device).sgd(view, chunk_size, noop, args);
+}
+
+void lamb(int64_t chunk_size, const Tensor& noop_flag, const TensorLists& lists, double lr,
+          double beta1, double beta2, double epsilon, int64_t step, bool bias_correction_on,
+          double weight_decay, bool grad_averaging, AdamMode mode, const Tensor& global_grad_norm,
+          double max_grad_norm, bool use_nvlamb) {
+  constexpr const char* kOp = "multi_tensor::lamb";
+  const ListsView view =
+      check_lists(kOp, chunk_size, lists,
+                  {{"g", kFloat16x}, {"p", kFloat16x}, {"m", kFloat16x}, {"v", kFloat16x}});
+  for (int l = 1; l < 4; ++l) {
+    AMP_CHECK(view.dtype[l] == view.dtype[0], kOp, ": expected one dtype for g, p, m and v, got g ",
+              dtype_name(view.dtype[0]), " and list ", l, " ", dtype_name(view.dtype[l]));
+  }
+  int64_t* noop = flag_ptr(kOp, noop_flag, view.device);
+  check_step(kOp, step, bias_correction_on);
+  const MultiTensorKernels& k = multi_tensor_kernels_for(view.device);
+
+  LambStage1Args s1;
+  s1.beta1 = static_cast<float>(beta1);
+  s1.beta2 = static_cast<float>(beta2);
+  s1.beta3 = grad_averaging ? 1 - s1.beta1 : 1.0f;
+  if (bias_correction_on) {
+    s1.bias_correction1 = bias_correction(s1.beta1, step);
+    s1.bias_correction2 = bias_correction(s1.beta2, step);
+  }
+  s1.eps = static_cast<float>(epsilon);
+  s1.mode = mode;
+  s1.weight_decay = static_cast<float>(weight_decay);
+  s1.global_grad_norm = scalar_ptr(kOp, "global_grad_norm", global_grad_norm, view.device);
+  s1.max_grad_norm = static_cast<float>(max_grad_norm);
+
+  // apex: per-tensor param norms, stage 1 (update into g), per-tensor update norms, stage 2.
+  const auto param_norms = l2norm_of(k, view, 1, chunk_size, noop, true);
+  k.lamb_stage1(view, chunk_size, noop, s1);
+  const auto update_norms = l2norm_of(k, view, 0, chunk_size, noop, true);
+  LambStage2Args s2;
+  s2.param_norms = static_cast<const float*>(param_norms.second.data_ptr());
+  s2.update_norms = static_cast<const float*>(update_norms.second.data_ptr());
+  s2.lr = static_cast<float>(lr);
+  s2.weight_decay = s1.weight_decay;
+  s2.use_nvlamb = use_nvlamb;
+  k.lamb_stage2(view.slice(0, 2), chunk_size, noop, s2);
+}
+
+void novograd(int64_t chunk_size, const Tensor& noop_flag, const TensorLists& lists,
+              const Tensor& grad_norms, double lr, double beta1, double beta2, double epsilon,
+              int64_t step, bool bias_correction_on, double weight_decay, bool grad_averaging,
+              int moment_mode, int norm_type) {
+  constexpr const char* kOp = "multi_tensor::novograd";
+  const ListsView view =
+      check_lists(kOp, chunk_size, lists, {{"g", kFloating}, {"p", kFloating}, {"m", kFloating}});
+  AMP_CHECK(view.dtype[1] == view.dtype[0] && view.dtype[2] == view.dtype[0], kOp,
+            ": expected one dtype for g, p and m, got ", dtype_name(view.dtype[0]), ", ",
+            dtype_name(view.dtype[1]), " and ", dtype_name(view.dtype[2]));
+  int64_t* noop = flag_ptr(kOp, noop_flag, view.device);
+  AMP_CHECK(grad_norms.defined() && grad_norms.dtype() == DType::Float32 &&
+                grad_norms.device() == view.device && grad_norms.is_contiguous() &&
+                grad_norms.numel() == view.ntensors,
+            kOp, ": expected grad_norms to be a contiguous Float32 tensor of ", view.ntensors,
+            " elements (one per tensor) on ", to_string(view.device), ", got ",
+            grad_norms.defined() ? dtype_name(grad_norms.dtype()) : "undefined", " ",
+            grad_norms.defined() ? shape_to_string(grad_norms.sizes()) : "", " on ",
+            grad_norms.defined() ? to_string(grad_norms.device()) : "-");
+  AMP_CHECK(norm_type == 0 || norm_type == 2, kOp, ": expected norm_type 2 (L2) or 0 (L-inf), got ",
+            norm_type);
+  AMP_CHECK(moment_mode == 0 || moment_mode == 1, kOp,
+            ": expected moment_mode 0 (regularisation inside the moment) or 1 (decoupled), got ",
+            moment_mode);
+  check_step(kOp, step, bias_correction_on);
+  const MultiTensorKernels& k = multi_tensor_kernels_for(view.device);
+
+  NovoGradArgs args;
+  args.beta1 = static_cast<float>(beta1);
+  args.beta2 = static_cast<float>(beta2);
+  args.beta3 = grad_averaging ? 1 - args.beta1 : 1.0f;
+  if (bias_correction_on) {
+    args.bias_correction1 = bias_correction(args.beta1, step);
+    // apex: std::sqrt(1 - std::pow(beta2, step)), in double, stored as fp32.
+    args.bias_correction2 = static_cast<float>(
+        std::sqrt(1 - std::pow(static_cast<double>(args.beta2), static_cast<double>(step))));
+  }
+  args.eps = static_cast<float>(epsilon);
+  args.lr = static_cast<float>(lr);
+  args.moment_mode = moment_mode;
+  args.weight_decay = static_cast<float>(weight_decay);
+  args.grad_norms = static_cast<const float*>(grad_norms.data_ptr());
+
+  // apex multi_tensor_norm_out_cuda(grads, grad_norms, alpha = beta2, beta = 1 - beta2).
+  const NormKind kind = norm_type == 0 ? NormKind::LInf : NormKind::L2;
+  const Partials p = chunk_partials(k, view, 0, chunk_size, noop, kind);
+  k.finish_norm_blend(view.device, kind, static_cast<const float*>(p.values.data_ptr()),
+                      static_cast<const int64_t*>(p.chunk_base.data_ptr()), view.ntensors,
+                      args.beta2, 1.0f - args.beta2, static_cast<float*>(grad_norms.data_ptr()));
+  k.novograd(view, chunk_size, noop, args);
+}
+
+void adagrad(int64_t chunk_size, const Tensor& noop_flag, const TensorLists& lists, double lr,
+             double epsilon, AdagradMode mode, double weight_decay) {
+  constexpr const char* kOp = "multi_tensor::adagrad";
+  const ListsView view =
+      check_lists(kOp, chunk_size, lists, {{"g", kFloating}, {"p", kFloating}, {"h", kFloating}});
+  AMP_CHECK(view.dtype[1] == view.dtype[0] && view.dtype[2] == view.dtype[0], kOp,
+            ": expected one dtype for g, p and h, got ", dtype_name(view.dtype[0]), ", ",
+            dtype_name(view.dtype[1]), " and ", dtype_name(view.dtype[2]));
+  int64_t* noop = flag_ptr(kOp, noop_flag, view.device);
+  AdagradArgs args;
+  args.lr = static_cast<float>(lr);
+  args.eps = static_cast<float>(epsilon);
+  args.mode = mode;
+  args.weight_decay = static_cast<float>(weight_decay);
+  multi_tensor_kernels_for(view.device).adagrad(view, chunk_size, noop, args);
+}
+
+void non_finite_check_and_unscale_(const std::vector<Tensor>& scaled_grads, const Tensor& found_inf,
+                                   const Tensor& inv_scale) {
+  constexpr const char* kOp = "non_finite_check_and_unscale_";
+  if (scaled_grads.empty()) return;  // as torch: no checks at all
+  AMP_CHECK(scaled_grads[0].defined(), kOp, ": one of scaled_grads is undefined (index 0)");
+  const Device device = scaled_grads[0].device();
+  const char* type = device_type_name(device.type);
+  // torch's messages, with the device type of the grads.
+  AMP_CHECK(inv_scale.defined() && inv_scale.device() == device, kOp, ": inv_scale must be a ",
+            type, " tensor on ", to_string(device), ".");
+  AMP_CHECK(found_inf.defined() && found_inf.device() == device, kOp, ": found_inf must be a ",
+            type, " tensor on ", to_string(device), ".");
+  AMP_CHECK(inv_scale.numel() == 1, kOp, ": inv_scale must be a 1-element tensor.");
+  AMP_CHECK(found_inf.numel() == 1, kOp, ": found_inf must be a 1-element tensor.");
+  AMP_CHECK(inv_scale.dtype() == DType::Float32, kOp, ": inv_scale must be a float tensor.");
+  AMP_CHECK(found_inf.dtype() == DType::Float32, kOp, ": found_inf must be a float tensor.");
+
+  // Group by dtype (one launch per dtype); non-contiguous grads run on a contiguous copy that
+  // is copied back (torch's per-tensor fallback).
+  std::map<DType, std::vector<Tensor>> work;
+  std::vector<std::pair<Tensor, Tensor>> copy_back;
+  for (size_t i = 0; i < scaled_grads.size(); ++i) {
+    const Tensor& g = scaled_grads[i];
+    AMP_CHECK(g.defined(), kOp, ": one of scaled_grads is undefined (index ", i, ")");
+    AMP_CHECK(g.device().type == device.type, kOp, ": one of scaled_grads was not a ", type,
+              " tensor (index ", i, " is on ", to_string(g.device()), ").");
+    AMP_CHECK(g.device() == device, kOp, ": scaled_grads must be on the same device (",
+              to_string(device), " and ", to_string(g.device()), ").");
+    AMP_CHECK(contains(kFloating, g.dtype()), kOp,
+              ": expected floating-point grads (Float32, Float16, BFloat16 or Float64), got ",
+              dtype_name(g.dtype()), " (index ", i, ")");
+    if (g.numel() == 0) continue;
+    if (g.is_contiguous()) {
+      work[g.dtype()].push_back(g);
+    } else {
+      Tensor c = g.contiguous();
+      work[g.dtype()].push_back(c);
+      copy_back.emplace_back(g, c);
+    }
+  }
+  const MultiTensorKernels& k = multi_tensor_kernels_for(device);
+  float* found = static_cast<float*>(found_inf.data_ptr());
+  const float* inv = static_cast<const float*>(inv_scale.data_ptr());
+  for (const auto& [dtype, grads] : work) {
+    const ListsView view =
+        check_lists(kOp, kDefaultChunkSize, {grads}, {{"scaled_grads", kFloating}});
+    k.unscale(view, kDefaultChunkSize, found, inv);
+  }
+  for (auto& [original, copy] : copy_back) {
+    Tensor target = original;
+    target.copy_(copy);
+  }
+}
+
+Tensor update_scale_(const Tensor& scale, const Tensor& growth_tracker, const Tensor& found_inf,
+                     double growth_factor, double backoff_factor, int64_t growth_interval) {
+  constexpr const char* kOp = "update_scale_";
+  AMP_CHECK(scale.defined() && growth_tracker.defined() && found_inf.defined(), kOp,
+            ": expected defined scale, growth_tracker and found_inf tensors");
+  const Device device = scale.device();
+  const char* type = device_type_name(device.type);
+  AMP_CHECK(growth_tracker.device() == device, kOp, ": growth_tracker must be a ", type,
+            " tensor on ", to_string(device), ".");
+  AMP_CHECK(found_inf.device() == device, kOp, ": found_inf must be a ", type, " tensor on ",
+            to_string(device), ".");
+  AMP_CHECK(growth_tracker.numel() == 1, kOp, ": growth_tracker must be a 1-element tensor.");
+  AMP_CHECK(scale.numel() == 1, kOp, ": current_scale must be a 1-element tensor.");
+  AMP_CHECK(found_inf.numel() == 1, kOp, ": found_inf must be a 1-element tensor.");
+  AMP_CHECK(growth_tracker.dtype() == DType::Int64, kOp,
+            ": growth_tracker must be an Int64 tensor (torch: int32; ampcpp has no Int32), got ",
+            dtype_name(growth_tracker.dtype()), ".");
+  AMP_CHECK(scale.dtype() == DType::Float32, kOp, ": current_scale must be a float tensor.");
+  AMP_CHECK(found_inf.dtype() == DType::Float32, kOp, ": found_inf must be a float tensor.");
+  multi_tensor_kernels_for(device).update_scale(device, static_cast<float*>(scale.data_ptr()),
+                                                static_cast<int64_t*>(growth_tracker.data_ptr()),
+                                                static_cast<const float*>(found_inf.data_ptr()),
+                                                growth_factor, backoff_factor, growth_interval);
+  return scale;
+}
+
+}  // namespace amp::multi_tensor

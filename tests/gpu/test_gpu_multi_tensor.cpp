@@ -1,0 +1,308 @@
+// The CUDA multi-tensor launcher (csrc/cuda/multi_tensor.cu) against the CPU launcher: the same
+// functors run on both, so results agree bit for bit where no fused multiply-add can differ
+// (scale, unscale, l2norm, update_scale) and within an fp32 ulp (before the final rounding)
+// elsewhere. Without a usable CUDA device every test prints "[gpu skipped]" and the reason, and
+// ctest reports the suite as skipped.
+#include <boost/test/unit_test.hpp>
+#include <cmath>
+#include <cstdint>
+#include <iostream>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "csrc/core/factories.h"
+#include "csrc/core/tensor.h"
+#include "csrc/cuda/cuda_backend.h"
+#include "csrc/multi_tensor/multi_tensor.h"
+
+namespace {
+
+namespace mt = amp::multi_tensor;
+using amp::Device;
+using amp::DType;
+using amp::Tensor;
+
+// Prints the skip line ctest looks for and returns true when there is no usable CUDA device.
+bool skip_without_cuda() {
+  if (amp::cuda_backend::is_available()) return false;
+  std::cout << "[gpu skipped] " << boost::unit_test::framework::current_test_case().p_name.get()
+            << ": " << amp::cuda_backend::unavailable_reason() << std::endl;
+  BOOST_TEST(!amp::cuda_backend::is_available());
+  return true;
+}
+
+const Device kCuda = Device::cuda(0);
+const Device kCpu = Device::cpu();
+
+Tensor make(const std::vector<double>& v, DType dtype) {
+  return amp::from_vector(v, {static_cast<int64_t>(v.size())}, {.dtype = dtype});
+}
+
+std::vector<double> host_values(const Tensor& t) { return t.to(kCpu).to_vector<double>(); }
+
+// Random lists of `sizes` per dtype: apex-like shapes that need several launches (more than 110
+// tensors, more than 320 chunks with chunk size 333).
+mt::TensorLists random_lists(const std::vector<int64_t>& sizes, const std::vector<DType>& dtypes,
+                             std::mt19937& rng, double lo, double hi) {
+  std::uniform_real_distribution<double> dist(lo, hi);
+  mt::TensorLists lists(dtypes.size());
+  for (size_t l = 0; l < dtypes.size(); ++l) {
+    for (int64_t n : sizes) {
+      std::vector<double> v(static_cast<size_t>(n));
+      for (double& x : v) x = dist(rng);
+      lists[l].push_back(make(v, dtypes[l]));
+    }
+  }
+  return lists;
+}
+
+mt::TensorLists copy_to(const mt::TensorLists& lists, Device device) {
+  mt::TensorLists out(lists.size());
+  for (size_t l = 0; l < lists.size(); ++l) {
+    for (const Tensor& t : lists[l]) out[l].push_back(t.to(device).clone());
+  }
+  return out;
+}
+
+std::vector<int64_t> many_sizes() {
+  std::vector<int64_t> sizes;
+  for (int i = 0; i < 130; ++i) sizes.push_back(1 + (i * 7919) % 3000);
+  sizes.push_back(2048 * 32 + 1);
+  sizes.push_back(0);
+  sizes.push_back(555);
+  return sizes;
+}
+
+// Tolerance of one unit in the last place of `dtype` (0: bit-identical).
+double ulp_rtol(DType dtype, bool exact) {
+  if (exact) return 0;
+  switch (dtype) {
+    case DType::Float16:
+      return 1e-3;
+    case DType::BFloat16:
+      return 8e-3;
+    default:
+      return 2e-6;
+  }
+}
+
+void compare(const Tensor& gpu, const Tensor& cpu, bool exact, const std::string& what) {
+  BOOST_REQUIRE(gpu.device() == kCuda);
+  const std::vector<double> g = host_values(gpu), c = host_values(cpu);
+  BOOST_REQUIRE_EQUAL(g.size(), c.size());
+  const double rtol = ulp_rtol(cpu.dtype(), exact);
+  for (size_t i = 0; i < g.size(); ++i) {
+    const bool both_nan = g[i] != g[i] && c[i] != c[i];
+    if (!(both_nan || g[i] == c[i] ||
+          std::fabs(g[i] - c[i]) <= rtol * std::fabs(c[i]) + rtol * 1e-3)) {
+      BOOST_ERROR(what << ": element " << i << " is " << g[i] << " on CUDA, " << c[i]
+                       << " on the CPU");
+      return;
+    }
+  }
+}
+
+void compare_lists(const mt::TensorLists& gpu, const mt::TensorLists& cpu, bool exact,
+                   const std::string& what) {
+  for (size_t l = 0; l < cpu.size(); ++l) {
+    for (size_t t = 0; t < cpu[l].size(); ++t) {
+      compare(gpu[l][t], cpu[l][t], exact,
+              what + " list " + std::to_string(l) + " tensor " + std::to_string(t));
+    }
+  }
+}
+
+int64_t flag_of(const Tensor& flag) { return flag.to(kCpu).item<int64_t>(); }
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(gpu_multi_tensor)
+
+BOOST_AUTO_TEST_CASE(scale_matches_cpu_bit_for_bit_across_launches) {
+  if (skip_without_cuda()) return;
+  const std::vector<DType> dtypes = {DType::Float32, DType::Float16, DType::BFloat16};
+  for (DType in : dtypes) {
+    for (DType out : dtypes) {
+      for (int64_t chunk : {int64_t{333}, int64_t{2048 * 32}}) {
+        std::mt19937 rng(1);
+        const mt::TensorLists cpu = random_lists(many_sizes(), {in, out}, rng, -100, 100);
+        const mt::TensorLists gpu = copy_to(cpu, kCuda);
+        Tensor cpu_flag = mt::make_flag(), gpu_flag = mt::make_flag(kCuda);
+        mt::scale(chunk, cpu_flag, cpu, 0.37);
+        mt::scale(chunk, gpu_flag, gpu, 0.37);
+        compare_lists(gpu, cpu, true, "scale");
+        BOOST_TEST(flag_of(gpu_flag) == 0);
+        // An inf in the last tensor of a later launch sets the device flag.
+        gpu[0][gpu[0].size() - 1].narrow(0, 554, 1).fill_(std::numeric_limits<double>::infinity());
+        mt::scale(chunk, gpu_flag, gpu, 0.37);
+        BOOST_TEST(flag_of(gpu_flag) == 1);
+      }
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(axpby_matches_cpu) {
+  if (skip_without_cuda()) return;
+  std::mt19937 rng(2);
+  const mt::TensorLists cpu =
+      random_lists(many_sizes(), {DType::Float16, DType::Float32, DType::BFloat16}, rng, -4, 4);
+  const mt::TensorLists gpu = copy_to(cpu, kCuda);
+  mt::axpby(333, mt::make_flag(), cpu, 2.0, -0.5, -1);
+  mt::axpby(333, mt::make_flag(kCuda), gpu, 2.0, -0.5, -1);
+  compare_lists(gpu, cpu, false, "axpby");
+}
+
+BOOST_AUTO_TEST_CASE(l2norm_matches_cpu_bit_for_bit) {
+  if (skip_without_cuda()) return;
+  for (DType dtype : {DType::Float32, DType::Float16, DType::BFloat16}) {
+    for (int64_t chunk : {int64_t{333}, int64_t{2048 * 32}}) {
+      std::mt19937 rng(3);
+      const mt::TensorLists cpu = random_lists(many_sizes(), {dtype}, rng, -2, 2);
+      const mt::TensorLists gpu = copy_to(cpu, kCuda);
+      const auto [ct, ce] = mt::l2norm(chunk, mt::make_flag(), cpu, true);
+      Tensor flag = mt::make_flag(kCuda);
+      const auto [gt, ge] = mt::l2norm(chunk, flag, gpu, true);
+      compare(gt, ct, true, "l2norm total");
+      compare(ge, ce, true, "l2norm per tensor");
+      BOOST_TEST(flag_of(flag) == 0);
+      gpu[0][7].narrow(0, 0, 1).fill_(std::numeric_limits<double>::quiet_NaN());
+      mt::l2norm(chunk, flag, gpu, false);
+      BOOST_TEST(flag_of(flag) == 1);
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(adam_matches_cpu_with_and_without_master_weights) {
+  if (skip_without_cuda()) return;
+  for (mt::AdamMode mode : {mt::AdamMode::L2, mt::AdamMode::AdamW}) {
+    std::mt19937 rng(4);
+    mt::TensorLists cpu4 = random_lists(
+        many_sizes(), {DType::Float32, DType::Float32, DType::Float32, DType::Float32}, rng, 0, 1);
+    mt::TensorLists gpu4 = copy_to(cpu4, kCuda);
+    mt::TensorLists cpu5 = random_lists(
+        many_sizes(),
+        {DType::BFloat16, DType::BFloat16, DType::Float32, DType::Float32, DType::Float32}, rng, 0,
+        1);
+    mt::TensorLists gpu5 = copy_to(cpu5, kCuda);
+    for (int step = 1; step <= 3; ++step) {
+      mt::adam(333, mt::make_flag(), cpu4, 1e-3, 0.9, 0.999, 1e-8, step, mode, true, 0.01);
+      mt::adam(333, mt::make_flag(kCuda), gpu4, 1e-3, 0.9, 0.999, 1e-8, step, mode, true, 0.01);
+      mt::adam(333, mt::make_flag(), cpu5, 1e-3, 0.9, 0.999, 1e-8, step, mode, true, 0.01,
+               {amp::full({1}, 0.5), amp::zeros({1})});
+      mt::adam(333, mt::make_flag(kCuda), gpu5, 1e-3, 0.9, 0.999, 1e-8, step, mode, true, 0.01,
+               {amp::full({1}, 0.5, {.device = kCuda}), amp::zeros({1}, {.device = kCuda})});
+    }
+    compare_lists(gpu4, cpu4, false, "adam");
+    compare_lists(gpu5, cpu5, false, "adam master");
+    // found_inf on the device skips the update.
+    const mt::TensorLists before = copy_to(gpu5, kCpu);
+    mt::adam(333, mt::make_flag(kCuda), gpu5, 1e-3, 0.9, 0.999, 1e-8, 4, mode, true, 0.01,
+             {Tensor(), amp::ones({1}, {.device = kCuda})});
+    compare_lists(gpu5, before, true, "adam skipped");
+  }
+}
+
+BOOST_AUTO_TEST_CASE(sgd_matches_cpu_and_honours_the_noop_flag) {
+  if (skip_without_cuda()) return;
+  std::mt19937 rng(5);
+  mt::TensorLists cpu3 =
+      random_lists(many_sizes(), {DType::Float16, DType::Float16, DType::Float16}, rng, -1, 1);
+  mt::TensorLists gpu3 = copy_to(cpu3, kCuda);
+  mt::TensorLists cpu4 = random_lists(
+      many_sizes(), {DType::Float32, DType::Float32, DType::Float32, DType::Float16}, rng, -1, 1);
+  mt::TensorLists gpu4 = copy_to(cpu4, kCuda);
+  for (int step = 1; step <= 3; ++step) {
+    mt::sgd(333, mt::make_flag(), cpu3, 1e-2, 0.9, 0.1, 0.1, false, step == 1, false, 0.5);
+    mt::sgd(333, mt::make_flag(kCuda), gpu3, 1e-2, 0.9, 0.1, 0.1, false, step == 1, false, 0.5);
+    mt::sgd(333, mt::make_flag(), cpu4, 1e-2, 0.9, 0.0, 0.1, true, step == 1, true, 1.0);
+    mt::sgd(333, mt::make_flag(kCuda), gpu4, 1e-2, 0.9, 0.0, 0.1, true, step == 1, true, 1.0);
+  }
+  compare_lists(gpu3, cpu3, false, "sgd 3 lists");
+  compare_lists(gpu4, cpu4, false, "sgd 4 lists");
+  const mt::TensorLists before = copy_to(gpu4, kCpu);
+  Tensor flag = mt::make_flag(kCuda);
+  flag.fill_(1.0);
+  mt::sgd(333, flag, gpu4, 1e-2, 0.9, 0.0, 0.1, true, false, true, 1.0);
+  compare_lists(gpu4, before, true, "sgd with noop set");
+}
+
+BOOST_AUTO_TEST_CASE(lamb_novograd_and_adagrad_match_cpu) {
+  if (skip_without_cuda()) return;
+  std::mt19937 rng(6);
+  const std::vector<int64_t> sizes = many_sizes();
+  mt::TensorLists cpu_lamb = random_lists(
+      sizes, {DType::Float32, DType::Float32, DType::Float32, DType::Float32}, rng, -1, 1);
+  mt::TensorLists gpu_lamb = copy_to(cpu_lamb, kCuda);
+  mt::lamb(333, mt::make_flag(), cpu_lamb, 1e-3, 0.9, 0.999, 1e-6, 1, true, 0.01, true,
+           mt::AdamMode::AdamW, amp::full({1}, 3.0), 1.0, true);
+  mt::lamb(333, mt::make_flag(kCuda), gpu_lamb, 1e-3, 0.9, 0.999, 1e-6, 1, true, 0.01, true,
+           mt::AdamMode::AdamW, amp::full({1}, 3.0, {.device = kCuda}), 1.0, true);
+  compare_lists(gpu_lamb, cpu_lamb, false, "lamb");
+
+  mt::TensorLists cpu_novo =
+      random_lists(sizes, {DType::Float32, DType::Float32, DType::Float32}, rng, -1, 1);
+  mt::TensorLists gpu_novo = copy_to(cpu_novo, kCuda);
+  const int64_t n = static_cast<int64_t>(sizes.size());
+  Tensor cpu_norms = amp::full({n}, 0.5), gpu_norms = amp::full({n}, 0.5, {.device = kCuda});
+  for (int norm_type : {2, 0}) {
+    mt::novograd(333, mt::make_flag(), cpu_novo, cpu_norms, 1e-3, 0.95, 0.98, 1e-8, 1, true, 0.01,
+                 true, 1, norm_type);
+    mt::novograd(333, mt::make_flag(kCuda), gpu_novo, gpu_norms, 1e-3, 0.95, 0.98, 1e-8, 1, true,
+                 0.01, true, 1, norm_type);
+    compare(gpu_norms, cpu_norms, false, "novograd norms");
+    compare_lists(gpu_novo, cpu_novo, false, "novograd");
+  }
+
+  mt::TensorLists cpu_ada =
+      random_lists(sizes, {DType::Float16, DType::Float16, DType::Float16}, rng, 0, 1);
+  mt::TensorLists gpu_ada = copy_to(cpu_ada, kCuda);
+  mt::adagrad(333, mt::make_flag(), cpu_ada, 1e-2, 1e-10, mt::AdagradMode::L2, 1e-4);
+  mt::adagrad(333, mt::make_flag(kCuda), gpu_ada, 1e-2, 1e-10, mt::AdagradMode::L2, 1e-4);
+  compare_lists(gpu_ada, cpu_ada, false, "adagrad");
+}
+
+BOOST_AUTO_TEST_CASE(grad_scaler_kernels_match_cpu) {
+  if (skip_without_cuda()) return;
+  std::mt19937 rng(7);
+  mt::TensorLists cpu = random_lists(many_sizes(), {DType::BFloat16}, rng, -1000, 1000);
+  mt::TensorLists gpu = copy_to(cpu, kCuda);
+  Tensor cpu_found = amp::zeros({1}), gpu_found = amp::zeros({1}, {.device = kCuda});
+  mt::non_finite_check_and_unscale_(cpu[0], cpu_found, amp::full({1}, 1.0 / 3));
+  mt::non_finite_check_and_unscale_(gpu[0], gpu_found, amp::full({1}, 1.0 / 3, {.device = kCuda}));
+  compare_lists(gpu, cpu, true, "unscale");
+  BOOST_TEST(gpu_found.to(kCpu).item<float>() == 0.f);
+  gpu[0][100].narrow(0, 0, 1).fill_(std::numeric_limits<double>::infinity());
+  mt::non_finite_check_and_unscale_(gpu[0], gpu_found, amp::ones({1}, {.device = kCuda}));
+  BOOST_TEST(gpu_found.to(kCpu).item<float>() == 1.f);
+
+  Tensor cs = amp::full({1}, 65536.0), ct = amp::zeros({1}, {.dtype = DType::Int64});
+  Tensor gs = cs.to(kCuda).clone(), gt = ct.to(kCuda).clone();
+  for (int i = 0; i < 200; ++i) {
+    const double found = (i % 7 == 3 || i > 180) ? 1.0 : 0.0;
+    mt::update_scale_(cs, ct, amp::full({1}, found), 2.0, 0.5, 3);
+    mt::update_scale_(gs, gt, amp::full({1}, found, {.device = kCuda}), 2.0, 0.5, 3);
+    BOOST_TEST(gs.to(kCpu).item<float>() == cs.item<float>());
+    BOOST_TEST(gt.to(kCpu).item<int64_t>() == ct.item<int64_t>());
+  }
+}
+
+BOOST_AUTO_TEST_CASE(cuda_lists_reject_tensors_and_flags_on_other_devices) {
+  if (skip_without_cuda()) return;
+  const Tensor a = amp::ones({4}, {.device = kCuda}), b = amp::ones({4});
+  try {
+    mt::scale(333, mt::make_flag(kCuda), {{a}, {b}}, 1.0);
+    BOOST_ERROR("expected amp::Error");
+  } catch (const amp::Error& e) {
+    BOOST_TEST(std::string(e.what()).find("multi_tensor::scale") != std::string::npos);
+  }
+  try {
+    mt::scale(333, mt::make_flag(), {{a}, {a}}, 1.0);
+    BOOST_ERROR("expected amp::Error");
+  } catch (const amp::Error& e) {
+    BOOST_TEST(std::string(e.what()).find("noop_flag") != std::string::npos);
+  }
+}
+
+BOOST_AUTO_TEST_SUITE_END()
