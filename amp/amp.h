@@ -43,6 +43,7 @@
 #include "nn/multihead_attention.h"
 #include "nn/normalization.h"
 #include "nn/pooling.h"
+#include "nn/utils.h"
 #include "optimizers/adam.h"
 #include "optimizers/lr_scheduler.h"
 #include "optimizers/optimizer.h"
