@@ -18,8 +18,10 @@ namespace {
 std::vector<Tensor> defined_grads(const std::vector<Tensor>& params, const char* op) {
   std::vector<Tensor> grads;
   for (size_t i = 0; i < params.size(); ++i) {
-    AMP_CHECK(params[i].defined(), op, ": expected defined parameters, got an undefined tensor at "
-              "position ", i);
+    AMP_CHECK(params[i].defined(), op,
+              ": expected defined parameters, got an undefined tensor at "
+              "position ",
+              i);
     const Tensor g = params[i].grad();
     if (g.defined()) grads.push_back(g);
   }
@@ -77,8 +79,9 @@ double clip_grad_norm_(const std::vector<Tensor>& params, double max_norm, doubl
     }
     total = std::pow(total, 1.0 / norm_type);
   }
-  AMP_CHECK(!error_if_nonfinite || std::isfinite(total), "clip_grad_norm_: the total norm of order ",
-            norm_type, " for gradients from `parameters` is non-finite (", total,
+  AMP_CHECK(!error_if_nonfinite || std::isfinite(total),
+            "clip_grad_norm_: the total norm of order ", norm_type,
+            " for gradients from `parameters` is non-finite (", total,
             "), so it cannot be clipped; set error_if_nonfinite=false to skip this check");
   const double coef = max_norm / (total + 1e-6);
   if (coef < 1.0 || !std::isfinite(total)) {

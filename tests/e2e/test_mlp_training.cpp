@@ -16,14 +16,16 @@ constexpr int64_t kBatch = 50;
 
 std::shared_ptr<amp::nn::Sequential> make_mlp() {
   amp::manual_seed(1234);
-  return std::make_shared<amp::nn::Sequential>(std::initializer_list<std::shared_ptr<amp::nn::Module>>{
-      std::make_shared<amp::nn::Flatten>(), std::make_shared<amp::nn::Linear>(784, 128),
-      std::make_shared<amp::nn::ReLU>(), std::make_shared<amp::nn::Linear>(128, 10)});
+  return std::make_shared<amp::nn::Sequential>(
+      std::initializer_list<std::shared_ptr<amp::nn::Module>>{
+          std::make_shared<amp::nn::Flatten>(), std::make_shared<amp::nn::Linear>(784, 128),
+          std::make_shared<amp::nn::ReLU>(), std::make_shared<amp::nn::Linear>(128, 10)});
 }
 
 amp::data::DataLoader make_loader() {
-  return amp::data::DataLoader(amp::data::fashion_mnist(),
-                               {.batch_size = kBatch, .shuffle = true, .seed = 7, .limit = kSamples});
+  return amp::data::DataLoader(
+      amp::data::fashion_mnist(),
+      {.batch_size = kBatch, .shuffle = true, .seed = 7, .limit = kSamples});
 }
 
 void train_epoch(amp::nn::Module& model, amp::optimizers::Optimizer& optimizer,
@@ -97,8 +99,8 @@ BOOST_AUTO_TEST_CASE(checkpoint_resume_is_bit_identical_to_uninterrupted_trainin
     amp::save(opt.state_dict(), optim_path);
   }
   amp::manual_seed(999);  // a different initialisation, overwritten by the checkpoint
-  auto resumed = std::make_shared<amp::nn::Sequential>(
-      std::initializer_list<std::shared_ptr<amp::nn::Module>>{
+  auto resumed =
+      std::make_shared<amp::nn::Sequential>(std::initializer_list<std::shared_ptr<amp::nn::Module>>{
           std::make_shared<amp::nn::Flatten>(), std::make_shared<amp::nn::Linear>(784, 128),
           std::make_shared<amp::nn::ReLU>(), std::make_shared<amp::nn::Linear>(128, 10)});
   amp::optimizers::SGD resumed_opt(resumed->parameters(), {.lr = 0.05, .momentum = 0.9});
