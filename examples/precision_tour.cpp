@@ -72,9 +72,9 @@ ErrorStats compare(const amp::Tensor& got, const amp::Tensor& reference) {
 
 struct OpCase {
   std::string name;
-  std::string unit;        // "GFLOP/s" or "GB/s"
-  double work;             // FLOPs or bytes per call, at 4 bytes per element (fp32 traffic)
-  bool bytes_scale;        // work is bytes and scales with the dtype's element size
+  std::string unit;  // "GFLOP/s" or "GB/s"
+  double work;       // FLOPs or bytes per call, at 4 bytes per element (fp32 traffic)
+  bool bytes_scale;  // work is bytes and scales with the dtype's element size
   std::function<amp::Tensor(const std::vector<amp::Tensor>&)> run;
   std::vector<amp::Shape> input_shapes;
 };
@@ -85,26 +85,50 @@ void run_op_table(const Config& cfg) {
   const int64_t n = cfg.size;
   const int64_t elems = 4 * n * n;
   std::vector<OpCase> cases = {
-      {"matmul " + std::to_string(n) + "^3", "GFLOP/s", 2.0 * n * n * n, false,
-       [](const auto& in) { return amp::matmul(in[0], in[1]); }, {{n, n}, {n, n}}},
-      {"add", "GB/s", 3.0 * 4 * elems, true, [](const auto& in) { return in[0] + in[1]; },
+      {"matmul " + std::to_string(n) + "^3",
+       "GFLOP/s",
+       2.0 * n * n * n,
+       false,
+       [](const auto& in) { return amp::matmul(in[0], in[1]); },
+       {{n, n}, {n, n}}},
+      {"add",
+       "GB/s",
+       3.0 * 4 * elems,
+       true,
+       [](const auto& in) { return in[0] + in[1]; },
        {{4 * n, n}, {4 * n, n}}},
-      {"exp", "GB/s", 2.0 * 4 * elems, true, [](const auto& in) { return amp::exp(in[0]); },
+      {"exp",
+       "GB/s",
+       2.0 * 4 * elems,
+       true,
+       [](const auto& in) { return amp::exp(in[0]); },
        {{4 * n, n}}},
-      {"gelu", "GB/s", 2.0 * 4 * elems, true, [](const auto& in) { return amp::gelu(in[0]); },
+      {"gelu",
+       "GB/s",
+       2.0 * 4 * elems,
+       true,
+       [](const auto& in) { return amp::gelu(in[0]); },
        {{4 * n, n}}},
-      {"sum (dim 1)", "GB/s", 1.0 * 4 * elems, true,
-       [](const auto& in) { return amp::sum(in[0], {1}); }, {{4 * n, n}}},
-      {"softmax (dim 1)", "GB/s", 2.0 * 4 * elems, true,
-       [](const auto& in) { return amp::softmax(in[0], 1); }, {{4 * n, n}}},
+      {"sum (dim 1)",
+       "GB/s",
+       1.0 * 4 * elems,
+       true,
+       [](const auto& in) { return amp::sum(in[0], {1}); },
+       {{4 * n, n}}},
+      {"softmax (dim 1)",
+       "GB/s",
+       2.0 * 4 * elems,
+       true,
+       [](const auto& in) { return amp::softmax(in[0], 1); },
+       {{4 * n, n}}},
   };
   const std::vector<amp::DType> dtypes = {amp::DType::Float32, amp::DType::BFloat16,
                                           amp::DType::Float16};
   std::printf("\nError against Float64 and speed (best of repeated runs, %d threads)\n",
               cfg.threads);
   print_rule();
-  std::printf("%-18s %-9s %12s %12s %8s %12s %10s\n", "op", "dtype", "max abs err",
-              "max rel err", "inf/nan", "time (ms)", "speed");
+  std::printf("%-18s %-9s %12s %12s %8s %12s %10s\n", "op", "dtype", "max abs err", "max rel err",
+              "inf/nan", "time (ms)", "speed");
   print_rule();
   for (const auto& c : cases) {
     std::vector<amp::Tensor> inputs;
@@ -117,8 +141,7 @@ void run_op_table(const Config& cfg) {
       for (const auto& t : inputs) typed.push_back(t.to(dtype));
       const ErrorStats err = compare(c.run(typed), reference);
       const double seconds = time_best([&] { c.run(typed); }, cfg.min_time);
-      const double work =
-          c.bytes_scale ? c.work * amp::element_size(dtype) / 4.0 : c.work;
+      const double work = c.bytes_scale ? c.work * amp::element_size(dtype) / 4.0 : c.work;
       std::printf("%-18s %-9s %12.3e %12.3e %8lld %12.3f %7.1f %s\n", c.name.c_str(),
                   amp::dtype_name(dtype), err.max_abs, err.max_rel,
                   static_cast<long long>(err.non_finite), seconds * 1e3, work / seconds / 1e9,
@@ -126,9 +149,10 @@ void run_op_table(const Config& cfg) {
     }
   }
   print_rule();
-  std::printf("Inputs are N(0,1) drawn in fp32 and rounded to each dtype; the Float64 run uses\n"
-              "the same rounded-from-fp32 values, so the error shown is that of the computation\n"
-              "plus the input rounding. 16-bit ops compute in fp32 and round once (as GPUs do).\n");
+  std::printf(
+      "Inputs are N(0,1) drawn in fp32 and rounded to each dtype; the Float64 run uses\n"
+      "the same rounded-from-fp32 values, so the error shown is that of the computation\n"
+      "plus the input rounding. 16-bit ops compute in fp32 and round once (as GPUs do).\n");
 }
 
 void run_range_demo() {
@@ -138,14 +162,15 @@ void run_range_demo() {
   std::printf("%-14s %-18s %-18s %-18s\n", "value", "Float16", "BFloat16", "Float32");
   for (double v : values) {
     const amp::Tensor x = amp::from_vector<double>({v}, {1}, {.dtype = amp::DType::Float64});
-    std::printf("%-14.4g %-18.8g %-18.8g %-18.8g\n", v,
-                x.to(amp::DType::Float16).item<double>(), x.to(amp::DType::BFloat16).item<double>(),
+    std::printf("%-14.4g %-18.8g %-18.8g %-18.8g\n", v, x.to(amp::DType::Float16).item<double>(),
+                x.to(amp::DType::BFloat16).item<double>(),
                 x.to(amp::DType::Float32).item<double>());
   }
   print_rule();
-  std::printf("fp16 overflows to inf above 65504 (65520 is the rounding boundary) and flushes\n"
-              "values below 2^-25 (about 3e-8) to zero; bf16 has fp32's range with 8 bits of\n"
-              "precision.\n");
+  std::printf(
+      "fp16 overflows to inf above 65504 (65520 is the rounding boundary) and flushes\n"
+      "values below 2^-25 (about 3e-8) to zero; bf16 has fp32's range with 8 bits of\n"
+      "precision.\n");
 
   // A batch of small gradients, the kind a loss's backward pass produces late in training.
   amp::manual_seed(7);
@@ -158,8 +183,7 @@ void run_range_demo() {
   const amp::Tensor scaled = (grads * scale).to(amp::DType::Float16);
   const double scaled_zero_fraction =
       amp::sum(amp::eq(scaled, 0.0)).item<double>() / static_cast<double>(grads.numel());
-  const double recovered =
-      amp::sum(scaled.to(amp::DType::Float64) / scale).item<double>();
+  const double recovered = amp::sum(scaled.to(amp::DType::Float64) / scale).item<double>();
   std::printf("\nLoss scaling: 100000 gradients of magnitude ~1e-8 (sum %.6e)\n", total);
   std::printf("  cast to fp16:                     %5.1f%% become zero, sum %.6e\n",
               100 * zero_fraction, amp::sum(fp16.to(amp::DType::Float64)).item<double>());

@@ -14,12 +14,12 @@ using TensorHook = std::function<Tensor(const Tensor&)>;
 using PostAccumulateGradHook = std::function<void(const Tensor&)>;
 
 struct AutogradMeta {
-  bool requires_grad = false;      // set on leaves; a non-leaf requires grad through grad_fn
-  Tensor grad;                     // accumulated gradient (leaves, or non-leaves with retain_grad)
-  std::shared_ptr<Node> grad_fn;   // the op that produced this tensor (non-leaves)
-  uint32_t output_nr = 0;          // which output of grad_fn this tensor is
+  bool requires_grad = false;     // set on leaves; a non-leaf requires grad through grad_fn
+  Tensor grad;                    // accumulated gradient (leaves, or non-leaves with retain_grad)
+  std::shared_ptr<Node> grad_fn;  // the op that produced this tensor (non-leaves)
+  uint32_t output_nr = 0;         // which output of grad_fn this tensor is
   std::weak_ptr<Node> grad_accumulator;  // leaves: the AccumulateGrad node, shared by all uses
-  std::vector<TensorHook> hooks;   // leaves; non-leaf hooks live on grad_fn
+  std::vector<TensorHook> hooks;         // leaves; non-leaf hooks live on grad_fn
   std::vector<PostAccumulateGradHook> post_accumulate_hooks;
   bool retains_grad = false;
 };

@@ -37,10 +37,11 @@ void check_finite(const Node& node, const std::vector<Tensor>& grads) {
       inputs += (j ? ", " : "") + node.input_meta[j].to_string();
     }
     AMP_FAIL("detect_anomaly: function '", node.name(), "' returned a non-finite (inf/NaN) ",
-             "gradient for its input ", i, " (", grads[i].defined() ? dtype_name(grads[i].dtype()) : "",
+             "gradient for its input ", i, " (",
+             grads[i].defined() ? dtype_name(grads[i].dtype()) : "",
              shape_to_string(grads[i].sizes()), "); forward op created at '",
-             node.scope.empty() ? node.name() : node.scope + " / " + node.name(),
-             "' with inputs (", inputs, ")");
+             node.scope.empty() ? node.name() : node.scope + " / " + node.name(), "' with inputs (",
+             inputs, ")");
   }
 }
 
@@ -229,15 +230,16 @@ std::vector<Tensor> run_backward(const std::vector<Tensor>& roots,
 
   for (size_t i = 0; i < captured.size(); ++i) {
     AMP_CHECK(captured[i].defined() || allow_unused, op, ": one of the differentiated tensors ",
-              "(input ", i, ") appears to not have been used in the graph. Set allow_unused=true "
+              "(input ", i,
+              ") appears to not have been used in the graph. Set allow_unused=true "
               "if this is the desired behavior.");
   }
   return captured;
 }
 
 std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
-                         const std::vector<Tensor>& grad_outputs,
-                         std::optional<bool> retain_graph, bool create_graph, bool allow_unused) {
+                         const std::vector<Tensor>& grad_outputs, std::optional<bool> retain_graph,
+                         bool create_graph, bool allow_unused) {
   AMP_CHECK(!inputs.empty(), "autograd::grad: expected at least one input, got none");
   return run_backward(outputs, grad_outputs, retain_graph.value_or(create_graph), create_graph,
                       inputs, allow_unused);

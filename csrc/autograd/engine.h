@@ -21,8 +21,8 @@ std::vector<Tensor> run_backward(const std::vector<Tensor>& roots,
 // in which case its gradient is undefined.
 std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
                          const std::vector<Tensor>& grad_outputs = {},
-                         std::optional<bool> retain_graph = std::nullopt,
-                         bool create_graph = false, bool allow_unused = false);
+                         std::optional<bool> retain_graph = std::nullopt, bool create_graph = false,
+                         bool allow_unused = false);
 
 // While alive, every backward formula's outputs are checked for inf/NaN; the first non-finite
 // gradient raises amp::Error naming the op, its scope and input dtypes and shapes.

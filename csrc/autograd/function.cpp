@@ -22,8 +22,8 @@ std::vector<Tensor> CustomNode::apply(std::vector<Tensor>&& grads) {
   if (forward_autocast) autocast.emplace(*forward_autocast);
   std::vector<Tensor> out = backward_(&ctx, grads);
   AMP_CHECK(out.size() == next_edges.size(), "function ", name_,
-            " returned an incorrect number of gradients (expected ", next_edges.size(),
-            ", got ", out.size(), ")");
+            " returned an incorrect number of gradients (expected ", next_edges.size(), ", got ",
+            out.size(), ")");
   for (size_t i = 0; i < out.size(); ++i) {
     if (!out[i].defined() || !needs_input_grad(i)) {
       out[i] = Tensor();

@@ -20,8 +20,8 @@
 
 #include <cstdlib>
 #include <map>
-#include <optional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <typeinfo>

@@ -34,8 +34,10 @@ GradcheckResult gradcheck(const DifferentiableFn& fn, const std::vector<Tensor>&
     }
     Tensor copy = in.detach().clone();
     if (in.requires_grad()) {
-      AMP_CHECK(in.dtype() == DType::Float64, "gradcheck: expected Float64 inputs for accurate "
-                "finite differences, got ", dtype_name(in.dtype()), " at input ", i);
+      AMP_CHECK(in.dtype() == DType::Float64,
+                "gradcheck: expected Float64 inputs for accurate "
+                "finite differences, got ",
+                dtype_name(in.dtype()), " at input ", i);
       copy.requires_grad_();
       checked.push_back(i);
     }
@@ -90,9 +92,8 @@ GradcheckResult gradcheck(const DifferentiableFn& fn, const std::vector<Tensor>&
         if (result.ok && !(err <= options.atol + options.rtol * std::abs(numeric))) {
           std::ostringstream msg;
           msg << "gradcheck: Jacobian mismatch for output element " << o << " with respect to "
-              << "input " << checked[c] << " element " << j << ": analytic " << a
-              << ", numerical " << numeric << " (atol " << options.atol << ", rtol "
-              << options.rtol << ")";
+              << "input " << checked[c] << " element " << j << ": analytic " << a << ", numerical "
+              << numeric << " (atol " << options.atol << ", rtol " << options.rtol << ")";
           result.ok = false;
           result.message = msg.str();
         }
@@ -108,7 +109,8 @@ GradcheckResult gradgradcheck(const DifferentiableFn& fn, const std::vector<Tens
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (inputs[i].defined() && inputs[i].requires_grad()) differentiable.push_back(i);
   }
-  AMP_CHECK(!differentiable.empty(), "gradgradcheck: expected at least one input that requires "
+  AMP_CHECK(!differentiable.empty(),
+            "gradgradcheck: expected at least one input that requires "
             "grad");
   Shape out_shape;
   {

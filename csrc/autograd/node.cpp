@@ -51,8 +51,9 @@ Tensor SavedVariable::unpack(const Node& owner) const {
   const uint64_t now = data_.storage()->version();
   AMP_CHECK(now == saved_version_, owner.name(),
             ": one of the variables needed for gradient computation has been modified by an "
-            "inplace operation: [", TensorMeta::of(data_).to_string(), "] is at version ", now,
-            "; expected version ", saved_version_, " instead");
+            "inplace operation: [",
+            TensorMeta::of(data_).to_string(), "] is at version ", now, "; expected version ",
+            saved_version_, " instead");
   if (!is_output_ || !requires_grad_) return data_;
   Tensor out = data_.detach();
   // const_cast: the owner is alive (it is running); the alias only needs a handle to it.

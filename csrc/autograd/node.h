@@ -50,10 +50,10 @@ class Node : public std::enable_shared_from_this<Node> {
   uint64_t sequence_nr() const { return sequence_nr_; }
   bool needs_input_grad(size_t i) const { return i < next_edges.size() && next_edges[i].valid(); }
 
-  std::vector<Edge> next_edges;          // one per forward input
-  std::vector<TensorMeta> output_meta;   // one per forward output
-  std::vector<TensorMeta> input_meta;    // forward inputs, for error messages and forensics
-  std::string scope;                     // ScopedName active when the op ran ("" if none)
+  std::vector<Edge> next_edges;         // one per forward input
+  std::vector<TensorMeta> output_meta;  // one per forward output
+  std::vector<TensorMeta> input_meta;   // forward inputs, for error messages and forensics
+  std::string scope;                    // ScopedName active when the op ran ("" if none)
   // Hooks on the gradient of forward output i (Tensor::register_hook on non-leaves).
   std::map<uint32_t, std::vector<TensorHook>> pre_hooks;
   bool released = false;

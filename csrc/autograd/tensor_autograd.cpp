@@ -19,7 +19,8 @@ bool Tensor::requires_grad() const {
 Tensor& Tensor::requires_grad_(bool on) {
   checked_impl("requires_grad_");
   if (!is_leaf()) {
-    AMP_CHECK(on, "requires_grad_: you can only change requires_grad flags of leaf variables; "
+    AMP_CHECK(on,
+              "requires_grad_: you can only change requires_grad flags of leaf variables; "
               "use detach() to get a tensor that does not require grad");
     return *this;
   }
@@ -70,7 +71,8 @@ void Tensor::backward(const Tensor& gradient, bool retain_graph, bool create_gra
 }
 
 void Tensor::register_hook(std::function<Tensor(const Tensor&)> hook) const {
-  AMP_CHECK(requires_grad(), "register_hook: cannot register a hook on a tensor that doesn't "
+  AMP_CHECK(requires_grad(),
+            "register_hook: cannot register a hook on a tensor that doesn't "
             "require gradient");
   AutogradMeta& meta = meta_of(*this);
   if (meta.grad_fn) {
@@ -81,14 +83,16 @@ void Tensor::register_hook(std::function<Tensor(const Tensor&)> hook) const {
 }
 
 void Tensor::register_post_accumulate_grad_hook(std::function<void(const Tensor&)> hook) const {
-  AMP_CHECK(requires_grad() && is_leaf(), "register_post_accumulate_grad_hook: post accumulate "
+  AMP_CHECK(requires_grad() && is_leaf(),
+            "register_post_accumulate_grad_hook: post accumulate "
             "grad hooks cannot be registered on non-leaf tensors or tensors that don't require "
             "grad");
   meta_of(*this).post_accumulate_hooks.push_back(std::move(hook));
 }
 
 void Tensor::retain_grad() const {
-  AMP_CHECK(requires_grad(), "retain_grad: can't retain_grad on a tensor that has "
+  AMP_CHECK(requires_grad(),
+            "retain_grad: can't retain_grad on a tensor that has "
             "requires_grad=false");
   AutogradMeta& meta = meta_of(*this);
   if (!meta.grad_fn || meta.retains_grad) return;

@@ -128,8 +128,8 @@ CachingAllocator& allocator_for(DeviceType type) {
       new CachingAllocator(DeviceType::CPU, cpu_raw_alloc, cpu_raw_free, caching_wanted());
   if (type == DeviceType::CPU) return *cpu;
   cuda_backend::require_available("allocate");
-  static CachingAllocator* gpu = new CachingAllocator(
-      DeviceType::CUDA, cuda_backend::raw_alloc, cuda_backend::raw_free, caching_wanted());
+  static CachingAllocator* gpu = new CachingAllocator(DeviceType::CUDA, cuda_backend::raw_alloc,
+                                                      cuda_backend::raw_free, caching_wanted());
   return *gpu;
 }
 

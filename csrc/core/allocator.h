@@ -13,10 +13,10 @@
 namespace amp {
 
 struct MemoryStats {
-  int64_t allocated = 0;      // bytes of live blocks (rounded sizes)
-  int64_t max_allocated = 0;  // peak of `allocated` since start or reset_peak
-  int64_t reserved = 0;       // bytes held from the system: live plus cached
-  int64_t allocations = 0;    // number of allocate() calls
+  int64_t allocated = 0;           // bytes of live blocks (rounded sizes)
+  int64_t max_allocated = 0;       // peak of `allocated` since start or reset_peak
+  int64_t reserved = 0;            // bytes held from the system: live plus cached
+  int64_t allocations = 0;         // number of allocate() calls
   int64_t system_allocations = 0;  // of those, how many went to the system
 };
 

@@ -2,9 +2,7 @@
 
 namespace amp {
 
-const char* device_type_name(DeviceType type) {
-  return type == DeviceType::CPU ? "CPU" : "CUDA";
-}
+const char* device_type_name(DeviceType type) { return type == DeviceType::CPU ? "CPU" : "CUDA"; }
 
 std::string to_string(Device device) {
   if (device.is_cpu()) return "CPU";

@@ -20,6 +20,6 @@ struct Device {
 };
 
 const char* device_type_name(DeviceType type);  // "CPU", "CUDA"
-std::string to_string(Device device);            // "CPU", "CUDA:0"
+std::string to_string(Device device);           // "CPU", "CUDA:0"
 
 }  // namespace amp

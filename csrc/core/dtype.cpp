@@ -4,24 +4,36 @@ namespace amp {
 
 const char* dtype_name(DType dtype) {
   switch (dtype) {
-    case DType::Float32: return "Float32";
-    case DType::Float16: return "Float16";
-    case DType::BFloat16: return "BFloat16";
-    case DType::Float64: return "Float64";
-    case DType::Int64: return "Int64";
-    case DType::Bool: return "Bool";
+    case DType::Float32:
+      return "Float32";
+    case DType::Float16:
+      return "Float16";
+    case DType::BFloat16:
+      return "BFloat16";
+    case DType::Float64:
+      return "Float64";
+    case DType::Int64:
+      return "Int64";
+    case DType::Bool:
+      return "Bool";
   }
   return "Unknown";
 }
 
 size_t element_size(DType dtype) {
   switch (dtype) {
-    case DType::Float32: return 4;
-    case DType::Float16: return 2;
-    case DType::BFloat16: return 2;
-    case DType::Float64: return 8;
-    case DType::Int64: return 8;
-    case DType::Bool: return 1;
+    case DType::Float32:
+      return 4;
+    case DType::Float16:
+      return 2;
+    case DType::BFloat16:
+      return 2;
+    case DType::Float64:
+      return 8;
+    case DType::Int64:
+      return 8;
+    case DType::Bool:
+      return 1;
   }
   AMP_FAIL("element_size: unknown dtype ", static_cast<int>(dtype));
 }

@@ -20,35 +20,96 @@ bool is_low_precision(DType dtype);  // Float16 or BFloat16
 DType promote_types(DType a, DType b);
 
 // The C++ type stored for each DType, and back.
-template <DType D> struct StorageTypeOf;
-template <> struct StorageTypeOf<DType::Float32> { using type = float; };
-template <> struct StorageTypeOf<DType::Float16> { using type = Half; };
-template <> struct StorageTypeOf<DType::BFloat16> { using type = BFloat16; };
-template <> struct StorageTypeOf<DType::Float64> { using type = double; };
-template <> struct StorageTypeOf<DType::Int64> { using type = int64_t; };
-template <> struct StorageTypeOf<DType::Bool> { using type = bool; };
+template <DType D>
+struct StorageTypeOf;
+template <>
+struct StorageTypeOf<DType::Float32> {
+  using type = float;
+};
+template <>
+struct StorageTypeOf<DType::Float16> {
+  using type = Half;
+};
+template <>
+struct StorageTypeOf<DType::BFloat16> {
+  using type = BFloat16;
+};
+template <>
+struct StorageTypeOf<DType::Float64> {
+  using type = double;
+};
+template <>
+struct StorageTypeOf<DType::Int64> {
+  using type = int64_t;
+};
+template <>
+struct StorageTypeOf<DType::Bool> {
+  using type = bool;
+};
 
-template <class T> constexpr DType dtype_of();
-template <> constexpr DType dtype_of<float>() { return DType::Float32; }
-template <> constexpr DType dtype_of<Half>() { return DType::Float16; }
-template <> constexpr DType dtype_of<BFloat16>() { return DType::BFloat16; }
-template <> constexpr DType dtype_of<double>() { return DType::Float64; }
-template <> constexpr DType dtype_of<int64_t>() { return DType::Int64; }
-template <> constexpr DType dtype_of<bool>() { return DType::Bool; }
+template <class T>
+constexpr DType dtype_of();
+template <>
+constexpr DType dtype_of<float>() {
+  return DType::Float32;
+}
+template <>
+constexpr DType dtype_of<Half>() {
+  return DType::Float16;
+}
+template <>
+constexpr DType dtype_of<BFloat16>() {
+  return DType::BFloat16;
+}
+template <>
+constexpr DType dtype_of<double>() {
+  return DType::Float64;
+}
+template <>
+constexpr DType dtype_of<int64_t>() {
+  return DType::Int64;
+}
+template <>
+constexpr DType dtype_of<bool>() {
+  return DType::Bool;
+}
 
 // The type arithmetic runs in (DESIGN.md §3): 16-bit values compute in fp32 and are rounded once
 // when stored; everything else computes in its own type.
-template <class T> struct OpMath { using type = T; };
-template <> struct OpMath<Half> { using type = float; };
-template <> struct OpMath<BFloat16> { using type = float; };
-template <class T> using opmath_t = typename OpMath<T>::type;
+template <class T>
+struct OpMath {
+  using type = T;
+};
+template <>
+struct OpMath<Half> {
+  using type = float;
+};
+template <>
+struct OpMath<BFloat16> {
+  using type = float;
+};
+template <class T>
+using opmath_t = typename OpMath<T>::type;
 
 // Accumulator of reductions: fp32 for 16-bit and fp32 inputs, fp64 for Float64, int64 for ints.
-template <class T> struct AccType { using type = float; };
-template <> struct AccType<double> { using type = double; };
-template <> struct AccType<int64_t> { using type = int64_t; };
-template <> struct AccType<bool> { using type = int64_t; };
-template <class T> using acc_t = typename AccType<T>::type;
+template <class T>
+struct AccType {
+  using type = float;
+};
+template <>
+struct AccType<double> {
+  using type = double;
+};
+template <>
+struct AccType<int64_t> {
+  using type = int64_t;
+};
+template <>
+struct AccType<bool> {
+  using type = int64_t;
+};
+template <class T>
+using acc_t = typename AccType<T>::type;
 
 // Converts between any two element types, rounding to nearest even into 16-bit types.
 template <class To, class From>
@@ -80,48 +141,50 @@ AMP_HOST_DEVICE AMP_FORCEINLINE To convert(From v) {
 
 // Runs the code block with `scalar_t` bound to the storage type of `dtype`. The block is a
 // lambda body: AMP_DISPATCH_ALL(x.dtype(), "add", [&] { ... scalar_t ... });
-#define AMP_DISPATCH_CASE(enum_value, ...)                                            \
-  case ::amp::DType::enum_value: {                                                    \
-    using scalar_t = typename ::amp::StorageTypeOf<::amp::DType::enum_value>::type;   \
-    return __VA_ARGS__();                                                             \
+#define AMP_DISPATCH_CASE(enum_value, ...)                                          \
+  case ::amp::DType::enum_value: {                                                  \
+    using scalar_t = typename ::amp::StorageTypeOf<::amp::DType::enum_value>::type; \
+    return __VA_ARGS__();                                                           \
   }
 
-#define AMP_DISPATCH_FLOATING(dtype, op_name, ...)                                     \
-  [&] {                                                                                \
-    switch (dtype) {                                                                   \
-      AMP_DISPATCH_CASE(Float32, __VA_ARGS__)                                          \
-      AMP_DISPATCH_CASE(Float16, __VA_ARGS__)                                          \
-      AMP_DISPATCH_CASE(BFloat16, __VA_ARGS__)                                         \
-      AMP_DISPATCH_CASE(Float64, __VA_ARGS__)                                          \
-      default:                                                                         \
-        AMP_FAIL(op_name, ": expected a floating-point tensor (Float32, Float16, BFloat16, " \
-                 "Float64), got ", ::amp::dtype_name(dtype));                          \
-    }                                                                                  \
+#define AMP_DISPATCH_FLOATING(dtype, op_name, ...)                                  \
+  [&] {                                                                             \
+    switch (dtype) {                                                                \
+      AMP_DISPATCH_CASE(Float32, __VA_ARGS__)                                       \
+      AMP_DISPATCH_CASE(Float16, __VA_ARGS__)                                       \
+      AMP_DISPATCH_CASE(BFloat16, __VA_ARGS__)                                      \
+      AMP_DISPATCH_CASE(Float64, __VA_ARGS__)                                       \
+      default:                                                                      \
+        AMP_FAIL(op_name,                                                           \
+                 ": expected a floating-point tensor (Float32, Float16, BFloat16, " \
+                 "Float64), got ",                                                  \
+                 ::amp::dtype_name(dtype));                                         \
+    }                                                                               \
   }()
 
-#define AMP_DISPATCH_NUMERIC(dtype, op_name, ...)                                      \
-  [&] {                                                                                \
-    switch (dtype) {                                                                   \
-      AMP_DISPATCH_CASE(Float32, __VA_ARGS__)                                          \
-      AMP_DISPATCH_CASE(Float16, __VA_ARGS__)                                          \
-      AMP_DISPATCH_CASE(BFloat16, __VA_ARGS__)                                         \
-      AMP_DISPATCH_CASE(Float64, __VA_ARGS__)                                          \
-      AMP_DISPATCH_CASE(Int64, __VA_ARGS__)                                            \
-      default:                                                                         \
+#define AMP_DISPATCH_NUMERIC(dtype, op_name, ...)                                        \
+  [&] {                                                                                  \
+    switch (dtype) {                                                                     \
+      AMP_DISPATCH_CASE(Float32, __VA_ARGS__)                                            \
+      AMP_DISPATCH_CASE(Float16, __VA_ARGS__)                                            \
+      AMP_DISPATCH_CASE(BFloat16, __VA_ARGS__)                                           \
+      AMP_DISPATCH_CASE(Float64, __VA_ARGS__)                                            \
+      AMP_DISPATCH_CASE(Int64, __VA_ARGS__)                                              \
+      default:                                                                           \
         AMP_FAIL(op_name, ": expected a numeric tensor (floating point or Int64), got ", \
-                 ::amp::dtype_name(dtype));                                            \
-    }                                                                                  \
+                 ::amp::dtype_name(dtype));                                              \
+    }                                                                                    \
   }()
 
-#define AMP_DISPATCH_ALL(dtype, op_name, ...)                                          \
-  [&] {                                                                                \
-    switch (dtype) {                                                                   \
-      AMP_DISPATCH_CASE(Float32, __VA_ARGS__)                                          \
-      AMP_DISPATCH_CASE(Float16, __VA_ARGS__)                                          \
-      AMP_DISPATCH_CASE(BFloat16, __VA_ARGS__)                                         \
-      AMP_DISPATCH_CASE(Float64, __VA_ARGS__)                                          \
-      AMP_DISPATCH_CASE(Int64, __VA_ARGS__)                                            \
-      AMP_DISPATCH_CASE(Bool, __VA_ARGS__)                                             \
-    }                                                                                  \
-    AMP_FAIL(op_name, ": unknown dtype");                                              \
+#define AMP_DISPATCH_ALL(dtype, op_name, ...)  \
+  [&] {                                        \
+    switch (dtype) {                           \
+      AMP_DISPATCH_CASE(Float32, __VA_ARGS__)  \
+      AMP_DISPATCH_CASE(Float16, __VA_ARGS__)  \
+      AMP_DISPATCH_CASE(BFloat16, __VA_ARGS__) \
+      AMP_DISPATCH_CASE(Float64, __VA_ARGS__)  \
+      AMP_DISPATCH_CASE(Int64, __VA_ARGS__)    \
+      AMP_DISPATCH_CASE(Bool, __VA_ARGS__)     \
+    }                                          \
+    AMP_FAIL(op_name, ": unknown dtype");      \
   }()

@@ -9,11 +9,9 @@ void throw_error(const char* /*file*/, int /*line*/, const std::string& message)
   throw Error(message);
 }
 
-void throw_internal(const char* file, int line, const char* condition,
-                    const std::string& message) {
+void throw_internal(const char* file, int line, const char* condition, const std::string& message) {
   throw Error(concat("internal error in ampcpp (", file, ":", line, "): ", condition,
-                     message.empty() ? "" : ": ", message,
-                     ". Please report this as a bug."));
+                     message.empty() ? "" : ": ", message, ". Please report this as a bug."));
 }
 
 }  // namespace amp::detail

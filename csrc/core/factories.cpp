@@ -137,8 +137,10 @@ Tensor arange(double start, double end, double step, TensorOptions options) {
   AMP_CHECK(step != 0, "arange: expected a non-zero step, got 0");
   AMP_CHECK(std::isfinite(start) && std::isfinite(end), "arange: expected finite bounds, got [",
             start, ", ", end, ")");
-  AMP_CHECK((end - start) / step >= 0, "arange: upper bound and larger bound inconsistent with "
-            "step sign (start ", start, ", end ", end, ", step ", step, ")");
+  AMP_CHECK((end - start) / step >= 0,
+            "arange: upper bound and larger bound inconsistent with "
+            "step sign (start ",
+            start, ", end ", end, ", step ", step, ")");
   const int64_t n = static_cast<int64_t>(std::ceil((end - start) / step));
   std::vector<double> values(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) values[i] = start + static_cast<double>(i) * step;

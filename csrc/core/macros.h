@@ -31,21 +31,22 @@ std::string concat(const Args&... args) {
 }  // namespace amp::detail
 
 // User errors: the message says the op, what was expected and what was got.
-#define AMP_CHECK(cond, ...)                                                       \
-  do {                                                                             \
-    if (!(cond)) [[unlikely]] {                                                    \
+#define AMP_CHECK(cond, ...)                                                              \
+  do {                                                                                    \
+    if (!(cond)) [[unlikely]] {                                                           \
       ::amp::detail::throw_error(__FILE__, __LINE__, ::amp::detail::concat(__VA_ARGS__)); \
-    }                                                                              \
+    }                                                                                     \
   } while (0)
 
-#define AMP_FAIL(...) ::amp::detail::throw_error(__FILE__, __LINE__, ::amp::detail::concat(__VA_ARGS__))
+#define AMP_FAIL(...) \
+  ::amp::detail::throw_error(__FILE__, __LINE__, ::amp::detail::concat(__VA_ARGS__))
 
 // Internal invariants: a failure here is a bug in ampcpp, still reported as amp::Error so that
 // a library never aborts its host program.
-#define AMP_ASSERT(cond, ...)                                                          \
-  do {                                                                                 \
-    if (!(cond)) [[unlikely]] {                                                        \
-      ::amp::detail::throw_internal(__FILE__, __LINE__, #cond,                         \
+#define AMP_ASSERT(cond, ...)                                                              \
+  do {                                                                                     \
+    if (!(cond)) [[unlikely]] {                                                            \
+      ::amp::detail::throw_internal(__FILE__, __LINE__, #cond,                             \
                                     ::amp::detail::concat("" __VA_OPT__(, ) __VA_ARGS__)); \
-    }                                                                                  \
+    }                                                                                      \
   } while (0)

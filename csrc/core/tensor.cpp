@@ -10,8 +10,8 @@
 #include "csrc/autograd/node.h"
 #include "csrc/core/macros.h"
 #include "csrc/cuda/cuda_backend.h"
-#include "csrc/ops/kernels.h"
 #include "csrc/ops/elementwise.h"
+#include "csrc/ops/kernels.h"
 #include "csrc/ops/reduce.h"
 
 namespace amp {
@@ -59,8 +59,8 @@ Tensor empty(Shape shape, TensorOptions options) {
   AMP_CHECK(n <= (int64_t{1} << 40), "empty: tensor of ", n, " elements is too large (shape ",
             shape_to_string(shape), ")");
   auto impl = std::make_shared<TensorImpl>();
-  impl->storage = std::make_shared<StorageImpl>(static_cast<size_t>(n) * element_size(options.dtype),
-                                                options.device);
+  impl->storage = std::make_shared<StorageImpl>(
+      static_cast<size_t>(n) * element_size(options.dtype), options.device);
   impl->strides = contiguous_strides(shape);
   impl->sizes = std::move(shape);
   impl->dtype = options.dtype;
@@ -94,9 +94,11 @@ Tensor record_unary(Tensor out, const Tensor& in, const char* name,
 
 void check_inplace_allowed(const Tensor& t, const char* op) {
   if (!autograd::GradMode::is_enabled() || !t.requires_grad()) return;
-  AMP_CHECK(!t.is_leaf(), op, ": a leaf tensor that requires grad is being used in an in-place "
+  AMP_CHECK(!t.is_leaf(), op,
+            ": a leaf tensor that requires grad is being used in an in-place "
             "operation; wrap the update in amp::NoGradGuard");
-  AMP_FAIL(op, ": in-place operations on tensors that require grad are not differentiable in "
+  AMP_FAIL(op,
+           ": in-place operations on tensors that require grad are not differentiable in "
            "ampcpp; use the out-of-place op, or amp::NoGradGuard when no gradient is wanted");
 }
 
@@ -271,23 +273,24 @@ bool view_strides(const Shape& sizes, const Shape& strides, const Shape& shape, 
 Tensor Tensor::view(Shape shape) const {
   shape = infer_shape(std::move(shape), numel(), "view");
   Shape strides;
-  AMP_CHECK(view_strides(sizes(), this->strides(), shape, strides),
-            "view: size ", shape_to_string(shape), " is not compatible with input of size ",
+  AMP_CHECK(view_strides(sizes(), this->strides(), shape, strides), "view: size ",
+            shape_to_string(shape), " is not compatible with input of size ",
             shape_to_string(sizes()), " and stride ", shape_to_string(this->strides()),
             " (at least one dimension spans across two contiguous subspaces); use reshape");
   return record_unary(make_view(*this, std::move(shape), std::move(strides), storage_offset()),
-                      *this, "ViewBackward",
-                      [](const Tensor& g, const Node& n) { return g.reshape(n.input_meta[0].shape); });
+                      *this, "ViewBackward", [](const Tensor& g, const Node& n) {
+                        return g.reshape(n.input_meta[0].shape);
+                      });
 }
 
 Tensor Tensor::reshape(Shape shape) const {
   shape = infer_shape(std::move(shape), numel(), "reshape");
   Shape strides;
   if (view_strides(sizes(), this->strides(), shape, strides)) {
-    return record_unary(
-        make_view(*this, std::move(shape), std::move(strides), storage_offset()), *this,
-        "ReshapeBackward",
-        [](const Tensor& g, const Node& n) { return g.reshape(n.input_meta[0].shape); });
+    return record_unary(make_view(*this, std::move(shape), std::move(strides), storage_offset()),
+                        *this, "ReshapeBackward", [](const Tensor& g, const Node& n) {
+                          return g.reshape(n.input_meta[0].shape);
+                        });
   }
   return clone().view(std::move(shape));
 }
@@ -323,8 +326,9 @@ Tensor Tensor::transpose(int64_t dim0, int64_t dim1) const {
   std::swap(sizes[dim0], sizes[dim1]);
   std::swap(strides[dim0], strides[dim1]);
   return record_unary(make_view(*this, std::move(sizes), std::move(strides), storage_offset()),
-                      *this, "TransposeBackward",
-                      [dim0, dim1](const Tensor& g, const Node&) { return g.transpose(dim0, dim1); });
+                      *this, "TransposeBackward", [dim0, dim1](const Tensor& g, const Node&) {
+                        return g.transpose(dim0, dim1);
+                      });
 }
 
 Tensor Tensor::permute(Shape dims) const {
@@ -381,8 +385,8 @@ Tensor Tensor::select(int64_t dim, int64_t index) const {
   AMP_CHECK(this->dim() > 0, "select: expected a tensor with at least one dimension, got 0-d");
   dim = wrap_dim(dim, this->dim(), "select");
   const int64_t n = size(dim);
-  AMP_CHECK(index >= -n && index < n, "select: index ", index, " out of range for dimension ",
-            dim, " of size ", n);
+  AMP_CHECK(index >= -n && index < n, "select: index ", index, " out of range for dimension ", dim,
+            " of size ", n);
   if (index < 0) index += n;
   Shape sizes = this->sizes(), strides = this->strides();
   const int64_t offset = storage_offset() + index * strides[dim];
@@ -404,8 +408,7 @@ Tensor Tensor::expand(Shape shape) const {
   for (int64_t i = m - 1; i >= 0; --i) {
     const int64_t j = i - (m - n);
     if (j < 0) {
-      AMP_CHECK(shape[i] >= 0, "expand: expected non-negative sizes, got ",
-                shape_to_string(shape));
+      AMP_CHECK(shape[i] >= 0, "expand: expected non-negative sizes, got ", shape_to_string(shape));
       strides[i] = 0;
       continue;
     }
@@ -415,22 +418,21 @@ Tensor Tensor::expand(Shape shape) const {
     } else {
       AMP_CHECK(size(j) == 1, "expand: the expanded size of the tensor (", shape[i],
                 ") must match the existing size (", size(j), ") at non-singleton dimension ", i,
-                ". Target sizes: ", shape_to_string(shape), ". Tensor sizes: ",
-                shape_to_string(sizes()));
+                ". Target sizes: ", shape_to_string(shape),
+                ". Tensor sizes: ", shape_to_string(sizes()));
       strides[i] = 0;
     }
   }
-  return record_unary(
-      make_view(*this, std::move(shape), std::move(strides), storage_offset()), *this,
-      "ExpandBackward",
-      [](const Tensor& g, const Node& n) { return autograd::sum_to(g, n.input_meta[0].shape); });
+  return record_unary(make_view(*this, std::move(shape), std::move(strides), storage_offset()),
+                      *this, "ExpandBackward", [](const Tensor& g, const Node& n) {
+                        return autograd::sum_to(g, n.input_meta[0].shape);
+                      });
 }
 
 Tensor Tensor::unsqueeze(int64_t dim) const {
   dim = wrap_dim(dim, this->dim() + 1, "unsqueeze");
   Shape sizes = this->sizes(), strides = this->strides();
-  const int64_t stride =
-      dim < this->dim() ? strides[dim] * sizes[dim] : 1;
+  const int64_t stride = dim < this->dim() ? strides[dim] * sizes[dim] : 1;
   sizes.insert(sizes.begin() + dim, 1);
   strides.insert(strides.begin() + dim, stride);
   return record_unary(make_view(*this, std::move(sizes), std::move(strides), storage_offset()),
@@ -534,8 +536,9 @@ Tensor& Tensor::zero_() { return fill_(0.0); }
 
 std::ostream& operator<<(std::ostream& out, const Tensor& tensor) {
   if (!tensor.defined()) return out << "Tensor(undefined)";
-  out << "Tensor(shape=" << shape_to_string(tensor.sizes()) << ", dtype="
-      << dtype_name(tensor.dtype()) << ", device=" << to_string(tensor.device()) << ", values=[";
+  out << "Tensor(shape=" << shape_to_string(tensor.sizes())
+      << ", dtype=" << dtype_name(tensor.dtype()) << ", device=" << to_string(tensor.device())
+      << ", values=[";
   const auto values = tensor.to_vector<double>();
   const size_t shown = std::min<size_t>(values.size(), 16);
   for (size_t i = 0; i < shown; ++i) out << (i ? ", " : "") << std::setprecision(8) << values[i];

@@ -40,7 +40,7 @@ struct TensorOptions {
 struct TensorImpl {
   Storage storage;
   Shape sizes;
-  Shape strides;  // in elements
+  Shape strides;       // in elements
   int64_t offset = 0;  // in elements
   DType dtype = DType::Float32;
   // Gradient bookkeeping (csrc/autograd/autograd_meta.h); null for tensors autograd never saw.

@@ -1,5 +1,7 @@
 // The CPU kernel table: each family dispatches on dtype, picks the functor from
 // csrc/ops/functors.h and runs it with the OpenMP launcher.
+#include "csrc/ops/kernels.h"
+
 #include <omp.h>
 
 #include <algorithm>
@@ -9,7 +11,6 @@
 #include "csrc/cpu/elementwise_loop.h"
 #include "csrc/cpu/gemm.h"
 #include "csrc/cpu/parallel.h"
-#include "csrc/ops/kernels.h"
 #include "csrc/ops/row_kernels.h"
 
 namespace amp::cpu {
@@ -73,8 +74,7 @@ void fill_kernel(const ElementwisePlan& plan, DType dtype, double value) {
 // Few long rows (a full reduction): every thread sums a slice of each row, and the slices are
 // added in a fixed order so the result does not depend on scheduling.
 template <class T>
-void reduce_long_rows(ReduceOp op, const T* x, void* out, int64_t rows, int64_t cols,
-                      int threads) {
+void reduce_long_rows(ReduceOp op, const T* x, void* out, int64_t rows, int64_t cols, int threads) {
   using Acc = acc_t<T>;
   std::vector<Acc> partial(threads);
   for (int64_t r = 0; r < rows; ++r) {
@@ -113,8 +113,7 @@ void reduce_kernel(ReduceOp op, DType in_dtype, const void* in, void* out, int64
   });
 }
 
-void softmax_kernel(bool log, DType dtype, const void* in, void* out, int64_t rows,
-                    int64_t cols) {
+void softmax_kernel(bool log, DType dtype, const void* in, void* out, int64_t rows, int64_t cols) {
   AMP_DISPATCH_FLOATING(dtype, log ? "log_softmax" : "softmax", [&] {
     const auto* x = static_cast<const scalar_t*>(in);
     auto* y = static_cast<scalar_t*>(out);
@@ -128,7 +127,7 @@ void softmax_kernel(bool log, DType dtype, const void* in, void* out, int64_t ro
 }  // namespace
 
 const DeviceKernels& kernels() {
-  static const DeviceKernels table{unary_kernel, binary_kernel,  where_kernel,   copy_kernel,
+  static const DeviceKernels table{unary_kernel, binary_kernel, where_kernel,   copy_kernel,
                                    fill_kernel,  reduce_kernel, softmax_kernel, gemm};
   return table;
 }

@@ -15,12 +15,13 @@ template <class Fn>
 void parallel_for(int64_t n, int64_t grain, const Fn& fn) {
   if (n <= 0) return;
   const int max_threads = omp_in_parallel() ? 1 : omp_get_max_threads();
-  const int64_t chunks = std::min<int64_t>(max_threads, (n + grain - 1) / std::max<int64_t>(grain, 1));
+  const int64_t chunks =
+      std::min<int64_t>(max_threads, (n + grain - 1) / std::max<int64_t>(grain, 1));
   if (chunks <= 1) {
     fn(int64_t{0}, n);
     return;
   }
-#pragma omp parallel num_threads(static_cast<int>(chunks))
+#pragma omp parallel num_threads(static_cast <int>(chunks))
   {
     const int64_t t = omp_get_thread_num();
     const int64_t nt = omp_get_num_threads();

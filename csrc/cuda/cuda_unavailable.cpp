@@ -11,7 +11,9 @@
 namespace amp::cuda_backend {
 
 namespace {
-constexpr const char* kReason = "ampcpp was built without its CUDA backend (AMPCPP_CUDA=OFF, or nvcc was not found at build time)";
+constexpr const char* kReason =
+    "ampcpp was built without its CUDA backend (AMPCPP_CUDA=OFF, or nvcc was not found at build "
+    "time)";
 }
 
 bool is_available() { return false; }

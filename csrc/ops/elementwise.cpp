@@ -21,9 +21,8 @@ void check_defined(const Tensor& t, const char* op, const char* what = "input") 
 }
 
 void check_same_device(const Tensor& a, const Tensor& b, const char* op) {
-  AMP_CHECK(a.device() == b.device(), op,
-            ": expected all tensors to be on the same device, got ", to_string(a.device()),
-            " and ", to_string(b.device()));
+  AMP_CHECK(a.device() == b.device(), op, ": expected all tensors to be on the same device, got ",
+            to_string(a.device()), " and ", to_string(b.device()));
 }
 
 void check_numeric(DType dtype, const char* op) {
@@ -37,8 +36,8 @@ DType floating_dtype(DType dtype) { return is_floating_point(dtype) ? dtype : DT
 
 Tensor run_unary(UnaryOp op, const Tensor& x, DType dtype, UnaryParams params = {}) {
   const Tensor in = x.to(dtype);
-  Tensor out = empty(in.sizes(), {.dtype = unary_returns_bool(op) ? DType::Bool : dtype,
-                                  .device = in.device()});
+  Tensor out = empty(
+      in.sizes(), {.dtype = unary_returns_bool(op) ? DType::Bool : dtype, .device = in.device()});
   if (out.numel() == 0) return out;
   const ElementwisePlan plan = make_elementwise_plan(out, &in, 1);
   kernels_for(in.device()).unary(op, params, plan, dtype);
@@ -82,8 +81,8 @@ Tensor run_binary(BinaryOp op, const Tensor& a, const Tensor& b) {
   }
   const Shape shape = broadcast_shapes(a.sizes(), b.sizes(), name);
   const Tensor inputs[2] = {a.to(common).expand(shape), b.to(common).expand(shape)};
-  Tensor out = empty(shape, {.dtype = is_comparison(op) ? DType::Bool : common,
-                             .device = a.device()});
+  Tensor out =
+      empty(shape, {.dtype = is_comparison(op) ? DType::Bool : common, .device = a.device()});
   if (out.numel() == 0) return out;
   const ElementwisePlan plan = make_elementwise_plan(out, inputs, 2);
   kernels_for(a.device()).binary(op, plan, common);
@@ -111,8 +110,8 @@ Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op) {
     const int64_t da = i < n - a.size() ? 1 : a[i - (n - a.size())];
     const int64_t db = i < n - b.size() ? 1 : b[i - (n - b.size())];
     AMP_CHECK(da == db || da == 1 || db == 1, op, ": shapes ", shape_to_string(a), " and ",
-              shape_to_string(b), " are not broadcastable (size ", da, " vs ", db,
-              " at dimension ", i, ")");
+              shape_to_string(b), " are not broadcastable (size ", da, " vs ", db, " at dimension ",
+              i, ")");
     out[i] = da == 1 ? db : da;
   }
   return out;
@@ -234,9 +233,8 @@ Tensor pow(const Tensor& base, const Tensor& exponent) {
 
 Tensor add(const Tensor& a, double s) {
   Tensor out = without_grad([&] { return scalar_unary(UnaryOp::AddScalar, a, s); });
-  record("AddBackward", out, {&a}, {}, [](const Grads& g, const Grads&, const Node&) {
-    return Grads{g[0]};
-  });
+  record("AddBackward", out, {&a}, {},
+         [](const Grads& g, const Grads&, const Node&) { return Grads{g[0]}; });
   return out;
 }
 
@@ -244,33 +242,31 @@ Tensor sub(const Tensor& a, double s) { return add(a, -s); }
 
 Tensor rsub(const Tensor& a, double s) {
   Tensor out = without_grad([&] { return scalar_unary(UnaryOp::RSubScalar, a, s); });
-  record("RsubBackward", out, {&a}, {}, [](const Grads& g, const Grads&, const Node&) {
-    return Grads{neg(g[0])};
-  });
+  record("RsubBackward", out, {&a}, {},
+         [](const Grads& g, const Grads&, const Node&) { return Grads{neg(g[0])}; });
   return out;
 }
 
 Tensor mul(const Tensor& a, double s) {
   Tensor out = without_grad([&] { return scalar_unary(UnaryOp::MulScalar, a, s); });
-  record("MulBackward", out, {&a}, {}, [s](const Grads& g, const Grads&, const Node&) {
-    return Grads{mul(g[0], s)};
-  });
+  record("MulBackward", out, {&a}, {},
+         [s](const Grads& g, const Grads&, const Node&) { return Grads{mul(g[0], s)}; });
   return out;
 }
 
 Tensor div(const Tensor& a, double s) {
   Tensor out = without_grad([&] { return scalar_unary(UnaryOp::DivScalar, a, s); });
-  record("DivBackward", out, {&a}, {}, [s](const Grads& g, const Grads&, const Node&) {
-    return Grads{div(g[0], s)};
-  });
+  record("DivBackward", out, {&a}, {},
+         [s](const Grads& g, const Grads&, const Node&) { return Grads{div(g[0], s)}; });
   return out;
 }
 
 Tensor rdiv(const Tensor& a, double s) {
   Tensor out = without_grad([&] { return scalar_unary(UnaryOp::RDivScalar, a, s); });
-  record("RdivBackward", out, {&a}, {{&a, false}}, [s](const Grads& g, const Grads& v, const Node&) {
-    return Grads{mul(neg(g[0]), div(rdiv(v[0], s), v[0]))};  // d(s/a) = -s/a^2
-  });
+  record("RdivBackward", out, {&a}, {{&a, false}},
+         [s](const Grads& g, const Grads& v, const Node&) {
+           return Grads{mul(neg(g[0]), div(rdiv(v[0], s), v[0]))};  // d(s/a) = -s/a^2
+         });
   return out;
 }
 
@@ -305,27 +301,24 @@ Tensor differentiable_unary(const char* name, Tensor out, const Tensor& x, Saved
 }  // namespace
 
 Tensor neg(const Tensor& x) {
-  return differentiable_unary("NegBackward",
-                              without_grad([&] { return numeric_unary(UnaryOp::Neg, x); }), x,
-                              SavedUnary::None, [](const Tensor& g, const Tensor&) { return neg(g); });
+  return differentiable_unary(
+      "NegBackward", without_grad([&] { return numeric_unary(UnaryOp::Neg, x); }), x,
+      SavedUnary::None, [](const Tensor& g, const Tensor&) { return neg(g); });
 }
 Tensor exp(const Tensor& x) {
-  return differentiable_unary("ExpBackward",
-                              without_grad([&] { return float_unary(UnaryOp::Exp, x); }), x,
-                              SavedUnary::Output,
-                              [](const Tensor& g, const Tensor& out) { return mul(g, out); });
+  return differentiable_unary(
+      "ExpBackward", without_grad([&] { return float_unary(UnaryOp::Exp, x); }), x,
+      SavedUnary::Output, [](const Tensor& g, const Tensor& out) { return mul(g, out); });
 }
 Tensor log(const Tensor& x) {
-  return differentiable_unary("LogBackward",
-                              without_grad([&] { return float_unary(UnaryOp::Log, x); }), x,
-                              SavedUnary::Input,
-                              [](const Tensor& g, const Tensor& in) { return div(g, in); });
+  return differentiable_unary(
+      "LogBackward", without_grad([&] { return float_unary(UnaryOp::Log, x); }), x,
+      SavedUnary::Input, [](const Tensor& g, const Tensor& in) { return div(g, in); });
 }
 Tensor sqrt(const Tensor& x) {
-  return differentiable_unary("SqrtBackward",
-                              without_grad([&] { return float_unary(UnaryOp::Sqrt, x); }), x,
-                              SavedUnary::Output,
-                              [](const Tensor& g, const Tensor& out) { return div(g, mul(out, 2.0)); });
+  return differentiable_unary(
+      "SqrtBackward", without_grad([&] { return float_unary(UnaryOp::Sqrt, x); }), x,
+      SavedUnary::Output, [](const Tensor& g, const Tensor& out) { return div(g, mul(out, 2.0)); });
 }
 Tensor rsqrt(const Tensor& x) {
   return differentiable_unary(
@@ -334,16 +327,14 @@ Tensor rsqrt(const Tensor& x) {
       [](const Tensor& g, const Tensor& out) { return mul(mul(g, pow(out, 3.0)), -0.5); });
 }
 Tensor abs(const Tensor& x) {
-  return differentiable_unary("AbsBackward",
-                              without_grad([&] { return numeric_unary(UnaryOp::Abs, x); }), x,
-                              SavedUnary::Input,
-                              [](const Tensor& g, const Tensor& in) { return mul(g, sign(in)); });
+  return differentiable_unary(
+      "AbsBackward", without_grad([&] { return numeric_unary(UnaryOp::Abs, x); }), x,
+      SavedUnary::Input, [](const Tensor& g, const Tensor& in) { return mul(g, sign(in)); });
 }
 Tensor sign(const Tensor& x) {
-  return differentiable_unary("SignBackward",
-                              without_grad([&] { return numeric_unary(UnaryOp::Sign, x); }), x,
-                              SavedUnary::None,
-                              [](const Tensor& g, const Tensor&) { return zeros_like(g); });
+  return differentiable_unary(
+      "SignBackward", without_grad([&] { return numeric_unary(UnaryOp::Sign, x); }), x,
+      SavedUnary::None, [](const Tensor& g, const Tensor&) { return zeros_like(g); });
 }
 Tensor tanh(const Tensor& x) {
   return differentiable_unary(
@@ -358,24 +349,23 @@ Tensor sigmoid(const Tensor& x) {
       [](const Tensor& g, const Tensor& out) { return mul(mul(g, out), rsub(out, 1.0)); });
 }
 Tensor relu(const Tensor& x) {
-  return differentiable_unary(
-      "ReluBackward", without_grad([&] { return numeric_unary(UnaryOp::Relu, x); }), x,
-      SavedUnary::Output,
-      [](const Tensor& g, const Tensor& out) { return where(gt(out, 0.0), g, zero_scalar_like(g)); });
+  return differentiable_unary("ReluBackward",
+                              without_grad([&] { return numeric_unary(UnaryOp::Relu, x); }), x,
+                              SavedUnary::Output, [](const Tensor& g, const Tensor& out) {
+                                return where(gt(out, 0.0), g, zero_scalar_like(g));
+                              });
 }
 Tensor gelu(const Tensor& x, bool tanh_approximation) {
-  Tensor out = without_grad([&] {
-    return float_unary(tanh_approximation ? UnaryOp::GeluTanh : UnaryOp::Gelu, x);
-  });
+  Tensor out = without_grad(
+      [&] { return float_unary(tanh_approximation ? UnaryOp::GeluTanh : UnaryOp::Gelu, x); });
   if (!tanh_approximation) {
-    return differentiable_unary("GeluBackward", out, x, SavedUnary::Input,
-                                [](const Tensor& g, const Tensor& in) {
-                                  // d/dx x Phi(x) = Phi(x) + x phi(x)
-                                  const Tensor cdf = mul(add(erf(mul(in, M_SQRT1_2)), 1.0), 0.5);
-                                  const Tensor pdf =
-                                      mul(exp(mul(mul(in, in), -0.5)), 0.3989422804014327);
-                                  return mul(g, add(cdf, mul(in, pdf)));
-                                });
+    return differentiable_unary(
+        "GeluBackward", out, x, SavedUnary::Input, [](const Tensor& g, const Tensor& in) {
+          // d/dx x Phi(x) = Phi(x) + x phi(x)
+          const Tensor cdf = mul(add(erf(mul(in, M_SQRT1_2)), 1.0), 0.5);
+          const Tensor pdf = mul(exp(mul(mul(in, in), -0.5)), 0.3989422804014327);
+          return mul(g, add(cdf, mul(in, pdf)));
+        });
   }
   return differentiable_unary(
       "GeluBackward", out, x, SavedUnary::Input, [](const Tensor& g, const Tensor& in) {
@@ -385,8 +375,8 @@ Tensor gelu(const Tensor& x, bool tanh_approximation) {
         const Tensor inner = mul(add(in, mul(mul(x_sq, in), kKappa)), kBeta);
         const Tensor t = tanh(inner);
         const Tensor left_derivative = mul(add(t, 1.0), 0.5);
-        const Tensor right_derivative =
-            mul(mul(mul(in, 0.5), rsub(mul(t, t), 1.0)), add(mul(x_sq, 3.0 * kKappa * kBeta), kBeta));
+        const Tensor right_derivative = mul(mul(mul(in, 0.5), rsub(mul(t, t), 1.0)),
+                                            add(mul(x_sq, 3.0 * kKappa * kBeta), kBeta));
         return mul(g, add(left_derivative, right_derivative));
       });
 }
@@ -404,10 +394,9 @@ Tensor reciprocal(const Tensor& x) {
       [](const Tensor& g, const Tensor& out) { return neg(mul(g, mul(out, out))); });
 }
 Tensor square(const Tensor& x) {
-  return differentiable_unary("SquareBackward",
-                              without_grad([&] { return numeric_unary(UnaryOp::Square, x); }), x,
-                              SavedUnary::Input,
-                              [](const Tensor& g, const Tensor& in) { return mul(mul(g, in), 2.0); });
+  return differentiable_unary(
+      "SquareBackward", without_grad([&] { return numeric_unary(UnaryOp::Square, x); }), x,
+      SavedUnary::Input, [](const Tensor& g, const Tensor& in) { return mul(mul(g, in), 2.0); });
 }
 
 Tensor clamp(const Tensor& x, std::optional<double> min, std::optional<double> max) {

@@ -56,7 +56,7 @@ Tensor gt(const Tensor& a, double s);
 Tensor ge(const Tensor& a, double s);
 
 Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b);
-Tensor isfinite(const Tensor& x);  // Bool
+Tensor isfinite(const Tensor& x);    // Bool
 bool isfinite_all(const Tensor& x);  // true when no element is inf or NaN
 
 // PyTorch's result_type for a binary op: dimensioned tensors take precedence over 0-d tensors

@@ -13,9 +13,29 @@
 namespace amp {
 
 enum class UnaryOp {
-  Neg, Exp, Log, Sqrt, Rsqrt, Abs, Sign, Tanh, Sigmoid, Relu, Gelu, GeluTanh, Erf, Reciprocal,
+  Neg,
+  Exp,
+  Log,
+  Sqrt,
+  Rsqrt,
+  Abs,
+  Sign,
+  Tanh,
+  Sigmoid,
+  Relu,
+  Gelu,
+  GeluTanh,
+  Erf,
+  Reciprocal,
   Square,
-  Pow, Clamp, AddScalar, MulScalar, RSubScalar, DivScalar, RDivScalar, IsFinite
+  Pow,
+  Clamp,
+  AddScalar,
+  MulScalar,
+  RSubScalar,
+  DivScalar,
+  RDivScalar,
+  IsFinite
 };
 enum class BinaryOp { Add, Sub, Mul, Div, Maximum, Minimum, Pow, Eq, Ne, Lt, Le, Gt, Ge };
 enum class ReduceOp { Sum, Mean, Max, Min, ArgMax, ArgMin };
@@ -46,15 +66,39 @@ AMP_HOST_DEVICE AMP_FORCEINLINE bool is_nan(T v) {
   }
 }
 
-struct Neg { template <class T> AMP_HOST_DEVICE T operator()(T a) const { return -a; } };
-struct Exp { template <class T> AMP_HOST_DEVICE T operator()(T a) const { return std::exp(a); } };
-struct Log { template <class T> AMP_HOST_DEVICE T operator()(T a) const { return std::log(a); } };
-struct Sqrt { template <class T> AMP_HOST_DEVICE T operator()(T a) const { return std::sqrt(a); } };
+struct Neg {
+  template <class T>
+  AMP_HOST_DEVICE T operator()(T a) const {
+    return -a;
+  }
+};
+struct Exp {
+  template <class T>
+  AMP_HOST_DEVICE T operator()(T a) const {
+    return std::exp(a);
+  }
+};
+struct Log {
+  template <class T>
+  AMP_HOST_DEVICE T operator()(T a) const {
+    return std::log(a);
+  }
+};
+struct Sqrt {
+  template <class T>
+  AMP_HOST_DEVICE T operator()(T a) const {
+    return std::sqrt(a);
+  }
+};
 struct Rsqrt {
-  template <class T> AMP_HOST_DEVICE T operator()(T a) const { return T(1) / std::sqrt(a); }
+  template <class T>
+  AMP_HOST_DEVICE T operator()(T a) const {
+    return T(1) / std::sqrt(a);
+  }
 };
 struct Abs {
-  template <class T> AMP_HOST_DEVICE T operator()(T a) const {
+  template <class T>
+  AMP_HOST_DEVICE T operator()(T a) const {
     if constexpr (std::is_floating_point_v<T>) {
       return std::fabs(a);  // clears the sign of -0.0, as IEEE abs
     } else {
@@ -63,39 +107,67 @@ struct Abs {
   }
 };
 struct Sign {
-  template <class T> AMP_HOST_DEVICE T operator()(T a) const {
+  template <class T>
+  AMP_HOST_DEVICE T operator()(T a) const {
     return is_nan(a) ? a : T((T(0) < a) - (a < T(0)));
   }
 };
-struct Tanh { template <class T> AMP_HOST_DEVICE T operator()(T a) const { return std::tanh(a); } };
+struct Tanh {
+  template <class T>
+  AMP_HOST_DEVICE T operator()(T a) const {
+    return std::tanh(a);
+  }
+};
 struct Sigmoid {
-  template <class T> AMP_HOST_DEVICE T operator()(T a) const { return T(1) / (T(1) + std::exp(-a)); }
+  template <class T>
+  AMP_HOST_DEVICE T operator()(T a) const {
+    return T(1) / (T(1) + std::exp(-a));
+  }
 };
 struct Relu {
   // `a < 0 ? 0 : a` keeps NaN (PyTorch's relu propagates NaN).
-  template <class T> AMP_HOST_DEVICE T operator()(T a) const { return a < T(0) ? T(0) : a; }
+  template <class T>
+  AMP_HOST_DEVICE T operator()(T a) const {
+    return a < T(0) ? T(0) : a;
+  }
 };
 struct Gelu {  // exact: x * Phi(x)
-  template <class T> AMP_HOST_DEVICE T operator()(T a) const {
+  template <class T>
+  AMP_HOST_DEVICE T operator()(T a) const {
     constexpr T kInvSqrt2 = T(0.70710678118654752440);
     return T(0.5) * a * (T(1) + std::erf(a * kInvSqrt2));
   }
 };
 struct GeluTanh {  // approximate="tanh"
-  template <class T> AMP_HOST_DEVICE T operator()(T a) const {
+  template <class T>
+  AMP_HOST_DEVICE T operator()(T a) const {
     constexpr T kSqrt2OverPi = T(0.79788456080286535588);
     constexpr T kCoeff = T(0.044715);
     return T(0.5) * a * (T(1) + std::tanh(kSqrt2OverPi * (a + kCoeff * a * a * a)));
   }
 };
-struct Erf { template <class T> AMP_HOST_DEVICE T operator()(T a) const { return std::erf(a); } };
-struct Reciprocal {
-  template <class T> AMP_HOST_DEVICE T operator()(T a) const { return T(1) / a; }
+struct Erf {
+  template <class T>
+  AMP_HOST_DEVICE T operator()(T a) const {
+    return std::erf(a);
+  }
 };
-struct Square { template <class T> AMP_HOST_DEVICE T operator()(T a) const { return a * a; } };
+struct Reciprocal {
+  template <class T>
+  AMP_HOST_DEVICE T operator()(T a) const {
+    return T(1) / a;
+  }
+};
+struct Square {
+  template <class T>
+  AMP_HOST_DEVICE T operator()(T a) const {
+    return a * a;
+  }
+};
 struct PowScalar {
   double exponent;
-  template <class T> AMP_HOST_DEVICE T operator()(T a) const {
+  template <class T>
+  AMP_HOST_DEVICE T operator()(T a) const {
     // Exact shortcuts for the exponents backward formulas use most.
     if (exponent == 2.0) return a * a;
     if (exponent == 1.0) return a;
@@ -105,7 +177,8 @@ struct PowScalar {
 };
 struct Clamp {
   double lo, hi;  // -inf / +inf when absent
-  template <class T> AMP_HOST_DEVICE T operator()(T a) const {
+  template <class T>
+  AMP_HOST_DEVICE T operator()(T a) const {
     if constexpr (std::is_integral_v<T>) {
       // Compare in double: an absent bound is +-inf, which has no integer value. The op layer
       // only passes whole-number bounds for integer tensors.
@@ -120,26 +193,42 @@ struct Clamp {
 };
 struct AddScalar {
   double s;
-  template <class T> AMP_HOST_DEVICE T operator()(T a) const { return a + static_cast<T>(s); }
+  template <class T>
+  AMP_HOST_DEVICE T operator()(T a) const {
+    return a + static_cast<T>(s);
+  }
 };
 struct MulScalar {
   double s;
-  template <class T> AMP_HOST_DEVICE T operator()(T a) const { return a * static_cast<T>(s); }
+  template <class T>
+  AMP_HOST_DEVICE T operator()(T a) const {
+    return a * static_cast<T>(s);
+  }
 };
 struct RSubScalar {  // s - a
   double s;
-  template <class T> AMP_HOST_DEVICE T operator()(T a) const { return static_cast<T>(s) - a; }
+  template <class T>
+  AMP_HOST_DEVICE T operator()(T a) const {
+    return static_cast<T>(s) - a;
+  }
 };
 struct DivScalar {
   double s;
-  template <class T> AMP_HOST_DEVICE T operator()(T a) const { return a / static_cast<T>(s); }
+  template <class T>
+  AMP_HOST_DEVICE T operator()(T a) const {
+    return a / static_cast<T>(s);
+  }
 };
 struct RDivScalar {  // s / a
   double s;
-  template <class T> AMP_HOST_DEVICE T operator()(T a) const { return static_cast<T>(s) / a; }
+  template <class T>
+  AMP_HOST_DEVICE T operator()(T a) const {
+    return static_cast<T>(s) / a;
+  }
 };
 struct IsFinite {
-  template <class T> AMP_HOST_DEVICE bool operator()(T a) const {
+  template <class T>
+  AMP_HOST_DEVICE bool operator()(T a) const {
     if constexpr (std::is_floating_point_v<T>) {
       return a - a == T(0);  // false for inf (inf - inf = NaN) and NaN
     } else {
@@ -148,26 +237,49 @@ struct IsFinite {
   }
 };
 
-struct Add { template <class T> AMP_HOST_DEVICE T operator()(T a, T b) const { return a + b; } };
-struct Sub { template <class T> AMP_HOST_DEVICE T operator()(T a, T b) const { return a - b; } };
-struct Mul { template <class T> AMP_HOST_DEVICE T operator()(T a, T b) const { return a * b; } };
-struct Div { template <class T> AMP_HOST_DEVICE T operator()(T a, T b) const { return a / b; } };
+struct Add {
+  template <class T>
+  AMP_HOST_DEVICE T operator()(T a, T b) const {
+    return a + b;
+  }
+};
+struct Sub {
+  template <class T>
+  AMP_HOST_DEVICE T operator()(T a, T b) const {
+    return a - b;
+  }
+};
+struct Mul {
+  template <class T>
+  AMP_HOST_DEVICE T operator()(T a, T b) const {
+    return a * b;
+  }
+};
+struct Div {
+  template <class T>
+  AMP_HOST_DEVICE T operator()(T a, T b) const {
+    return a / b;
+  }
+};
 struct Maximum {  // NaN in either input gives NaN, as torch.maximum
-  template <class T> AMP_HOST_DEVICE T operator()(T a, T b) const {
+  template <class T>
+  AMP_HOST_DEVICE T operator()(T a, T b) const {
     if (is_nan(a)) return a;
     if (is_nan(b)) return b;
     return a < b ? b : a;
   }
 };
 struct Minimum {
-  template <class T> AMP_HOST_DEVICE T operator()(T a, T b) const {
+  template <class T>
+  AMP_HOST_DEVICE T operator()(T a, T b) const {
     if (is_nan(a)) return a;
     if (is_nan(b)) return b;
     return b < a ? b : a;
   }
 };
 struct Pow {
-  template <class T> AMP_HOST_DEVICE T operator()(T a, T b) const {
+  template <class T>
+  AMP_HOST_DEVICE T operator()(T a, T b) const {
     if constexpr (std::is_floating_point_v<T>) {
       return std::pow(a, b);
     } else {
@@ -177,15 +289,48 @@ struct Pow {
     }
   }
 };
-struct Eq { template <class T> AMP_HOST_DEVICE bool operator()(T a, T b) const { return a == b; } };
-struct Ne { template <class T> AMP_HOST_DEVICE bool operator()(T a, T b) const { return a != b; } };
-struct Lt { template <class T> AMP_HOST_DEVICE bool operator()(T a, T b) const { return a < b; } };
-struct Le { template <class T> AMP_HOST_DEVICE bool operator()(T a, T b) const { return a <= b; } };
-struct Gt { template <class T> AMP_HOST_DEVICE bool operator()(T a, T b) const { return a > b; } };
-struct Ge { template <class T> AMP_HOST_DEVICE bool operator()(T a, T b) const { return a >= b; } };
+struct Eq {
+  template <class T>
+  AMP_HOST_DEVICE bool operator()(T a, T b) const {
+    return a == b;
+  }
+};
+struct Ne {
+  template <class T>
+  AMP_HOST_DEVICE bool operator()(T a, T b) const {
+    return a != b;
+  }
+};
+struct Lt {
+  template <class T>
+  AMP_HOST_DEVICE bool operator()(T a, T b) const {
+    return a < b;
+  }
+};
+struct Le {
+  template <class T>
+  AMP_HOST_DEVICE bool operator()(T a, T b) const {
+    return a <= b;
+  }
+};
+struct Gt {
+  template <class T>
+  AMP_HOST_DEVICE bool operator()(T a, T b) const {
+    return a > b;
+  }
+};
+struct Ge {
+  template <class T>
+  AMP_HOST_DEVICE bool operator()(T a, T b) const {
+    return a >= b;
+  }
+};
 
 struct Where {
-  template <class T> AMP_HOST_DEVICE T operator()(bool c, T a, T b) const { return c ? a : b; }
+  template <class T>
+  AMP_HOST_DEVICE T operator()(bool c, T a, T b) const {
+    return c ? a : b;
+  }
 };
 
 }  // namespace functors
@@ -195,29 +340,52 @@ template <class Fn>
 AMP_HOST_DEVICE decltype(auto) visit_unary(UnaryOp op, UnaryParams p, Fn&& fn) {
   using namespace functors;
   switch (op) {
-    case UnaryOp::Neg: return fn(Neg{});
-    case UnaryOp::Exp: return fn(Exp{});
-    case UnaryOp::Log: return fn(Log{});
-    case UnaryOp::Sqrt: return fn(Sqrt{});
-    case UnaryOp::Rsqrt: return fn(Rsqrt{});
-    case UnaryOp::Abs: return fn(Abs{});
-    case UnaryOp::Sign: return fn(Sign{});
-    case UnaryOp::Tanh: return fn(Tanh{});
-    case UnaryOp::Sigmoid: return fn(Sigmoid{});
-    case UnaryOp::Relu: return fn(Relu{});
-    case UnaryOp::Gelu: return fn(Gelu{});
-    case UnaryOp::GeluTanh: return fn(GeluTanh{});
-    case UnaryOp::Erf: return fn(Erf{});
-    case UnaryOp::Reciprocal: return fn(Reciprocal{});
-    case UnaryOp::Square: return fn(Square{});
-    case UnaryOp::Pow: return fn(PowScalar{p.a});
-    case UnaryOp::Clamp: return fn(Clamp{p.a, p.b});
-    case UnaryOp::AddScalar: return fn(AddScalar{p.a});
-    case UnaryOp::MulScalar: return fn(MulScalar{p.a});
-    case UnaryOp::RSubScalar: return fn(RSubScalar{p.a});
-    case UnaryOp::DivScalar: return fn(DivScalar{p.a});
-    case UnaryOp::RDivScalar: return fn(RDivScalar{p.a});
-    case UnaryOp::IsFinite: return fn(IsFinite{});
+    case UnaryOp::Neg:
+      return fn(Neg{});
+    case UnaryOp::Exp:
+      return fn(Exp{});
+    case UnaryOp::Log:
+      return fn(Log{});
+    case UnaryOp::Sqrt:
+      return fn(Sqrt{});
+    case UnaryOp::Rsqrt:
+      return fn(Rsqrt{});
+    case UnaryOp::Abs:
+      return fn(Abs{});
+    case UnaryOp::Sign:
+      return fn(Sign{});
+    case UnaryOp::Tanh:
+      return fn(Tanh{});
+    case UnaryOp::Sigmoid:
+      return fn(Sigmoid{});
+    case UnaryOp::Relu:
+      return fn(Relu{});
+    case UnaryOp::Gelu:
+      return fn(Gelu{});
+    case UnaryOp::GeluTanh:
+      return fn(GeluTanh{});
+    case UnaryOp::Erf:
+      return fn(Erf{});
+    case UnaryOp::Reciprocal:
+      return fn(Reciprocal{});
+    case UnaryOp::Square:
+      return fn(Square{});
+    case UnaryOp::Pow:
+      return fn(PowScalar{p.a});
+    case UnaryOp::Clamp:
+      return fn(Clamp{p.a, p.b});
+    case UnaryOp::AddScalar:
+      return fn(AddScalar{p.a});
+    case UnaryOp::MulScalar:
+      return fn(MulScalar{p.a});
+    case UnaryOp::RSubScalar:
+      return fn(RSubScalar{p.a});
+    case UnaryOp::DivScalar:
+      return fn(DivScalar{p.a});
+    case UnaryOp::RDivScalar:
+      return fn(RDivScalar{p.a});
+    case UnaryOp::IsFinite:
+      return fn(IsFinite{});
   }
   return fn(Neg{});
 }
@@ -226,19 +394,32 @@ template <class Fn>
 AMP_HOST_DEVICE decltype(auto) visit_binary(BinaryOp op, Fn&& fn) {
   using namespace functors;
   switch (op) {
-    case BinaryOp::Add: return fn(Add{});
-    case BinaryOp::Sub: return fn(Sub{});
-    case BinaryOp::Mul: return fn(Mul{});
-    case BinaryOp::Div: return fn(Div{});
-    case BinaryOp::Maximum: return fn(Maximum{});
-    case BinaryOp::Minimum: return fn(Minimum{});
-    case BinaryOp::Pow: return fn(Pow{});
-    case BinaryOp::Eq: return fn(Eq{});
-    case BinaryOp::Ne: return fn(Ne{});
-    case BinaryOp::Lt: return fn(Lt{});
-    case BinaryOp::Le: return fn(Le{});
-    case BinaryOp::Gt: return fn(Gt{});
-    case BinaryOp::Ge: return fn(Ge{});
+    case BinaryOp::Add:
+      return fn(Add{});
+    case BinaryOp::Sub:
+      return fn(Sub{});
+    case BinaryOp::Mul:
+      return fn(Mul{});
+    case BinaryOp::Div:
+      return fn(Div{});
+    case BinaryOp::Maximum:
+      return fn(Maximum{});
+    case BinaryOp::Minimum:
+      return fn(Minimum{});
+    case BinaryOp::Pow:
+      return fn(Pow{});
+    case BinaryOp::Eq:
+      return fn(Eq{});
+    case BinaryOp::Ne:
+      return fn(Ne{});
+    case BinaryOp::Lt:
+      return fn(Lt{});
+    case BinaryOp::Le:
+      return fn(Le{});
+    case BinaryOp::Gt:
+      return fn(Gt{});
+    case BinaryOp::Ge:
+      return fn(Ge{});
   }
   return fn(Add{});
 }

@@ -1,8 +1,8 @@
 // Matrix products: shape rules and batching here, the GEMM itself in the device kernel table.
 #include "csrc/ops/linalg.h"
 
-#include "csrc/core/factories.h"
 #include "csrc/autograd/node.h"
+#include "csrc/core/factories.h"
 #include "csrc/core/macros.h"
 #include "csrc/ops/elementwise.h"
 #include "csrc/ops/kernels.h"
@@ -13,9 +13,8 @@ namespace {
 
 void check_operands(const Tensor& a, const Tensor& b, const char* op) {
   AMP_CHECK(a.defined() && b.defined(), op, ": expected defined tensors, got an undefined one");
-  AMP_CHECK(a.device() == b.device(), op,
-            ": expected both tensors on the same device, got ", to_string(a.device()), " and ",
-            to_string(b.device()));
+  AMP_CHECK(a.device() == b.device(), op, ": expected both tensors on the same device, got ",
+            to_string(a.device()), " and ", to_string(b.device()));
   AMP_CHECK(a.dtype() == b.dtype(), op, ": expected both tensors to have the same dtype, got ",
             dtype_name(a.dtype()), " and ", dtype_name(b.dtype()));
   AMP_CHECK(is_floating_point(a.dtype()), op,
@@ -26,8 +25,8 @@ void check_operands(const Tensor& a, const Tensor& b, const char* op) {
 // A matrix operand the GEMM can read in place: unit stride along rows or columns.
 Tensor gemm_operand(const Tensor& t) {
   const int64_t n = t.dim();
-  const bool ok = t.stride(n - 1) == 1 || t.stride(n - 2) == 1 || t.size(n - 1) == 1 ||
-                  t.size(n - 2) == 1;
+  const bool ok =
+      t.stride(n - 1) == 1 || t.stride(n - 2) == 1 || t.size(n - 1) == 1 || t.size(n - 2) == 1;
   return ok ? t : t.contiguous();
 }
 
@@ -76,8 +75,8 @@ std::string dims_string(const Tensor& t) {
 Tensor mm_impl(const Tensor& a, const Tensor& b) {
   check_operands(a, b, "mm");
   AMP_CHECK(a.dim() == 2 && b.dim() == 2, "mm: expected 2-D tensors, got ", a.dim(), "-D and ",
-            b.dim(), "-D (shapes ", shape_to_string(a.sizes()), " and ",
-            shape_to_string(b.sizes()), ")");
+            b.dim(), "-D (shapes ", shape_to_string(a.sizes()), " and ", shape_to_string(b.sizes()),
+            ")");
   AMP_CHECK(a.size(1) == b.size(0), "mm: mat1 and mat2 shapes cannot be multiplied (",
             dims_string(a), " and ", dims_string(b), ")");
   return batched_gemm(a.unsqueeze(0), b.unsqueeze(0)).squeeze(0);
@@ -86,15 +85,14 @@ Tensor mm_impl(const Tensor& a, const Tensor& b) {
 Tensor bmm_impl(const Tensor& a, const Tensor& b) {
   check_operands(a, b, "bmm");
   AMP_CHECK(a.dim() == 3 && b.dim() == 3, "bmm: expected 3-D tensors, got ", a.dim(), "-D and ",
-            b.dim(), "-D (shapes ", shape_to_string(a.sizes()), " and ",
-            shape_to_string(b.sizes()), ")");
+            b.dim(), "-D (shapes ", shape_to_string(a.sizes()), " and ", shape_to_string(b.sizes()),
+            ")");
   AMP_CHECK(a.size(0) == b.size(0), "bmm: expected equal batch sizes, got ", a.size(0), " and ",
             b.size(0));
   AMP_CHECK(a.size(2) == b.size(1), "bmm: batch1 and batch2 shapes cannot be multiplied (",
             dims_string(a), " and ", dims_string(b), ")");
   return batched_gemm(a, b);
 }
-
 
 }  // namespace
 
@@ -121,18 +119,16 @@ Tensor bmm(const Tensor& a, const Tensor& b) {
   return out;
 }
 
-
 // matmul is composite: it reshapes and calls mm/bmm, so autograd differentiates through those.
 Tensor matmul(const Tensor& a, const Tensor& b) {
   check_operands(a, b, "matmul");
   const int64_t da = a.dim(), db = b.dim();
-  AMP_CHECK(da > 0 && db > 0, "matmul: both arguments need to be at least 1-D, got ", da,
-            "-D and ", db, "-D");
+  AMP_CHECK(da > 0 && db > 0, "matmul: both arguments need to be at least 1-D, got ", da, "-D and ",
+            db, "-D");
   const int64_t ka = a.size(-1), kb = db == 1 ? b.size(0) : b.size(-2);
   AMP_CHECK(ka == kb, "matmul: shapes cannot be multiplied (", dims_string(a), " and ",
-            dims_string(b), "): expected the last dim of the first (", ka,
-            ") to match the ", db == 1 ? "only" : "second-to-last", " dim of the second (", kb,
-            ")");
+            dims_string(b), "): expected the last dim of the first (", ka, ") to match the ",
+            db == 1 ? "only" : "second-to-last", " dim of the second (", kb, ")");
   if (da == 1 && db == 1) return mm(a.unsqueeze(0), b.unsqueeze(1)).reshape({});
   if (da == 2 && db == 1) return mm(a, b.unsqueeze(1)).squeeze(1);
   if (da == 1 && db == 2) return mm(a.unsqueeze(0), b).squeeze(0);

@@ -106,9 +106,9 @@ Tensor differentiable_extreme(const Tensor& x, Shape dims, bool keepdim, bool is
                    [dims, keepdim](const Grads& g, const Grads& s, const autograd::Node& n) {
                      const Shape& shape = n.input_meta[0].shape;
                      const Tensor mask = eq(s[0], expand_reduced(s[1], shape, dims, keepdim));
-                     const Tensor ones_mask = where(mask, ones({}, {.dtype = g[0].dtype(),
-                                                                   .device = g[0].device()}),
-                                                    autograd::zero_scalar_like(g[0]));
+                     const Tensor ones_mask =
+                         where(mask, ones({}, {.dtype = g[0].dtype(), .device = g[0].device()}),
+                               autograd::zero_scalar_like(g[0]));
                      const Tensor count =
                          dims.empty() ? sum(ones_mask) : sum(ones_mask, dims, /*keepdim=*/true);
                      const Tensor share = div(expand_reduced(g[0], shape, dims, keepdim), count);

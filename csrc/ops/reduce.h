@@ -6,11 +6,11 @@
 
 namespace amp {
 
-Tensor sum(const Tensor& x);                                   // Int64/Bool sum to Int64
+Tensor sum(const Tensor& x);  // Int64/Bool sum to Int64
 Tensor sum(const Tensor& x, Shape dims, bool keepdim = false);
-Tensor mean(const Tensor& x);                                  // floating inputs only
+Tensor mean(const Tensor& x);  // floating inputs only
 Tensor mean(const Tensor& x, Shape dims, bool keepdim = false);
-Tensor max(const Tensor& x);                                   // NaN propagates
+Tensor max(const Tensor& x);  // NaN propagates
 Tensor max(const Tensor& x, Shape dims, bool keepdim = false);
 Tensor min(const Tensor& x);
 Tensor min(const Tensor& x, Shape dims, bool keepdim = false);

@@ -92,7 +92,8 @@ AMP_HOST_DEVICE void softmax(const T* x, T* y, int64_t n, bool log) {
     for (int64_t i = 0; i < n; ++i) y[i] = convert<T>(convert<Acc>(x[i]) - max_value - log_total);
   } else {
     const Acc inv = Acc(1) / total;
-    for (int64_t i = 0; i < n; ++i) y[i] = convert<T>(std::exp(convert<Acc>(x[i]) - max_value) * inv);
+    for (int64_t i = 0; i < n; ++i)
+      y[i] = convert<T>(std::exp(convert<Acc>(x[i]) - max_value) * inv);
   }
 }
 

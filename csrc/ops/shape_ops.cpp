@@ -11,11 +11,14 @@ namespace {
 Tensor cat_impl(const std::vector<Tensor>& tensors, int64_t dim) {
   AMP_CHECK(!tensors.empty(), "cat: expected a non-empty list of tensors, got an empty list");
   for (size_t i = 0; i < tensors.size(); ++i) {
-    AMP_CHECK(tensors[i].defined(), "cat: expected defined tensors, got an undefined tensor at "
-              "position ", i);
+    AMP_CHECK(tensors[i].defined(),
+              "cat: expected defined tensors, got an undefined tensor at "
+              "position ",
+              i);
   }
   const Tensor& first = tensors[0];
-  AMP_CHECK(first.dim() > 0, "cat: zero-dimensional tensor (at position 0) cannot be "
+  AMP_CHECK(first.dim() > 0,
+            "cat: zero-dimensional tensor (at position 0) cannot be "
             "concatenated");
   dim = wrap_dim(dim, first.dim(), "cat");
   DType dtype = first.dtype();
@@ -24,13 +27,17 @@ Tensor cat_impl(const std::vector<Tensor>& tensors, int64_t dim) {
     const Tensor& t = tensors[i];
     AMP_CHECK(t.device() == first.device(), "cat: expected all tensors on ",
               to_string(first.device()), ", got ", to_string(t.device()), " at position ", i);
-    AMP_CHECK(t.dim() == first.dim(), "cat: tensors must have the same number of dimensions: "
-              "got ", first.dim(), " and ", t.dim(), " (at position ", i, ")");
+    AMP_CHECK(t.dim() == first.dim(),
+              "cat: tensors must have the same number of dimensions: "
+              "got ",
+              first.dim(), " and ", t.dim(), " (at position ", i, ")");
     for (int64_t d = 0; d < first.dim(); ++d) {
-      AMP_CHECK(d == dim || t.size(d) == first.size(d), "cat: sizes of tensors must match "
-                "except in dimension ", dim, ". Expected size ", first.size(d), " but got size ",
-                t.size(d), " for tensor number ", i, " in the list (shapes ",
-                shape_to_string(first.sizes()), " and ", shape_to_string(t.sizes()), ")");
+      AMP_CHECK(d == dim || t.size(d) == first.size(d),
+                "cat: sizes of tensors must match "
+                "except in dimension ",
+                dim, ". Expected size ", first.size(d), " but got size ", t.size(d),
+                " for tensor number ", i, " in the list (shapes ", shape_to_string(first.sizes()),
+                " and ", shape_to_string(t.sizes()), ")");
     }
     dtype = promote_types(dtype, t.dtype());
     total += t.size(dim);
@@ -54,8 +61,8 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
   // Each input's gradient is its slice of the output gradient.
   const int64_t d = wrap_dim(dim, tensors[0].dim(), "cat");
   auto node = std::make_shared<autograd::FunctionNode>(
-      "CatBackward", [d](const std::vector<Tensor>& g, const std::vector<Tensor>&,
-                         const autograd::Node& n) {
+      "CatBackward",
+      [d](const std::vector<Tensor>& g, const std::vector<Tensor>&, const autograd::Node& n) {
         std::vector<Tensor> grads;
         int64_t offset = 0;
         for (size_t i = 0; i < n.input_meta.size(); ++i) {
@@ -74,7 +81,8 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
 
 Tensor stack(const std::vector<Tensor>& tensors, int64_t dim) {
   AMP_CHECK(!tensors.empty(), "stack: expected a non-empty list of tensors, got an empty list");
-  AMP_CHECK(tensors[0].defined(), "stack: expected defined tensors, got an undefined tensor at "
+  AMP_CHECK(tensors[0].defined(),
+            "stack: expected defined tensors, got an undefined tensor at "
             "position 0");
   dim = wrap_dim(dim, tensors[0].dim() + 1, "stack");
   std::vector<Tensor> expanded;

@@ -3,8 +3,8 @@
 #include "csrc/autograd/node.h"
 #include "csrc/core/macros.h"
 #include "csrc/ops/elementwise.h"
-#include "csrc/ops/reduce.h"
 #include "csrc/ops/kernels.h"
+#include "csrc/ops/reduce.h"
 
 namespace amp {
 
@@ -24,8 +24,8 @@ Tensor softmax_impl(const Tensor& x, int64_t dim, bool log) {
   const Tensor packed = ndim == 0 ? x.contiguous() : x.transpose(dim, last).contiguous();
   Tensor out = empty(packed.sizes(), {.dtype = x.dtype(), .device = x.device()});
   const int64_t cols = ndim == 0 ? 1 : packed.size(last);
-  kernels_for(x.device()).softmax(log, x.dtype(), packed.data_ptr(), out.data_ptr(),
-                                  x.numel() / cols, cols);
+  kernels_for(x.device())
+      .softmax(log, x.dtype(), packed.data_ptr(), out.data_ptr(), x.numel() / cols, cols);
   return ndim == 0 ? out : out.transpose(dim, last).contiguous();
 }
 

@@ -360,8 +360,7 @@ struct AutocastProbe {
 thread_local AutocastProbe probe;
 
 template <bool kOptIn>
-struct RecordsAutocastInBackward
-    : amp::autograd::Function<RecordsAutocastInBackward<kOptIn>> {
+struct RecordsAutocastInBackward : amp::autograd::Function<RecordsAutocastInBackward<kOptIn>> {
   static constexpr bool kBackwardUsesForwardAutocast = kOptIn;
   static amp::Tensor forward(amp::autograd::AutogradContext*, const amp::Tensor& x) {
     return x * 2.0;

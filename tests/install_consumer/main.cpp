@@ -9,9 +9,10 @@ int main() {
   const amp::Tensor a = amp::randn({8, 16});
   const amp::Tensor b = amp::randn({16, 4});
   const double exact = amp::matmul(a, b).sum().item<double>();
-  const double bf16 =
-      amp::matmul(a.to(amp::DType::BFloat16), b.to(amp::DType::BFloat16)).to(amp::DType::Float32)
-          .sum().item<double>();
+  const double bf16 = amp::matmul(a.to(amp::DType::BFloat16), b.to(amp::DType::BFloat16))
+                          .to(amp::DType::Float32)
+                          .sum()
+                          .item<double>();
   const bool ok = std::abs(exact - bf16) < 0.5;
   std::printf("install consumer: fp32 sum %.4f, bf16 sum %.4f: %s\n", exact, bf16,
               ok ? "ok" : "MISMATCH");
