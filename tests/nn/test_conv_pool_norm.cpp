@@ -426,6 +426,33 @@ BOOST_AUTO_TEST_CASE(batch_norm_with_fp32_params_takes_fp16_and_bf16_input_and_r
   }
 }
 
+BOOST_AUTO_TEST_CASE(batch_norm_with_16_bit_params_and_input_is_within_16_bit_tolerance) {
+  const Golden g("batch_norm2d");
+  for (DType dtype : {DType::Float16, DType::BFloat16}) {
+    const std::string what = std::string("BatchNorm2d all ") + amp::dtype_name(dtype);
+    auto bn = std::make_shared<amp::nn::BatchNorm2d>(3);
+    load_into(bn->weight, g.get("weight"));
+    load_into(bn->bias, g.get("bias"));
+    bn->to(dtype);  // parameters and running statistics in 16 bits (a model cast whole, O3)
+    BOOST_CHECK(bn->weight.dtype() == dtype);
+    const double eps = dtype == DType::Float16 ? 0x1p-10 : 0x1p-7;
+    const Tensor y1 = (*bn)(g.get("x1", dtype));
+    BOOST_CHECK(y1.dtype() == dtype);
+    // Weights, input and output each rounded to 16 bits; statistics computed in fp32.
+    check_close(y1, g.get("y1"), 8 * eps * max_abs(g.get("y1")), 0, what + " y1");
+    check_close(bn->running_mean, g.get("running_mean1"), 8 * eps, 0, what + " running_mean");
+    Tensor x2 = g.leaf("x2", dtype);
+    const Tensor y2 = (*bn)(x2);
+    check_close(y2, g.get("y2"), 8 * eps * max_abs(g.get("y2")), 0, what + " y2");
+    y2.backward(g.get("gy", dtype));
+    BOOST_CHECK(x2.grad().dtype() == dtype);
+    BOOST_CHECK(bn->weight.grad().dtype() == dtype);
+    check_close(x2.grad(), g.get("gx2"), 16 * eps * max_abs(g.get("gx2")), 0, what + " grad x");
+    check_close(bn->weight.grad(), g.get("gweight"), 16 * eps * max_abs(g.get("gweight")), 0,
+                what + " grad weight");
+  }
+}
+
 BOOST_AUTO_TEST_CASE(batch_norm_momentum_none_is_a_cumulative_average) {
   amp::manual_seed(8);
   auto bn = std::make_shared<amp::nn::BatchNorm1d>(3, 1e-5, std::nullopt);
