@@ -12,44 +12,21 @@
 #include <vector>
 
 #include "amp/amp.h"
+#include "tests/autograd/test_util.h"
 
 namespace {
 
 using amp::DType;
 using amp::Tensor;
+using amp_test::check_values;
+using amp_test::contains;
+using amp_test::error_of;
+using amp_test::leaf;
 namespace autograd = amp::autograd;
 using autograd::AutogradContext;
 
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const amp::Error& e) {
-    return e.what();
-  }
-  return "";
-}
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
-
-Tensor leaf(const std::vector<double>& values, amp::Shape shape) {
-  return amp::from_vector(values, std::move(shape),
-                          {.dtype = DType::Float64, .requires_grad = true});
-}
-
 Tensor constant(const std::vector<double>& values, amp::Shape shape) {
   return amp::from_vector(values, std::move(shape), {.dtype = DType::Float64});
-}
-
-void check_values(const Tensor& t, const std::vector<double>& expected, double tol = 1e-12) {
-  BOOST_TEST_REQUIRE(t.defined());
-  const std::vector<double> got = t.to_vector<double>();
-  BOOST_TEST_REQUIRE(got.size() == expected.size());
-  for (size_t i = 0; i < got.size(); ++i) {
-    BOOST_TEST(std::abs(got[i] - expected[i]) <= tol * (1.0 + std::abs(expected[i])),
-               "element " << i << ": got " << got[i] << ", expected " << expected[i]);
-  }
 }
 
 // y = alpha * x * w + offset, keeping alpha, offset and a tag as saved values.

@@ -13,43 +13,20 @@
 #include <vector>
 
 #include "amp/amp.h"
+#include "tests/autograd/test_util.h"
 
 namespace {
 
 using amp::DType;
 using amp::Tensor;
+using amp_test::check_values;
+using amp_test::contains;
+using amp_test::error_of;
+using amp_test::leaf;
 namespace autograd = amp::autograd;
-
-// The message of the amp::Error that fn throws, or "" when it throws none.
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const amp::Error& e) {
-    return e.what();
-  }
-  return "";
-}
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
 
 // DType has no operator<<; Boost prints the name.
 std::string dtype_of(const Tensor& t) { return amp::dtype_name(t.dtype()); }
-
-Tensor leaf(const std::vector<double>& values, amp::Shape shape, DType dtype = DType::Float64) {
-  return amp::from_vector(values, std::move(shape), {.dtype = dtype, .requires_grad = true});
-}
-
-void check_values(const Tensor& t, const std::vector<double>& expected, double tol = 1e-12) {
-  BOOST_TEST_REQUIRE(t.defined());
-  const std::vector<double> got = t.to_vector<double>();
-  BOOST_TEST_REQUIRE(got.size() == expected.size());
-  for (size_t i = 0; i < got.size(); ++i) {
-    BOOST_TEST(std::abs(got[i] - expected[i]) <= tol * (1.0 + std::abs(expected[i])),
-               "element " << i << ": got " << got[i] << ", expected " << expected[i]);
-  }
-}
 
 // Counts how many times its backward ran and records the gradient it received: s = x * x.
 struct CountingSquare : autograd::Function<CountingSquare> {

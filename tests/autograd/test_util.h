@@ -1,0 +1,46 @@
+// Small helpers shared by the autograd engine and custom-function suites.
+#pragma once
+
+#include <boost/test/unit_test.hpp>
+#include <cmath>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "amp/amp.h"
+
+namespace amp_test {
+
+// The message of the amp::Error that fn throws, or "" when it throws none.
+inline std::string error_of(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const amp::Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+inline bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+// A leaf that requires grad, Float64 unless told otherwise.
+inline amp::Tensor leaf(const std::vector<double>& values, amp::Shape shape,
+                        amp::DType dtype = amp::DType::Float64) {
+  return amp::from_vector(values, std::move(shape), {.dtype = dtype, .requires_grad = true});
+}
+
+// Checks every element of t against `expected` (computed by hand in the test).
+inline void check_values(const amp::Tensor& t, const std::vector<double>& expected,
+                         double tol = 1e-12) {
+  BOOST_TEST_REQUIRE(t.defined());
+  const std::vector<double> got = t.to_vector<double>();
+  BOOST_TEST_REQUIRE(got.size() == expected.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    BOOST_TEST(std::abs(got[i] - expected[i]) <= tol * (1.0 + std::abs(expected[i])),
+               "element " << i << ": got " << got[i] << ", expected " << expected[i]);
+  }
+}
+
+}  // namespace amp_test
