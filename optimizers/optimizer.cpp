@@ -93,6 +93,11 @@ Optimizer::Optimizer(Options defaults) : defaults_(std::move(defaults)) {}
 
 Optimizer::~Optimizer() = default;
 
+void Optimizer::step_with_amp_scaling(const Tensor&, const Tensor&) {
+  AMP_FAIL("Optimizer.step_with_amp_scaling: this optimizer does not unscale gradients in its ",
+           "kernels (supports_amp_scaling() is false); call step() after unscaling");
+}
+
 std::vector<ParamGroup>& Optimizer::param_groups() { return param_groups_; }
 
 const std::vector<ParamGroup>& Optimizer::param_groups() const { return param_groups_; }

@@ -52,6 +52,15 @@ class Optimizer {
   // One update of every parameter that has a gradient.
   virtual void step() = 0;
 
+  // The fused-optimizer contract with amp::GradScaler (torch's `_step_supports_amp_scaling`).
+  // An optimizer that returns true implements step_with_amp_scaling: it divides each gradient
+  // by grad_scale inside its kernels (grad_scale undefined: the grads are already unscaled) and
+  // skips the whole update, step counters included, when found_inf is non-zero. Both are
+  // 1-element Float32 tensors on the parameters' device, so GradScaler::step hands them over
+  // without reading them on the host.
+  virtual bool supports_amp_scaling() const { return false; }
+  virtual void step_with_amp_scaling(const Tensor& grad_scale, const Tensor& found_inf);
+
   // set_to_none: grads become undefined (PyTorch's default since 2.0); otherwise they are
   // zeroed in place (and detached when they carry history). Virtual so that a fused optimizer
   // can apply its own set_grad_none policy, as apex's do.
