@@ -93,18 +93,62 @@ inline void collect_tensor(std::vector<const Tensor*>& out, const std::vector<Te
 }
 template <class A>
 void collect_tensor(std::vector<const Tensor*>&, const A&) {}
+
+// torch.amp.custom_fwd(cast_inputs=...)'s _cast: floating, non-Float64 tensors on `type` are
+// converted to `dtype`; lists element by element; anything else passes through.
+inline Tensor autocast_input(const Tensor& t, DeviceType type, DType dtype) {
+  const bool castable = t.defined() && t.device().type == type && is_floating_point(t.dtype()) &&
+                        t.dtype() != DType::Float64;
+  return castable ? t.to(dtype) : t;
+}
+inline std::vector<Tensor> autocast_input(const std::vector<Tensor>& ts, DeviceType type,
+                                          DType dtype) {
+  std::vector<Tensor> out;
+  out.reserve(ts.size());
+  for (const Tensor& t : ts) out.push_back(autocast_input(t, type, dtype));
+  return out;
+}
+template <class A>
+A&& autocast_input(A&& a, DeviceType, DType) {
+  return std::forward<A>(a);
+}
 }  // namespace detail
 
 // CRTP base: T provides static forward(AutogradContext*, Args...) returning Tensor or
 // std::vector<Tensor>, and static backward(AutogradContext*, const std::vector<Tensor>& grads)
-// returning one gradient per tensor argument of forward (undefined for none). A T declaring
-// `static constexpr bool kBackwardUsesForwardAutocast = true;` has its backward run under the
-// autocast state its forward saw (otherwise backward runs with autocast disabled).
+// returning one gradient per tensor argument of forward (undefined for none).
+//
+// Autocast (torch.amp.custom_fwd / custom_bwd):
+// - By default the forward's ops follow the ambient autocast state and backward runs with
+//   autocast disabled.
+// - `static constexpr bool kBackwardUsesForwardAutocast = true;` (custom_bwd): backward runs
+//   under the autocast state its forward saw.
+// - `static constexpr DeviceType kAutocastDeviceType = DeviceType::CPU;` together with
+//   `static constexpr DType kCastInputs = DType::Float32;` (custom_fwd(cast_inputs=...)): when
+//   autocast is enabled for that device type, floating tensor inputs on it (not Float64) are
+//   converted to kCastInputs and forward (and a custom_bwd backward) runs with autocast disabled
+//   for it; outside autocast nothing is cast.
 template <class T>
 class Function {
  public:
   template <class... Args>
   static auto apply(Args&&... args) {
+    if constexpr (requires { T::kCastInputs; }) {
+      constexpr DeviceType type = T::kAutocastDeviceType;
+      if (autocast_state::is_enabled(type)) {
+        autocast_state::Snapshot off = autocast_state::capture();
+        off.devices[static_cast<int>(type)].enabled = false;
+        autocast_state::ScopedState no_autocast(off);
+        return apply_impl(
+            detail::autocast_input(std::forward<Args>(args), type, T::kCastInputs)...);
+      }
+    }
+    return apply_impl(std::forward<Args>(args)...);
+  }
+
+ private:
+  template <class... Args>
+  static auto apply_impl(Args&&... args) {
     std::vector<const Tensor*> inputs;
     (detail::collect_tensor(inputs, args), ...);
     auto node = std::make_shared<CustomNode>(detail::demangle(typeid(T).name()), &T::backward);

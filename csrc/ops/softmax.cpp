@@ -1,5 +1,6 @@
 #include "csrc/ops/softmax.h"
 
+#include "csrc/autocast/cast.h"
 #include "csrc/autograd/node.h"
 #include "csrc/core/macros.h"
 #include "csrc/ops/elementwise.h"
@@ -34,6 +35,10 @@ Tensor softmax_impl(const Tensor& x, int64_t dim, bool log) {
 using Grads = std::vector<Tensor>;
 
 Tensor softmax(const Tensor& x, int64_t dim) {
+  if (autocast_state::is_active()) {
+    return autocast_cast::run(
+        "softmax", [](const auto&... a) { return amp::softmax(a...); }, x, dim);
+  }
   Tensor out = autograd::without_grad([&] { return softmax_impl(x, dim, false); });
   autograd::record("SoftmaxBackward", out, {&x}, {{&out, true}},
                    [dim](const Grads& g, const Grads& s, const autograd::Node&) {
@@ -45,6 +50,10 @@ Tensor softmax(const Tensor& x, int64_t dim) {
 }
 
 Tensor log_softmax(const Tensor& x, int64_t dim) {
+  if (autocast_state::is_active()) {
+    return autocast_cast::run(
+        "log_softmax", [](const auto&... a) { return amp::log_softmax(a...); }, x, dim);
+  }
   Tensor out = autograd::without_grad([&] { return softmax_impl(x, dim, true); });
   autograd::record("LogSoftmaxBackward", out, {&x}, {{&out, true}},
                    [dim](const Grads& g, const Grads& s, const autograd::Node&) {

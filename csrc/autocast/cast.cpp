@@ -1,0 +1,132 @@
+#include "csrc/autocast/cast.h"
+
+#include <map>
+#include <mutex>
+#include <utility>
+
+#include "csrc/autograd/grad_mode.h"
+#include "csrc/core/macros.h"
+
+namespace amp::autocast_cast {
+
+namespace {
+
+using autocast_policy::CastPolicy;
+
+struct CacheEntry {
+  Tensor source;     // held so that the source's address cannot be reused by another tensor
+  uint64_t version;  // the source's storage version when it was cast
+  Tensor cast;
+};
+
+std::mutex cache_mutex;
+std::map<std::pair<const TensorImpl*, DType>, CacheEntry>& cache() {
+  static auto* c = new std::map<std::pair<const TensorImpl*, DType>, CacheEntry>();
+  return *c;
+}
+
+bool can_cache(const Tensor& t, DType to, DeviceType type) {
+  return to == autocast_state::get_dtype(type) && t.dtype() == DType::Float32 &&
+         t.requires_grad() && t.is_leaf() && autocast_state::is_cache_enabled();
+}
+
+// The cast is built with grad mode on so that a cast first made under no_grad still connects
+// a later grad-enabled use to the weight (PyTorch's fix for pytorch/pytorch#158232).
+Tensor make_cast(const Tensor& t, DType to) {
+  autograd::GradModeGuard grad_on(true);
+  return t.to(to);
+}
+
+// PyTorch's at::autocast::prioritize, folded from the autocast dtype over eligible inputs.
+DType prioritize(DType current, DType next, DType lower) {
+  if (current == DType::Float32 || next == DType::Float32) return DType::Float32;
+  if (current == lower && next == lower) return lower;
+  AMP_FAIL("Unexpected floating ScalarType in at::autocast::prioritize");
+}
+
+constexpr const char* kBannedMessage =
+    "torch.nn.functional.binary_cross_entropy and torch.nn.BCELoss are unsafe to autocast.\n"
+    "Many models use a sigmoid layer right before the binary cross entropy layer.\n"
+    "In this case, combine the two layers using "
+    "torch.nn.functional.binary_cross_entropy_with_logits\n"
+    "or torch.nn.BCEWithLogitsLoss.  binary_cross_entropy_with_logits and BCEWithLogits are\n"
+    "safe to autocast.";
+
+}  // namespace
+
+bool is_eligible(const Tensor& t, DeviceType type) {
+  return t.defined() && t.device().type == type && is_floating_point(t.dtype()) &&
+         t.dtype() != DType::Float64;
+}
+
+Tensor cached_cast(const Tensor& t, DType to, DeviceType type) {
+  if (!is_eligible(t, type) || t.dtype() == to) return t;
+  if (!can_cache(t, to, type)) return t.to(to);
+  const uint64_t version = t.storage()->version();
+  std::lock_guard<std::mutex> lock(cache_mutex);
+  auto [it, inserted] = cache().try_emplace({t.impl(), to});
+  CacheEntry& entry = it->second;
+  if (inserted || entry.version != version) entry = {t, version, make_cast(t, to)};
+  return entry.cast;
+}
+
+size_t cache_size() {
+  std::lock_guard<std::mutex> lock(cache_mutex);
+  return cache().size();
+}
+
+void clear_cache() {
+  std::map<std::pair<const TensorImpl*, DType>, CacheEntry> dropped;
+  {
+    std::lock_guard<std::mutex> lock(cache_mutex);
+    dropped.swap(cache());
+  }  // the tensors are released outside the lock
+}
+
+namespace detail {
+
+std::optional<DeviceType> device_of(const std::vector<const Tensor*>& tensors) {
+  std::optional<DeviceType> found;
+  for (const Tensor* t : tensors) {
+    if (!t->defined()) continue;
+    const DeviceType type = t->device().type;
+    if (!autocast_state::is_enabled(type)) continue;
+    if (type == DeviceType::CUDA) return type;  // CUDA's key outranks CPU's
+    found = type;
+  }
+  return found;
+}
+
+Plan plan(std::string_view op, DeviceType device, const std::vector<const Tensor*>& tensors) {
+  const autocast_policy::OpPolicy& entry = autocast_policy::lookup(op);
+  Plan p;
+  p.device = device;
+  p.policy = entry.on(autocast_policy::column_for(device));
+  const DType lower = autocast_state::get_dtype(device);
+  switch (p.policy) {
+    case CastPolicy::None:
+      break;
+    case CastPolicy::LowerPrecisionFp:
+      p.to = lower;
+      break;
+    case CastPolicy::Fp32:
+      p.to = DType::Float32;
+      break;
+    case CastPolicy::Fp32SetOptDtype:
+      p.to = DType::Float32;
+      break;
+    case CastPolicy::Promote:
+      p.to = lower;
+      for (const Tensor* t : tensors) {
+        if (is_eligible(*t, device)) p.to = prioritize(p.to, t->dtype(), lower);
+      }
+      break;
+    case CastPolicy::Banned:
+      AMP_FAIL(kBannedMessage);
+  }
+  return p;
+}
+
+}  // namespace detail
+
+}  // namespace amp::autocast_cast

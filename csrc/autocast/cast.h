@@ -1,0 +1,99 @@
+// How an op runs under autocast: the argument casts of each policy, the weight-cast cache and
+// the entry point every listed op calls first.
+//
+//   Tensor mm(const Tensor& a, const Tensor& b) {
+//     if (autocast_state::is_active()) {
+//       return autocast_cast::run("mm", [](const auto&... x) { return mm(x...); }, a, b);
+//     }
+//     ...
+//
+// run() finds the device type whose autocast applies (a defined tensor argument on a device
+// type with autocast enabled), casts the tensor arguments as the op's policy says, and calls the
+// op again with autocast excluded for the rest of the call, as PyTorch's wrappers do. Casts are
+// ordinary differentiable conversions, so gradients flow back to the original dtype.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string_view>
+#include <tuple>
+#include <type_traits>
+#include <vector>
+
+#include "csrc/autocast/autocast_state.h"
+#include "csrc/autocast/policy.h"
+#include "csrc/core/tensor.h"
+
+namespace amp::autocast_cast {
+
+// PyTorch's is_eligible: defined, floating point, not Float64, on a device of type `type`.
+bool is_eligible(const Tensor& t, DeviceType type);
+
+// Casts t to `to` when eligible (same dtype: t itself). Casts of Float32 leaves that require grad
+// to the device's autocast dtype are cached while the cache is enabled (see cache_size).
+Tensor cached_cast(const Tensor& t, DType to, DeviceType type);
+
+// The weight-cast cache: process-wide, keyed by (source tensor, target dtype), cleared when a
+// thread's outermost autocast region exits. Unlike PyTorch (keyed by the source tensor only), an
+// entry is not returned when the target dtype differs or when the source was modified in place
+// since the cast (its storage version changed); it is recast.
+size_t cache_size();
+void clear_cache();
+
+namespace detail {
+
+struct Plan {
+  autocast_policy::CastPolicy policy = autocast_policy::CastPolicy::None;
+  DeviceType device = DeviceType::CPU;
+  DType to = DType::Float32;  // the target of LowerPrecisionFp, Fp32 and Promote
+};
+
+// The device type autocast applies to for these tensors, if any.
+std::optional<DeviceType> device_of(const std::vector<const Tensor*>& tensors);
+// The plan of `op` for these tensors (raises for Banned and for Promote's unexpected mixes).
+Plan plan(std::string_view op, DeviceType device, const std::vector<const Tensor*>& tensors);
+
+inline void collect(std::vector<const Tensor*>& out, const Tensor& t) { out.push_back(&t); }
+inline void collect(std::vector<const Tensor*>& out, const std::vector<Tensor>& ts) {
+  for (const Tensor& t : ts) out.push_back(&t);
+}
+template <class A>
+void collect(std::vector<const Tensor*>&, const A&) {}
+
+inline Tensor cast_arg(const Plan& p, size_t& index, const Tensor& t) {
+  using enum autocast_policy::CastPolicy;
+  const size_t i = index++;
+  if (p.policy == Fp32SetOptDtype && i != 0) return t;
+  return p.policy == None ? t : cached_cast(t, p.to, p.device);
+}
+inline std::vector<Tensor> cast_arg(const Plan& p, size_t& index, const std::vector<Tensor>& ts) {
+  std::vector<Tensor> out;
+  out.reserve(ts.size());
+  for (const Tensor& t : ts) out.push_back(cast_arg(p, index, t));
+  return out;
+}
+template <class A>
+const A& cast_arg(const Plan&, size_t&, const A& a) {
+  return a;
+}
+
+}  // namespace detail
+
+// Runs `op_fn(args...)` under the policy of `op` (its name in autocast_policy::table()).
+template <class Fn, class... Args>
+auto run(std::string_view op, Fn&& op_fn, const Args&... args) {
+  std::vector<const Tensor*> tensors;
+  (detail::collect(tensors, args), ...);
+  const std::optional<DeviceType> device = detail::device_of(tensors);
+  autocast_state::ExcludeGuard exclude;
+  if (!device) return op_fn(args...);
+  const detail::Plan p = detail::plan(op, *device, tensors);
+  size_t index = 0;
+  // Braced initialisation evaluates the casts left to right (argument order matters for
+  // fp32_set_opt_dtype, which looks at the first tensor only).
+  return std::apply([&](const auto&... cast) { return op_fn(cast...); },
+                    std::tuple<std::decay_t<decltype(detail::cast_arg(p, index, args))>...>{
+                        detail::cast_arg(p, index, args)...});
+}
+
+}  // namespace amp::autocast_cast

@@ -1,0 +1,35 @@
+// Warnings: messages that do not stop the program (PyTorch's UserWarning), printed to stderr as
+// "ampcpp warning: <message>" unless a handler is installed. Tests install a handler to see them.
+//
+//   amp::ScopedWarningHandler capture([&](const std::string& m) { seen.push_back(m); });
+#pragma once
+
+#include <functional>
+#include <string>
+
+#include "csrc/core/macros.h"
+
+namespace amp {
+
+using WarningHandler = std::function<void(const std::string& message)>;
+
+void warn(const std::string& message);
+
+template <class... Args>
+void warn(const Args&... args) {
+  warn(detail::concat(args...));
+}
+
+// Installs a process-wide handler for its lifetime (an empty handler restores printing).
+class ScopedWarningHandler {
+ public:
+  explicit ScopedWarningHandler(WarningHandler handler);
+  ~ScopedWarningHandler();
+  ScopedWarningHandler(const ScopedWarningHandler&) = delete;
+  ScopedWarningHandler& operator=(const ScopedWarningHandler&) = delete;
+
+ private:
+  WarningHandler previous_;
+};
+
+}  // namespace amp
