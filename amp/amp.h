@@ -8,6 +8,7 @@
 //   std::cout << y.to(amp::DType::Float32).sum().item<float>() << "\n";
 #pragma once
 
+#include "amp/autocast.h"
 #include "csrc/autocast/autocast_state.h"
 #include "csrc/autograd/autograd.h"
 #include "csrc/core/allocator.h"
@@ -17,6 +18,7 @@
 #include "csrc/core/factories.h"
 #include "csrc/core/half.h"
 #include "csrc/core/tensor.h"
+#include "csrc/core/warning.h"
 #include "csrc/cuda/cuda.h"
 #include "csrc/data/dataloader.h"
 #include "csrc/data/dataset.h"

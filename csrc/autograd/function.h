@@ -109,6 +109,9 @@ inline std::vector<Tensor> autocast_input(const std::vector<Tensor>& ts, DeviceT
   return out;
 }
 template <class A>
+concept PassedThrough = !std::is_same_v<std::decay_t<A>, Tensor> &&
+                        !std::is_same_v<std::decay_t<A>, std::vector<Tensor>>;
+template <PassedThrough A>
 A&& autocast_input(A&& a, DeviceType, DType) {
   return std::forward<A>(a);
 }

@@ -1,4 +1,4 @@
-// Small helpers shared by the autograd engine and custom-function suites.
+// Small helpers shared by the autograd, custom-function and autocast suites.
 #pragma once
 
 #include <boost/test/unit_test.hpp>
@@ -8,6 +8,13 @@
 #include <vector>
 
 #include "amp/amp.h"
+
+namespace amp {
+// Lets BOOST_TEST print dtypes in failure messages.
+inline std::ostream& boost_test_print_type(std::ostream& out, DType dtype) {
+  return out << dtype_name(dtype);
+}
+}  // namespace amp
 
 namespace amp_test {
 

@@ -1,0 +1,803 @@
+// amp::autocast: every op of the policy table under CPU autocast (bf16 and fp16) and under the
+// CUDA column (checked on CPU tensors through the same policy code), against a control computed
+// with autocast off on manually cast inputs (torch's _run_autocast_outofplace harness), plus
+// promote, ignored types, the banned op, the weight-cast cache, nesting, threads, custom_fwd /
+// custom_bwd and the guard's validation (reference/torch_amp.md §5.2-5.3).
+#include <boost/test/unit_test.hpp>
+#include <cmath>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "amp/amp.h"
+#include "tests/autograd/test_util.h"
+
+namespace {
+
+using amp::DeviceType;
+using amp::DType;
+using amp::Tensor;
+using amp::autocast_policy::CastPolicy;
+using amp_test::contains;
+using amp_test::error_of;
+namespace F = amp::nn::functional;
+
+// Deterministic fp32 inputs in [lo, hi].
+Tensor values(amp::Shape shape, double lo, double hi, int seed) {
+  int64_t n = 1;
+  for (int64_t s : shape) n *= s;
+  std::vector<float> v(n);
+  for (int64_t i = 0; i < n; ++i) {
+    const double u = 0.5 + 0.5 * std::sin(1.7 * double(i) + 3.1 * seed);
+    v[i] = float(lo + (hi - lo) * u);
+  }
+  return amp::from_vector(v, std::move(shape));
+}
+Tensor signed_values(amp::Shape shape, int seed) { return values(std::move(shape), -1, 1, seed); }
+Tensor positive(amp::Shape shape, int seed) { return values(std::move(shape), 0.2, 2, seed); }
+Tensor probs(amp::Shape shape, int seed) { return values(std::move(shape), 0.05, 0.95, seed); }
+Tensor labels(std::vector<int64_t> v) {
+  const int64_t n = int64_t(v.size());
+  return amp::from_vector(v, {n}, {.dtype = DType::Int64});
+}
+
+// Prepares a floating input (integer and bool inputs pass through untouched).
+using Prep = std::function<Tensor(const Tensor&)>;
+using Invoker = std::function<Tensor(const Prep&)>;
+
+// One call of every op in the policy table, keyed by the table's op name.
+const std::map<std::string, Invoker>& invokers() {
+  static const std::map<std::string, Invoker> table = {
+      {"mm",
+       [](const Prep& p) {
+         return amp::mm(p(signed_values({4, 5}, 1)), p(signed_values({5, 3}, 2)));
+       }},
+      {"bmm",
+       [](const Prep& p) {
+         return amp::bmm(p(signed_values({2, 4, 5}, 1)), p(signed_values({2, 5, 3}, 2)));
+       }},
+      {"matmul",
+       [](const Prep& p) {
+         return amp::matmul(p(signed_values({2, 4, 5}, 1)), p(signed_values({5, 3}, 2)));
+       }},
+      {"nn::functional::linear",
+       [](const Prep& p) {
+         return F::linear(p(signed_values({4, 5}, 1)), p(signed_values({3, 5}, 2)),
+                          p(signed_values({3}, 3)));
+       }},
+      {"nn::functional::conv2d",
+       [](const Prep& p) {
+         return F::conv2d(p(signed_values({1, 2, 5, 5}, 1)), p(signed_values({3, 2, 3, 3}, 2)),
+                          p(signed_values({3}, 3)), 1, 1);
+       }},
+      {"nn::functional::scaled_dot_product_attention",
+       [](const Prep& p) {
+         return F::scaled_dot_product_attention(p(signed_values({1, 2, 4, 8}, 1)),
+                                                p(signed_values({1, 2, 4, 8}, 2)),
+                                                p(signed_values({1, 2, 4, 8}, 3)));
+       }},
+      {"exp",
+       [](const Prep& p) {
+         return amp::exp(p(signed_values({3, 5}, 1)));
+       }},
+      {"log",
+       [](const Prep& p) {
+         return amp::log(p(positive({3, 5}, 1)));
+       }},
+      {"rsqrt",
+       [](const Prep& p) {
+         return amp::rsqrt(p(positive({3, 5}, 1)));
+       }},
+      {"reciprocal",
+       [](const Prep& p) {
+         return amp::reciprocal(p(positive({3, 5}, 1)));
+       }},
+      {"pow(Tensor, double)",
+       [](const Prep& p) {
+         return amp::pow(p(positive({3, 5}, 1)), 2.5);
+       }},
+      {"pow(Tensor, Tensor)",
+       [](const Prep& p) {
+         return amp::pow(p(positive({3, 5}, 1)), p(signed_values({3, 5}, 2)));
+       }},
+      {"nn::functional::layer_norm",
+       [](const Prep& p) {
+         return F::layer_norm(p(signed_values({3, 6}, 1)), {6}, p(signed_values({6}, 2)),
+                              p(signed_values({6}, 3)));
+       }},
+      {"nn::functional::group_norm",
+       [](const Prep& p) {
+         return F::group_norm(p(signed_values({2, 4, 3}, 1)), 2, p(signed_values({4}, 2)),
+                              p(signed_values({4}, 3)));
+       }},
+      {"nn::functional::nll_loss",
+       [](const Prep& p) {
+         return F::nll_loss(p(values({4, 5}, -3, -0.1, 1)), labels({0, 4, 2, 1}));
+       }},
+      {"nn::functional::cross_entropy",
+       [](const Prep& p) {
+         return F::cross_entropy(p(signed_values({4, 5}, 1)), labels({0, 4, 2, 1}));
+       }},
+      {"nn::functional::mse_loss",
+       [](const Prep& p) {
+         return F::mse_loss(p(signed_values({3, 5}, 1)), p(signed_values({3, 5}, 2)));
+       }},
+      {"nn::functional::l1_loss",
+       [](const Prep& p) {
+         return F::l1_loss(p(signed_values({3, 5}, 1)), p(signed_values({3, 5}, 2)));
+       }},
+      {"nn::functional::smooth_l1_loss",
+       [](const Prep& p) {
+         return F::smooth_l1_loss(p(signed_values({3, 5}, 1)), p(signed_values({3, 5}, 2)));
+       }},
+      {"nn::functional::kl_div",
+       [](const Prep& p) {
+         return F::kl_div(p(values({3, 5}, -3, -0.1, 1)), p(probs({3, 5}, 2)));
+       }},
+      {"nn::functional::binary_cross_entropy_with_logits",
+       [](const Prep& p) {
+         return F::binary_cross_entropy_with_logits(p(signed_values({3, 5}, 1)),
+                                                    p(probs({3, 5}, 2)));
+       }},
+      {"nn::functional::binary_cross_entropy",
+       [](const Prep& p) {
+         return F::binary_cross_entropy(p(probs({3, 5}, 1)), p(probs({3, 5}, 2)));
+       }},
+      {"softmax",
+       [](const Prep& p) {
+         return amp::softmax(p(signed_values({3, 5}, 1)), 1);
+       }},
+      {"log_softmax",
+       [](const Prep& p) {
+         return amp::log_softmax(p(signed_values({3, 5}, 1)), 1);
+       }},
+      {"sum(Tensor)",
+       [](const Prep& p) {
+         return amp::sum(p(signed_values({3, 5}, 1)));
+       }},
+      {"sum(Tensor, dims)",
+       [](const Prep& p) {
+         return amp::sum(p(signed_values({3, 5}, 1)), {1});
+       }},
+      {"cat",
+       [](const Prep& p) {
+         return amp::cat({p(signed_values({2, 3}, 1)), p(signed_values({1, 3}, 2))}, 0);
+       }},
+      {"stack",
+       [](const Prep& p) {
+         return amp::stack({p(signed_values({2, 3}, 1)), p(signed_values({2, 3}, 2))}, 0);
+       }},
+      {"add",
+       [](const Prep& p) {
+         return amp::add(p(signed_values({3, 5}, 1)), p(signed_values({3, 5}, 2)));
+       }},
+      {"sub",
+       [](const Prep& p) {
+         return amp::sub(p(signed_values({3, 5}, 1)), p(signed_values({3, 5}, 2)));
+       }},
+      {"mul",
+       [](const Prep& p) {
+         return amp::mul(p(signed_values({3, 5}, 1)), p(signed_values({3, 5}, 2)));
+       }},
+      {"div",
+       [](const Prep& p) {
+         return amp::div(p(signed_values({3, 5}, 1)), p(positive({3, 5}, 2)));
+       }},
+      {"maximum",
+       [](const Prep& p) {
+         return amp::maximum(p(signed_values({3, 5}, 1)), p(signed_values({3, 5}, 2)));
+       }},
+      {"minimum",
+       [](const Prep& p) {
+         return amp::minimum(p(signed_values({3, 5}, 1)), p(signed_values({3, 5}, 2)));
+       }},
+      {"rsub",
+       [](const Prep& p) {
+         return amp::rsub(p(signed_values({3, 5}, 1)), 2.0);
+       }},
+      {"rdiv",
+       [](const Prep& p) {
+         return amp::rdiv(p(positive({3, 5}, 1)), 2.0);
+       }},
+      {"neg",
+       [](const Prep& p) {
+         return amp::neg(p(signed_values({3, 5}, 1)));
+       }},
+      {"sqrt",
+       [](const Prep& p) {
+         return amp::sqrt(p(positive({3, 5}, 1)));
+       }},
+      {"abs",
+       [](const Prep& p) {
+         return amp::abs(p(signed_values({3, 5}, 1)));
+       }},
+      {"sign",
+       [](const Prep& p) {
+         return amp::sign(p(signed_values({3, 5}, 1)));
+       }},
+      {"tanh",
+       [](const Prep& p) {
+         return amp::tanh(p(signed_values({3, 5}, 1)));
+       }},
+      {"sigmoid",
+       [](const Prep& p) {
+         return amp::sigmoid(p(signed_values({3, 5}, 1)));
+       }},
+      {"relu",
+       [](const Prep& p) {
+         return amp::relu(p(signed_values({3, 5}, 1)));
+       }},
+      {"gelu",
+       [](const Prep& p) {
+         return amp::gelu(p(signed_values({3, 5}, 1)));
+       }},
+      {"erf",
+       [](const Prep& p) {
+         return amp::erf(p(signed_values({3, 5}, 1)));
+       }},
+      {"square",
+       [](const Prep& p) {
+         return amp::square(p(signed_values({3, 5}, 1)));
+       }},
+      {"clamp",
+       [](const Prep& p) {
+         return amp::clamp(p(signed_values({3, 5}, 1)), -0.5, 0.5);
+       }},
+      {"eq",
+       [](const Prep& p) {
+         return amp::eq(p(signed_values({3, 5}, 1)), p(signed_values({3, 5}, 1)));
+       }},
+      {"ne",
+       [](const Prep& p) {
+         return amp::ne(p(signed_values({3, 5}, 1)), p(signed_values({3, 5}, 2)));
+       }},
+      {"lt",
+       [](const Prep& p) {
+         return amp::lt(p(signed_values({3, 5}, 1)), p(signed_values({3, 5}, 2)));
+       }},
+      {"le",
+       [](const Prep& p) {
+         return amp::le(p(signed_values({3, 5}, 1)), p(signed_values({3, 5}, 2)));
+       }},
+      {"gt",
+       [](const Prep& p) {
+         return amp::gt(p(signed_values({3, 5}, 1)), p(signed_values({3, 5}, 2)));
+       }},
+      {"ge",
+       [](const Prep& p) {
+         return amp::ge(p(signed_values({3, 5}, 1)), p(signed_values({3, 5}, 2)));
+       }},
+      {"where",
+       [](const Prep& p) {
+         return amp::where(amp::gt(signed_values({3, 5}, 3), 0.0), p(signed_values({3, 5}, 1)),
+                           p(signed_values({3, 5}, 2)));
+       }},
+      {"isfinite",
+       [](const Prep& p) {
+         return amp::isfinite(p(signed_values({3, 5}, 1)));
+       }},
+      {"mean",
+       [](const Prep& p) {
+         return amp::mean(p(signed_values({3, 5}, 1)));
+       }},
+      {"max",
+       [](const Prep& p) {
+         return amp::max(p(signed_values({3, 5}, 1)));
+       }},
+      {"min",
+       [](const Prep& p) {
+         return amp::min(p(signed_values({3, 5}, 1)));
+       }},
+      {"argmax",
+       [](const Prep& p) {
+         return amp::argmax(p(signed_values({3, 5}, 1)), 1);
+       }},
+      {"argmin",
+       [](const Prep& p) {
+         return amp::argmin(p(signed_values({3, 5}, 1)), 1);
+       }},
+      {"nn::functional::silu",
+       [](const Prep& p) {
+         return F::silu(p(signed_values({3, 5}, 1)));
+       }},
+      {"nn::functional::dropout",
+       [](const Prep& p) {
+         amp::manual_seed(7);
+         return F::dropout(p(signed_values({3, 5}, 1)), 0.5, true);
+       }},
+      {"nn::functional::embedding",
+       [](const Prep& p) {
+         return F::embedding(labels({0, 5, 2}), p(signed_values({6, 4}, 1)));
+       }},
+      {"nn::functional::embedding_backward",
+       [](const Prep& p) {
+         return F::embedding_backward(p(signed_values({3, 4}, 1)), labels({0, 5, 0}), 6);
+       }},
+      {"nn::functional::batch_norm",
+       [](const Prep& p) {
+         return F::batch_norm(p(signed_values({4, 3}, 1)), p(signed_values({3}, 2)),
+                              p(positive({3}, 3)), p(signed_values({3}, 4)),
+                              p(signed_values({3}, 5)), false);
+       }},
+      {"nn::functional::max_pool2d",
+       [](const Prep& p) {
+         return F::max_pool2d(p(signed_values({1, 2, 4, 4}, 1)), 2);
+       }},
+      {"nn::functional::avg_pool2d",
+       [](const Prep& p) {
+         return F::avg_pool2d(p(signed_values({1, 2, 4, 4}, 1)), 2);
+       }},
+      {"nn::functional::unfold",
+       [](const Prep& p) {
+         return F::unfold(p(signed_values({1, 2, 4, 4}, 1)), 2, 2);
+       }},
+      {"nn::functional::fold",
+       [](const Prep& p) {
+         return F::fold(p(signed_values({1, 8, 9}, 1)), 4, 4, 2, 2);
+       }},
+  };
+  return table;
+}
+
+Prep to_dtype(DType dtype) {
+  return [dtype](const Tensor& t) { return amp::is_floating_point(t.dtype()) ? t.to(dtype) : t; };
+}
+
+Prep then(const Prep& first, const Prep& second) {
+  return [=](const Tensor& t) { return second(first(t)); };
+}
+
+// The dtype the policy runs the op in, for inputs all of dtype `in` under autocast dtype `lower`
+// (nullopt: no cast).
+std::optional<DType> run_as(CastPolicy policy, DType in, DType lower) {
+  switch (policy) {
+    case CastPolicy::LowerPrecisionFp:
+      return lower;
+    case CastPolicy::Fp32:
+    case CastPolicy::Fp32SetOptDtype:
+      return DType::Float32;
+    case CastPolicy::Promote:
+      return in;
+    case CastPolicy::None:
+    case CastPolicy::Banned:
+      return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+bool bitwise_equal(const Tensor& a, const Tensor& b) {
+  if (a.dtype() != b.dtype() || a.sizes() != b.sizes()) return false;
+  const std::vector<double> x = a.to_vector<double>(), y = b.to_vector<double>();
+  for (size_t i = 0; i < x.size(); ++i) {
+    if (!(x[i] == y[i] || (std::isnan(x[i]) && std::isnan(y[i])))) return false;
+  }
+  return true;
+}
+
+constexpr const char* kBceBanned =
+    "torch.nn.functional.binary_cross_entropy and torch.nn.BCELoss are unsafe to autocast.\n"
+    "Many models use a sigmoid layer right before the binary cross entropy layer.\n"
+    "In this case, combine the two layers using "
+    "torch.nn.functional.binary_cross_entropy_with_logits\n"
+    "or torch.nn.BCEWithLogitsLoss.  binary_cross_entropy_with_logits and BCEWithLogits are\n"
+    "safe to autocast.";
+
+// Runs every op of the table with the policy column `column` on CPU tensors.
+void check_every_op(DeviceType column) {
+  amp::autocast_policy::ScopedColumnOverride use(DeviceType::CPU, column);
+  for (DType lower : {DType::BFloat16, DType::Float16}) {
+    for (DType in : {DType::Float32, lower}) {
+      for (const amp::autocast_policy::OpPolicy& entry : amp::autocast_policy::table()) {
+        const std::string op(entry.op);
+        BOOST_TEST_CONTEXT(op << " column " << (column == DeviceType::CUDA ? "CUDA" : "CPU")
+                              << " autocast " << amp::dtype_name(lower) << " input "
+                              << amp::dtype_name(in)) {
+          BOOST_TEST_REQUIRE(invokers().count(op) == 1);
+          const Invoker& call = invokers().at(op);
+          const CastPolicy policy = entry.on(column);
+          if (policy == CastPolicy::Banned) {
+            amp::autocast region(DeviceType::CPU, lower);
+            BOOST_TEST(error_of([&] { call(to_dtype(in)); }) == kBceBanned);
+            continue;
+          }
+          Tensor out;
+          {
+            amp::autocast region(DeviceType::CPU, lower);
+            out = call(to_dtype(in));
+          }
+          const std::optional<DType> as = run_as(policy, in, lower);
+          const Tensor control = call(as ? then(to_dtype(in), to_dtype(*as)) : to_dtype(in));
+          if (as && amp::is_floating_point(out.dtype())) BOOST_TEST(out.dtype() == *as);
+          BOOST_TEST(bitwise_equal(out, control), "got " << amp::dtype_name(out.dtype())
+                                                         << ", control "
+                                                         << amp::dtype_name(control.dtype()));
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(autocast)
+
+BOOST_AUTO_TEST_CASE(every_table_op_has_an_invocation_and_every_invocation_is_in_the_table) {
+  for (const auto& entry : amp::autocast_policy::table()) {
+    BOOST_TEST(invokers().count(std::string(entry.op)) == 1, entry.op);
+  }
+  for (const auto& [name, call] : invokers()) {
+    BOOST_TEST(error_of([&] { amp::autocast_policy::lookup(name); }) == "", name);
+  }
+  BOOST_TEST(invokers().size() == amp::autocast_policy::table().size());
+}
+
+BOOST_AUTO_TEST_CASE(every_op_under_cpu_autocast_matches_a_manually_cast_control) {
+  check_every_op(DeviceType::CPU);
+}
+
+BOOST_AUTO_TEST_CASE(every_op_under_the_cuda_table_matches_a_manually_cast_control) {
+  check_every_op(DeviceType::CUDA);
+}
+
+BOOST_AUTO_TEST_CASE(policies_follow_torch_lists_for_representative_ops) {
+  // Spot checks written from reference/torch_amp.md §1.6, independent of the table's encoding.
+  const Tensor a = signed_values({4, 4}, 1), b = signed_values({4, 4}, 2);
+  {
+    amp::autocast region(DeviceType::CPU);  // default CPU dtype: BFloat16
+    BOOST_TEST(amp::mm(a, b).dtype() == DType::BFloat16);
+    BOOST_TEST(amp::exp(a.to(DType::BFloat16)).dtype() == DType::BFloat16);  // not on CPU's list
+    BOOST_TEST(amp::softmax(a.to(DType::BFloat16), 1).dtype() == DType::BFloat16);
+    BOOST_TEST(F::mse_loss(a.to(DType::BFloat16), b).dtype() == DType::Float32);
+    BOOST_TEST(F::binary_cross_entropy(probs({4}, 1), probs({4}, 2)).dtype() == DType::Float32);
+  }
+  amp::autocast_policy::ScopedColumnOverride cuda(DeviceType::CPU, DeviceType::CUDA);
+  amp::autocast region(DeviceType::CPU, DType::Float16);
+  BOOST_TEST(amp::mm(a, b).dtype() == DType::Float16);
+  BOOST_TEST(amp::exp(a.to(DType::Float16)).dtype() == DType::Float32);
+  BOOST_TEST(amp::softmax(a.to(DType::Float16), 0).dtype() == DType::Float32);
+  BOOST_TEST(amp::sum(a.to(DType::Float16)).dtype() == DType::Float32);
+  BOOST_TEST(amp::pow(a.to(DType::Float16), 2.0).dtype() == DType::Float32);
+  BOOST_TEST(F::layer_norm(a.to(DType::Float16), {4}).dtype() == DType::Float32);
+  BOOST_TEST(amp::relu(a.to(DType::Float16)).dtype() == DType::Float16);
+}
+
+BOOST_AUTO_TEST_CASE(promote_runs_in_the_widest_dtype_and_rejects_unexpected_mixes) {
+  const Tensor h = signed_values({2, 3}, 1).to(DType::Float16);
+  const Tensor f = signed_values({2, 3}, 2);
+  amp::autocast region(DeviceType::CPU, DType::Float16);
+  std::vector<Tensor> five_half_one_float(5, h);
+  five_half_one_float.push_back(f);
+  const Tensor mixed = amp::cat(five_half_one_float, 0);
+  BOOST_TEST(mixed.dtype() == DType::Float32);
+  BOOST_TEST(bitwise_equal(mixed.narrow(0, 0, 2), h.to(DType::Float32)));
+  BOOST_TEST(amp::cat(std::vector<Tensor>(6, h), 0).dtype() == DType::Float16);
+  BOOST_TEST(amp::stack({h, f}, 0).dtype() == DType::Float32);
+  // A bf16 tensor under fp16 autocast is neither the autocast dtype nor fp32.
+  BOOST_TEST(error_of([&] {
+               amp::cat({h, f.to(DType::BFloat16)}, 0);
+             }) == "Unexpected floating ScalarType in at::autocast::prioritize");
+  // Float64 takes no part in the promotion and is not cast.
+  BOOST_TEST(amp::cat({f.to(DType::Float64), f.to(DType::Float64)}, 0).dtype() == DType::Float64);
+}
+
+BOOST_AUTO_TEST_CASE(cuda_table_relies_on_builtin_promotion_for_cat_and_binary_ops) {
+  amp::autocast_policy::ScopedColumnOverride cuda(DeviceType::CPU, DeviceType::CUDA);
+  amp::autocast region(DeviceType::CPU, DType::Float16);
+  const Tensor h = signed_values({2, 3}, 1).to(DType::Float16), f = signed_values({2, 3}, 2);
+  BOOST_TEST(amp::cat({h, f}, 0).dtype() == DType::Float32);
+  BOOST_TEST(amp::stack({h, f}, 0).dtype() == DType::Float32);
+  BOOST_TEST(amp::add(h, f).dtype() == DType::Float32);
+  BOOST_TEST(amp::mul(h, f).dtype() == DType::Float32);
+  BOOST_TEST(amp::div(h, f).dtype() == DType::Float32);
+  BOOST_TEST(amp::eq(h, f).dtype() == DType::Bool);
+}
+
+BOOST_AUTO_TEST_CASE(float64_and_integer_inputs_are_never_cast) {
+  const Tensor d = signed_values({3, 3}, 1).to(DType::Float64);
+  for (DeviceType column : {DeviceType::CPU, DeviceType::CUDA}) {
+    amp::autocast_policy::ScopedColumnOverride use(DeviceType::CPU, column);
+    amp::autocast region(DeviceType::CPU, DType::Float16);
+    BOOST_TEST(amp::mm(d, d).dtype() == DType::Float64);              // lower_precision_fp
+    BOOST_TEST(amp::exp(d).dtype() == DType::Float64);                // fp32 (CUDA)
+    BOOST_TEST(amp::softmax(d, 1).dtype() == DType::Float64);         // set_opt_dtype
+    BOOST_TEST(amp::sum(labels({1, 2, 3})).dtype() == DType::Int64);  // integer
+    BOOST_TEST(amp::cat({d, d}, 0).dtype() == DType::Float64);
+    // mm(double, half): the half operand is cast, the double is not, and mm rejects the mix.
+    BOOST_TEST(error_of([&] { amp::mm(d, d.to(DType::Float16)); }) != "");
+  }
+}
+
+BOOST_AUTO_TEST_CASE(banned_binary_cross_entropy_under_cuda_and_fp32_under_cpu) {
+  const Tensor p = probs({8, 8}, 1), t = probs({8, 8}, 2);
+  {
+    amp::autocast_policy::ScopedColumnOverride cuda(DeviceType::CPU, DeviceType::CUDA);
+    amp::autocast region(DeviceType::CPU, DType::Float16);
+    BOOST_TEST(error_of([&] { F::binary_cross_entropy(p, t); }) == kBceBanned);
+    BOOST_TEST(F::binary_cross_entropy_with_logits(p, t).dtype() == DType::Float32);
+  }
+  amp::autocast region(DeviceType::CPU, DType::Float16);
+  const Tensor out = F::binary_cross_entropy(p.to(DType::Float16), t.to(DType::Float16));
+  BOOST_TEST(out.dtype() == DType::Float32);
+  BOOST_TEST(bitwise_equal(out, F::binary_cross_entropy(p.to(DType::Float16).to(DType::Float32),
+                                                        t.to(DType::Float16).to(DType::Float32))));
+}
+
+BOOST_AUTO_TEST_CASE(gradients_reach_fp32_leaves_in_fp32) {
+  Tensor w = signed_values({3, 5}, 2);
+  w.requires_grad_();
+  Tensor x = signed_values({4, 5}, 1);
+  x.requires_grad_();
+  Tensor out;
+  {
+    amp::autocast region(DeviceType::CPU);
+    out = F::linear(x, w);
+  }
+  BOOST_TEST(out.dtype() == DType::BFloat16);
+  amp::sum(out.to(DType::Float32)).backward();
+  BOOST_TEST(w.grad().dtype() == DType::Float32);
+  BOOST_TEST(x.grad().dtype() == DType::Float32);
+  // Control: the same graph with explicit casts and autocast off.
+  Tensor w2 = signed_values({3, 5}, 2), x2 = signed_values({4, 5}, 1);
+  w2.requires_grad_();
+  x2.requires_grad_();
+  amp::sum(F::linear(x2.to(DType::BFloat16), w2.to(DType::BFloat16)).to(DType::Float32)).backward();
+  BOOST_TEST(bitwise_equal(w.grad(), w2.grad()));
+  BOOST_TEST(bitwise_equal(x.grad(), x2.grad()));
+}
+
+BOOST_AUTO_TEST_CASE(cache_reuses_one_cast_of_a_weight_until_the_outermost_region_exits) {
+  Tensor w = signed_values({3, 5}, 2);
+  w.requires_grad_();
+  const Tensor x = signed_values({4, 5}, 1);
+  {
+    amp::autocast outer(DeviceType::CPU);
+    const Tensor c1 = amp::autocast_cast::cached_cast(w, DType::BFloat16, DeviceType::CPU);
+    const Tensor c2 = amp::autocast_cast::cached_cast(w, DType::BFloat16, DeviceType::CPU);
+    BOOST_TEST(c1.is_same(c2));  // the same cast object
+    F::linear(x, w);
+    F::linear(x, w);
+    BOOST_TEST(amp::autocast_cast::cache_size() == 1u);
+    { amp::autocast inner(DeviceType::CPU, std::nullopt, /*enabled=*/false); }
+    BOOST_TEST(amp::autocast_cast::cache_size() == 1u);  // a nested exit keeps the cache
+    BOOST_TEST(amp::autocast_cast::cached_cast(w, DType::BFloat16, DeviceType::CPU).is_same(c1));
+  }
+  BOOST_TEST(amp::autocast_cast::cache_size() == 0u);
+  amp::autocast again(DeviceType::CPU);
+  F::linear(x, w);
+  BOOST_TEST(amp::autocast_cast::cache_size() == 1u);  // recomputed in the next region
+}
+
+BOOST_AUTO_TEST_CASE(cache_admits_only_fp32_leaves_that_require_grad) {
+  Tensor leaf = signed_values({3, 5}, 1);
+  leaf.requires_grad_();
+  const Tensor no_grad = signed_values({3, 5}, 2);
+  const Tensor non_leaf = amp::mul(leaf, 2.0);
+  Tensor half_leaf = signed_values({3, 5}, 3).to(DType::Float16);
+  half_leaf.requires_grad_();
+  amp::autocast region(DeviceType::CPU);
+  using amp::autocast_cast::cached_cast;
+  BOOST_TEST(!cached_cast(no_grad, DType::BFloat16, DeviceType::CPU)
+                  .is_same(cached_cast(no_grad, DType::BFloat16, DeviceType::CPU)));
+  BOOST_TEST(!cached_cast(non_leaf, DType::BFloat16, DeviceType::CPU)
+                  .is_same(cached_cast(non_leaf, DType::BFloat16, DeviceType::CPU)));
+  BOOST_TEST(!cached_cast(half_leaf, DType::BFloat16, DeviceType::CPU)
+                  .is_same(cached_cast(half_leaf, DType::BFloat16, DeviceType::CPU)));
+  // Casts to fp32 are never cached.
+  BOOST_TEST(!cached_cast(leaf, DType::Float32, DeviceType::CPU).is_same(Tensor()));
+  BOOST_TEST(amp::autocast_cast::cache_size() == 0u);
+  {
+    amp::autocast no_cache(DeviceType::CPU, std::nullopt, true, /*cache_enabled=*/false);
+    BOOST_TEST(!cached_cast(leaf, DType::BFloat16, DeviceType::CPU)
+                    .is_same(cached_cast(leaf, DType::BFloat16, DeviceType::CPU)));
+    BOOST_TEST(amp::autocast_cast::cache_size() == 0u);
+  }
+  BOOST_TEST(cached_cast(leaf, DType::BFloat16, DeviceType::CPU)
+                 .is_same(cached_cast(leaf, DType::BFloat16, DeviceType::CPU)));
+}
+
+BOOST_AUTO_TEST_CASE(cache_never_returns_a_stale_cast_after_an_in_place_update_or_dtype_change) {
+  // PyTorch keys the cache by tensor only: inside one region it returns the old cast after an
+  // optimizer step and the fp16 cast to a nested bf16 region. ampcpp recasts in both cases.
+  Tensor w = amp::full({2, 2}, 1.0);
+  w.requires_grad_();
+  amp::autocast outer(DeviceType::CPU, DType::Float16);
+  const Tensor before = amp::autocast_cast::cached_cast(w, DType::Float16, DeviceType::CPU);
+  {
+    amp::NoGradGuard no_grad;
+    w.fill_(3.0);  // an optimizer step inside the region
+  }
+  const Tensor after = amp::autocast_cast::cached_cast(w, DType::Float16, DeviceType::CPU);
+  BOOST_TEST(after.to_vector<double>() == std::vector<double>(4, 3.0));
+  BOOST_TEST(before.to_vector<double>() == std::vector<double>(4, 1.0));
+  amp::autocast inner(DeviceType::CPU, DType::BFloat16);
+  BOOST_TEST(amp::mm(w, w).dtype() == DType::BFloat16);
+}
+
+BOOST_AUTO_TEST_CASE(a_cast_cached_under_no_grad_still_carries_gradients_later) {
+  Tensor w = signed_values({3, 5}, 2);
+  w.requires_grad_();
+  const Tensor x = signed_values({4, 5}, 1);
+  amp::autocast region(DeviceType::CPU);
+  {
+    amp::NoGradGuard no_grad;
+    F::linear(x, w);  // caches the cast of w
+  }
+  const Tensor out = F::linear(x, w);
+  BOOST_TEST(out.grad_fn() != nullptr);
+  amp::sum(out.to(DType::Float32)).backward();
+  BOOST_TEST(w.grad().defined());
+}
+
+BOOST_AUTO_TEST_CASE(nested_disabled_region_runs_fp32_and_state_is_restored) {
+  const Tensor a = signed_values({4, 4}, 1);
+  amp::autocast outer(DeviceType::CPU, DType::Float16);
+  BOOST_TEST(amp::mm(a, a).dtype() == DType::Float16);
+  {
+    amp::autocast inner(DeviceType::CPU, std::nullopt, /*enabled=*/false);
+    BOOST_TEST(!amp::is_autocast_enabled(DeviceType::CPU));
+    BOOST_TEST(amp::mm(a, a).dtype() == DType::Float32);
+  }
+  BOOST_TEST(amp::mm(a, a).dtype() == DType::Float16);
+  {
+    amp::autocast inner(DeviceType::CPU, DType::BFloat16);
+    BOOST_TEST(amp::mm(a, a).dtype() == DType::BFloat16);
+  }
+  BOOST_TEST(amp::get_autocast_dtype(DeviceType::CPU) == DType::Float16);
+  try {
+    amp::autocast failing(DeviceType::CPU, std::nullopt, false);
+    amp::mm(a, signed_values({3, 3}, 2));  // shape error inside the region
+  } catch (const amp::Error&) {
+  }
+  BOOST_TEST(amp::is_autocast_enabled(DeviceType::CPU));  // restored by the unwinding guard
+}
+
+BOOST_AUTO_TEST_CASE(autocast_state_is_thread_local) {
+  const Tensor a = signed_values({4, 4}, 1);
+  amp::autocast region(DeviceType::CPU);
+  DType seen = DType::Int64;
+  bool enabled_there = true;
+  std::thread worker([&] {
+    enabled_there = amp::is_autocast_enabled(DeviceType::CPU);
+    seen = amp::mm(a, a).dtype();
+  });
+  worker.join();
+  BOOST_TEST(!enabled_there);
+  BOOST_TEST(seen == DType::Float32);
+  BOOST_TEST(amp::mm(a, a).dtype() == DType::BFloat16);
+}
+
+BOOST_AUTO_TEST_CASE(defaults_and_validation_follow_pytorch) {
+  BOOST_TEST(amp::get_autocast_dtype(DeviceType::CUDA) == DType::Float16);
+  BOOST_TEST(amp::get_autocast_dtype(DeviceType::CPU) == DType::BFloat16);
+  BOOST_TEST(amp::is_autocast_available(DeviceType::CPU));
+  BOOST_TEST(!amp::is_autocast_enabled(DeviceType::CPU));
+  std::vector<std::string> warnings;
+  amp::ScopedWarningHandler capture([&](const std::string& m) { warnings.push_back(m); });
+  {
+    amp::autocast region(DeviceType::CPU, DType::Float32);
+    BOOST_TEST(!amp::is_autocast_enabled(DeviceType::CPU));
+  }
+  BOOST_TEST_REQUIRE(warnings.size() == 1u);
+  BOOST_TEST(warnings[0] ==
+             "In CPU autocast, but the target dtype is not supported. Disabling autocast.\n"
+             "CPU Autocast only supports dtype of torch.bfloat16, torch.float16 currently.");
+  { amp::autocast quiet(DeviceType::CPU, DType::Float32, /*enabled=*/false); }
+  BOOST_TEST(warnings.size() == 1u);  // no complaint for a disabled region
+  if (!amp::cuda::is_available()) {
+    amp::autocast cuda(DeviceType::CUDA);
+    BOOST_TEST(!amp::is_autocast_enabled(DeviceType::CUDA));
+    BOOST_TEST_REQUIRE(warnings.size() == 2u);
+    BOOST_TEST(warnings[1] ==
+               "User provided device_type of 'cuda', but CUDA is not available. Disabling");
+  }
+  BOOST_TEST(contains(error_of([] { amp::set_autocast_dtype(DeviceType::CPU, DType::Float64); }),
+                      "expected Float16 or BFloat16"));
+}
+
+BOOST_AUTO_TEST_CASE(docs_autocast_md_holds_the_generated_table) {
+  std::ifstream in(std::string(AMPCPP_TEST_DATA_DIR) + "/../../docs/autocast.md");
+  BOOST_TEST_REQUIRE(in.good());
+  std::stringstream text;
+  text << in.rdbuf();
+  BOOST_TEST(contains(text.str(), amp::autocast_policy::markdown_table()),
+             "docs/autocast.md is stale: regenerate it with build/examples/autocast_table");
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+namespace {
+
+struct Probe {
+  bool enabled = false;
+  DType input_dtype = DType::Int64;
+};
+Probe forward_probe, backward_probe;
+
+// torch's test_autocast_custom_enabled: custom_fwd without cast_inputs + custom_bwd.
+struct MyMM : amp::autograd::Function<MyMM> {
+  static constexpr bool kBackwardUsesForwardAutocast = true;
+  static Tensor forward(amp::autograd::AutogradContext* ctx, const Tensor& a, const Tensor& b) {
+    forward_probe = {amp::is_autocast_enabled(DeviceType::CPU), a.dtype()};
+    ctx->save_for_backward({a, b});
+    return amp::mm(a, b);
+  }
+  static std::vector<Tensor> backward(amp::autograd::AutogradContext* ctx,
+                                      const std::vector<Tensor>& g) {
+    backward_probe = {amp::is_autocast_enabled(DeviceType::CPU), g[0].dtype()};
+    const auto saved = ctx->get_saved_variables();
+    return {amp::mm(g[0], saved[1].t()), amp::mm(saved[0].t(), g[0])};
+  }
+};
+
+// torch's test_autocast_custom_cast_inputs: custom_fwd(cast_inputs=torch.float32).
+struct MyMMCastInputs : amp::autograd::Function<MyMMCastInputs> {
+  static constexpr bool kBackwardUsesForwardAutocast = true;
+  static constexpr DeviceType kAutocastDeviceType = DeviceType::CPU;
+  static constexpr DType kCastInputs = DType::Float32;
+  static Tensor forward(amp::autograd::AutogradContext* ctx, const Tensor& a,
+                        const std::vector<Tensor>& rest) {
+    forward_probe = {amp::is_autocast_enabled(DeviceType::CPU), a.dtype()};
+    BOOST_TEST(rest[0].dtype() == a.dtype());  // list inputs are cast too
+    ctx->save_for_backward({a, rest[0]});
+    return amp::mm(a, rest[0]);
+  }
+  static std::vector<Tensor> backward(amp::autograd::AutogradContext* ctx,
+                                      const std::vector<Tensor>& g) {
+    backward_probe = {amp::is_autocast_enabled(DeviceType::CPU), g[0].dtype()};
+    const auto saved = ctx->get_saved_variables();
+    return {amp::mm(g[0], saved[1].t()), amp::mm(saved[0].t(), g[0])};
+  }
+};
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(autocast_custom_function)
+
+BOOST_AUTO_TEST_CASE(custom_fwd_without_cast_inputs_sees_autocast_and_custom_bwd_too) {
+  for (DType lower : {DType::Float16, DType::BFloat16}) {
+    Tensor a = signed_values({4, 4}, 1), b = signed_values({4, 4}, 2);
+    a.requires_grad_();
+    b.requires_grad_();
+    Tensor out;
+    {
+      amp::autocast region(DeviceType::CPU, lower);
+      out = MyMM::apply(a, b);
+    }
+    BOOST_TEST(forward_probe.enabled);
+    BOOST_TEST(forward_probe.input_dtype == DType::Float32);
+    BOOST_TEST(out.dtype() == lower);
+    amp::sum(out).backward();
+    BOOST_TEST(backward_probe.enabled);
+    BOOST_TEST(backward_probe.input_dtype == lower);
+    BOOST_TEST(a.grad().dtype() == DType::Float32);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(custom_fwd_cast_inputs_casts_and_disables_autocast_only_inside_a_region) {
+  Tensor a = signed_values({4, 4}, 1).to(DType::Float16);
+  Tensor b = signed_values({4, 4}, 2).to(DType::Float16);
+  a.requires_grad_();
+  b.requires_grad_();
+  Tensor out;
+  {
+    amp::autocast region(DeviceType::CPU, DType::Float16);
+    out = MyMMCastInputs::apply(a, std::vector<Tensor>{b});
+    BOOST_TEST(amp::is_autocast_enabled(DeviceType::CPU));  // restored after forward
+  }
+  BOOST_TEST(!forward_probe.enabled);
+  BOOST_TEST(forward_probe.input_dtype == DType::Float32);
+  BOOST_TEST(out.dtype() == DType::Float32);
+  amp::sum(out).backward();
+  BOOST_TEST(!backward_probe.enabled);
+  BOOST_TEST(a.grad().dtype() == DType::Float16);
+  // Outside autocast the decorator is a no-op: the inputs stay fp16.
+  const Tensor plain = MyMMCastInputs::apply(a, std::vector<Tensor>{b});
+  BOOST_TEST(forward_probe.input_dtype == DType::Float16);
+  BOOST_TEST(plain.dtype() == DType::Float16);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
