@@ -8,6 +8,7 @@
 //   std::cout << y.to(amp::DType::Float32).sum().item<float>() << "\n";
 #pragma once
 
+#include "amp/grad_scaler.h"
 #include "csrc/autocast/autocast_state.h"
 #include "csrc/autograd/autograd.h"
 #include "csrc/core/allocator.h"
