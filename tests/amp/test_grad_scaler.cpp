@@ -81,7 +81,7 @@ Tensor param(const std::vector<double>& values, DType dtype = DType::Float32) {
                           {.dtype = dtype, .requires_grad = true});
 }
 
-void set_grad(const Tensor& p, const std::vector<double>& values) {
+void set_grad(Tensor p, const std::vector<double>& values) {
   p.set_grad(amp::from_vector(values, {static_cast<int64_t>(values.size())}, {.dtype = p.dtype()}));
 }
 
@@ -112,7 +112,7 @@ class ScalingSGD : public amp::optimizers::Optimizer {
     seen_found_inf = found_inf;
     if (found_inf.item<float>() != 0.f) return;
     amp::NoGradGuard no_grad;
-    for (const Tensor& p : param_groups()[0].params) {
+    for (Tensor p : param_groups()[0].params) {
       Tensor g = p.grad().to(DType::Float32);
       if (grad_scale.defined()) g = g / grad_scale;
       p.copy_(p.to(DType::Float32) - g * lr());
@@ -195,8 +195,8 @@ BOOST_AUTO_TEST_CASE(scale_is_created_lazily_on_the_first_scaled_tensor) {
   const Tensor s = scaler.get_scale_async();
   BOOST_TEST_REQUIRE(s.defined());
   BOOST_TEST(s.dim() == 0);
-  BOOST_TEST(s.dtype() == DType::Float32);
-  BOOST_TEST(s.device() == kCpu);
+  BOOST_TEST((s.dtype() == DType::Float32));
+  BOOST_TEST((s.device() == kCpu));
   BOOST_TEST(scaler.get_growth_tracker() == 0);
 }
 
@@ -222,13 +222,13 @@ BOOST_AUTO_TEST_CASE(scale_multiplies_out_of_place_with_pytorchs_promotion) {
   const Tensor loss = amp::scalar_tensor(4.0, {.dtype = DType::Float16});
   const Tensor scaled = scaler.scale(loss);
   // Both 0-d: ordinary promotion, so a 0-d Float16 loss times the Float32 scale is Float32.
-  BOOST_TEST(scaled.dtype() == DType::Float32);
+  BOOST_TEST((scaled.dtype() == DType::Float32));
   BOOST_TEST(scaled.dim() == 0);
   BOOST_TEST(scaled.item<double>() == 8.0);
   BOOST_TEST(loss.item<double>() == 4.0);
   // A dimensioned Float16 tensor wins over the 0-d scale and stays Float16.
   const Tensor out = scaler.scale(amp::full({3}, 4.0, {.dtype = DType::Float16}));
-  BOOST_TEST(out.dtype() == DType::Float16);
+  BOOST_TEST((out.dtype() == DType::Float16));
   BOOST_TEST(values_of(out) == std::vector<double>({8.0, 8.0, 8.0}));
 }
 
@@ -242,7 +242,7 @@ BOOST_AUTO_TEST_CASE(scale_of_a_list_scales_every_tensor) {
   for (const Tensor& t : outs) {
     for (double v : values_of(t)) BOOST_TEST(v == 8.0);
   }
-  BOOST_TEST(outs[1].dtype() == DType::Float64);
+  BOOST_TEST((outs[1].dtype() == DType::Float64));
   BOOST_TEST(scaler.scale(std::vector<Tensor>{}).empty());
 }
 
@@ -642,7 +642,7 @@ BOOST_AUTO_TEST_CASE(amp_scaling_optimizer_gets_scale_and_found_inf_with_grads_s
   BOOST_TEST(opt.seen_found_inf.item<double>() == 0.0);
   BOOST_TEST(values_of(p.grad()) == std::vector<double>({8.0, 16.0}));  // only checked
   BOOST_TEST(values_of(p) == std::vector<double>({0.5, 0.0}));
-  BOOST_TEST(scaler->last_step().outcome == Outcome::kDeferred);
+  BOOST_TEST((scaler->last_step().outcome == Outcome::kDeferred));
   BOOST_TEST(!scaler->last_step().scale.has_value());
   // The optimizer gets a copy: writing to it leaves the scaler's scale alone.
   opt.seen_grad_scale.fill_(1.0);
@@ -697,7 +697,7 @@ BOOST_AUTO_TEST_CASE(step_report_names_the_first_parameter_with_a_non_finite_gra
 
   scaler->scale(amp::nn::functional::mse_loss((*net.seq)(x), y)).backward();
   BOOST_TEST(scaler->step(opt));
-  BOOST_TEST(scaler->last_step().outcome == Outcome::kStepped);
+  BOOST_TEST((scaler->last_step().outcome == Outcome::kStepped));
   BOOST_TEST(scaler->last_step().stepped());
   BOOST_TEST(*scaler->last_step().scale == 16.0);
   BOOST_TEST(!scaler->last_step().flat_index.has_value());
@@ -741,7 +741,7 @@ BOOST_AUTO_TEST_CASE(step_report_is_kept_per_optimizer_and_works_without_names) 
   BOOST_TEST(scaler->last_step().param_name.empty());
   BOOST_TEST(scaler->last_step(o0).stepped());
   BOOST_TEST(scaler->last_step(o1).skipped());
-  BOOST_TEST(scaler->last_step(never).outcome == Outcome::kNone);
+  BOOST_TEST((scaler->last_step(never).outcome == Outcome::kNone));
   scaler->update();
   BOOST_TEST(scaler->last_step(o1).skipped());  // reports outlive update()
 }
@@ -890,7 +890,7 @@ BOOST_AUTO_TEST_CASE(state_dict_has_pytorchs_five_keys_and_dtypes) {
                                                            {"_growth_tracker", DType::Int64}};
   for (const auto& [key, dtype] : keys) {
     BOOST_TEST_REQUIRE(sd.count(key) == 1u, key);
-    BOOST_TEST(sd.at(key).dtype() == dtype, key);
+    BOOST_TEST((sd.at(key).dtype() == dtype), key);
     BOOST_TEST(sd.at(key).dim() == 0, key);
   }
   BOOST_TEST(sd.at("scale").item<double>() == 3.0);

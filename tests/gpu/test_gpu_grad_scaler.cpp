@@ -41,7 +41,7 @@ Tensor param_on(const std::vector<double>& values, Device device) {
   return p;
 }
 
-void set_grad(const Tensor& p, const std::vector<double>& values) {
+void set_grad(Tensor p, const std::vector<double>& values) {
   p.set_grad(amp::from_vector(values, {static_cast<int64_t>(values.size())}).to(p.device()));
 }
 
@@ -65,10 +65,10 @@ BOOST_AUTO_TEST_CASE(scale_lives_on_the_first_scaled_tensors_device) {
   GradScaler scaler(amp::DeviceType::CUDA, {.init_scale = 2.0});
   BOOST_TEST(scaler.is_enabled());
   const Tensor out = scaler.scale(amp::full({3}, 4.0).to(kCuda));
-  BOOST_TEST(out.device() == kCuda);
+  BOOST_TEST((out.device() == kCuda));
   BOOST_TEST(host(out) == std::vector<double>({8.0, 8.0, 8.0}));
-  BOOST_TEST(scaler.get_scale_async().device() == kCuda);
-  BOOST_TEST(scaler.get_scale_async().dtype() == DType::Float32);
+  BOOST_TEST((scaler.get_scale_async().device() == kCuda));
+  BOOST_TEST((scaler.get_scale_async().dtype() == DType::Float32));
 }
 
 BOOST_AUTO_TEST_CASE(scale_rejects_a_tensor_of_another_device_type) {
