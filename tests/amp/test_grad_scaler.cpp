@@ -817,6 +817,52 @@ BOOST_AUTO_TEST_CASE(hysteresis_tracker_round_trips_through_the_state_dict) {
   BOOST_TEST(GradScaler(amp::DeviceType::CPU).state_dict().count("_hysteresis_tracker") == 0u);
 }
 
+BOOST_AUTO_TEST_CASE(hysteresis_and_bounds_replay_the_python_reference) {
+  // tests/data/grad_scaler_extended_golden.txt (tests/reference/
+  // make_grad_scaler_extended_golden.py): Megatron-LM's hysteresis around torch's fp32 rule,
+  // with the bounds, over long random found_inf sequences.
+  std::ifstream in(std::string(AMPCPP_TEST_DATA_DIR) + "/grad_scaler_extended_golden.txt");
+  BOOST_REQUIRE_MESSAGE(in, "missing tests/data/grad_scaler_extended_golden.txt");
+  CerrCapture cerr;  // the floors warn
+  std::string line, config;
+  std::unique_ptr<GradScaler> scaler;
+  const Tensor p = param({0, 0});
+  amp::optimizers::SGD opt({p}, {.lr = 0.0});
+  int steps = 0, configs = 0;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    std::istringstream fields(line);
+    std::string kind;
+    fields >> kind;
+    if (kind == "config") {
+      std::string bits, lo, hi;
+      GradScalerOptions o;
+      fields >> config >> bits >> o.growth_factor >> o.backoff_factor >> o.growth_interval >>
+          o.hysteresis >> lo >> hi;
+      o.init_scale = std::bit_cast<float>(static_cast<uint32_t>(std::stoul(bits, nullptr, 16)));
+      o.min_scale = std::stod(lo);
+      o.max_scale = std::stod(hi);
+      scaler = ready_scaler(o);
+      ++configs;
+      continue;
+    }
+    int found = 0;
+    std::string bits;
+    int64_t tracker = 0, hysteresis = 0;
+    fields >> found >> bits >> tracker >> hysteresis;
+    iterate(*scaler, opt, p, found != 0);
+    const uint32_t want = static_cast<uint32_t>(std::stoul(bits, nullptr, 16));
+    const uint32_t got = float_bits(scaler->get_scale());
+    BOOST_TEST(got == want, config << " step " << steps << ": scale bits " << std::hex << got
+                                   << ", expected " << want);
+    BOOST_TEST(scaler->get_growth_tracker() == tracker, config << " step " << steps);
+    BOOST_TEST(scaler->get_hysteresis_tracker() == hysteresis, config << " step " << steps);
+    ++steps;
+  }
+  BOOST_TEST(configs == 6);
+  BOOST_TEST(steps > 500);
+}
+
 // ---------------------------------------------------------------------------------------------
 // min_scale / max_scale (beyond PyTorch).
 
