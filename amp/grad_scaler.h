@@ -50,8 +50,9 @@ struct GradScalerOptions {
   // Let unscale_/step unscale Float16 gradients instead of raising PyTorch's "Attempting to
   // unscale FP16 gradients." (FSDP's ShardedGradScaler allows them too).
   bool allow_fp16_grads = false;
-  // Megatron-LM's hysteresis: an overflow backs the scale off only once `hysteresis`
-  // overflows have been seen since the last growth (1: every overflow, PyTorch's rule).
+  // Megatron-LM's hysteresis: the scale backs off at the `hysteresis`-th overflow since the
+  // last growth and at every overflow after it until the next growth (1: every overflow,
+  // PyTorch's rule).
   int64_t hysteresis = 1;
   // Bounds on the scale: a backoff below min_scale clamps to min_scale (with one warning); a
   // growth above max_scale clamps to max_scale. 0 and +inf: no bounds (PyTorch). min_scale, when
@@ -86,6 +87,11 @@ struct GradScalerStepReport {
 class GradScaler {
  public:
   explicit GradScaler(DeviceType device = DeviceType::CUDA, GradScalerOptions options = {});
+  // A copy would share the scale and tracker tensors with the original; moves are fine.
+  GradScaler(const GradScaler&) = delete;
+  GradScaler& operator=(const GradScaler&) = delete;
+  GradScaler(GradScaler&&) = default;
+  GradScaler& operator=(GradScaler&&) = default;
 
   // loss * scale, out of place (PyTorch's type promotion: a 0-d Float16 loss gives Float32).
   // The first call creates the scale on loss's device. Disabled: returns loss itself.
