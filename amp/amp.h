@@ -9,6 +9,7 @@
 #pragma once
 
 #include "amp/autocast.h"
+#include "amp/grad_scaler.h"
 #include "csrc/autocast/autocast_state.h"
 #include "csrc/autograd/autograd.h"
 #include "csrc/core/allocator.h"

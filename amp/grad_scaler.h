@@ -1,0 +1,200 @@
+// amp::GradScaler: dynamic loss scaling for mixed-precision training, PyTorch's
+// torch.amp.GradScaler algorithm and state machine (reference/torch_amp.md §3-4) with its error
+// texts, plus three opt-in additions (docs/grad_scaler.md): a step report, hysteresis and
+// min/max scale bounds.
+//
+//   amp::GradScaler scaler(amp::DeviceType::CUDA);
+//   for (auto& [x, y] : batches) {
+//     opt.zero_grad();
+//     amp::Tensor loss;
+//     { amp::autocast ac(amp::DeviceType::CUDA); loss = loss_fn(model(x), y); }
+//     scaler.scale(loss).backward();
+//     scaler.unscale_(opt);                          // optional: clip the true gradients
+//     amp::nn::utils::clip_grad_norm_(model->parameters(), 1.0);
+//     if (!scaler.step(opt)) std::cerr << "skipped: " << scaler.last_step().param_name << "\n";
+//     scaler.update();
+//   }
+//
+// The scale (Float32, 0-d like torch's) and the growth tracker (Int64 0-d; torch: int32) live
+// on the device of the first tensor scale() sees. With the default options the only host sync
+// is the one read of the step decision in step() (and get_scale / get_growth_tracker /
+// state_dict, which return host values); docs/grad_scaler.md lists the sync budget.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "csrc/core/device.h"
+#include "csrc/core/tensor.h"
+#include "csrc/io/state_dict.h"
+#include "optimizers/optimizer.h"
+
+namespace amp {
+
+struct GradScalerOptions {
+  double init_scale = 65536.0;
+  double growth_factor = 2.0;
+  double backoff_factor = 0.5;
+  int64_t growth_interval = 2000;
+  bool enabled = true;
+
+  // Beyond PyTorch (docs/grad_scaler.md). The defaults keep PyTorch's behaviour bit for bit.
+  //
+  // Let unscale_/step unscale Float16 gradients instead of raising PyTorch's "Attempting to
+  // unscale FP16 gradients." (FSDP's ShardedGradScaler allows them too).
+  bool allow_fp16_grads = false;
+  // Megatron-LM's hysteresis: the scale backs off at the `hysteresis`-th overflow since the
+  // last growth and at every overflow after it until the next growth (1: every overflow,
+  // PyTorch's rule).
+  int64_t hysteresis = 1;
+  // Bounds on the scale: a backoff below min_scale clamps to min_scale (with one warning); a
+  // growth above max_scale clamps to max_scale. 0 and +inf: no bounds (PyTorch). min_scale, when
+  // set, must be a normal fp32 number, so the scale can never become 0 or subnormal.
+  double min_scale = 0.0;
+  double max_scale = std::numeric_limits<double>::infinity();
+};
+
+// What GradScaler::step did (beyond PyTorch; GradScaler::last_step).
+struct GradScalerStepReport {
+  enum class Outcome {
+    kNone,              // no step() since construction (or for this optimizer)
+    kStepped,           // optimizer.step() ran (or the scaler is disabled and it ran)
+    kSkippedNonFinite,  // a gradient held inf or NaN: optimizer.step() was not called
+    kDeferred,          // a supports_amp_scaling() optimizer got found_inf and decides itself
+  };
+  Outcome outcome = Outcome::kNone;
+  bool stepped() const { return outcome == Outcome::kStepped; }
+  bool skipped() const { return outcome == Outcome::kSkippedNonFinite; }
+  // The scale the step's gradients were multiplied by (read in step()'s one sync; empty for
+  // kDeferred, which does not sync).
+  std::optional<double> scale;
+  // When skipped: the first parameter, in param-group order, whose gradient was non-finite at
+  // step time. flat_index numbers parameters across groups as Optimizer::state_dict does.
+  std::optional<size_t> group;
+  std::optional<size_t> index_in_group;
+  std::optional<size_t> flat_index;
+  std::string param_name;  // from set_parameter_names; "" when unknown
+  std::string reason;      // a readable sentence; "" when the step ran
+};
+
+class GradScaler {
+ public:
+  explicit GradScaler(DeviceType device = DeviceType::CUDA, GradScalerOptions options = {});
+  // A copy would share the scale and tracker tensors with the original; moves are fine.
+  GradScaler(const GradScaler&) = delete;
+  GradScaler& operator=(const GradScaler&) = delete;
+  GradScaler(GradScaler&&) = default;
+  GradScaler& operator=(GradScaler&&) = default;
+
+  // loss * scale, out of place (PyTorch's type promotion: a 0-d Float16 loss gives Float32).
+  // The first call creates the scale on loss's device. Disabled: returns loss itself.
+  Tensor scale(const Tensor& loss);
+  // Every tensor times the scale (one copy of the scale per device).
+  std::vector<Tensor> scale(const std::vector<Tensor>& losses);
+
+  // Divides the optimizer's gradients by the scale in place and records whether any was inf or
+  // NaN. At most once per optimizer between update() calls, and not after step().
+  void unscale_(optimizers::Optimizer& optimizer);
+
+  // Runs optimizer.step() unless a gradient was inf or NaN (unscaling first if unscale_ was not
+  // called); returns whether it ran. One host sync. An optimizer with supports_amp_scaling()
+  // gets the scale and found_inf tensors instead and skips on the device (returns true: it was
+  // called; see last_step()).
+  bool step(optimizers::Optimizer& optimizer);
+
+  // Updates the scale from every optimizer's found_inf since the last update (PyTorch's
+  // _amp_update_scale_), or sets it to new_scale (the growth tracker is left alone).
+  void update(std::optional<double> new_scale = std::nullopt);
+  // torch's tensor form: a 1-element floating tensor on the scaler's device type that does not
+  // require grad; copied on the device, no sync.
+  void update(const Tensor& new_scale);
+
+  double get_scale() const;  // init_scale before the first scale(); 1.0 when disabled
+  bool is_enabled() const { return enabled_; }
+  double get_growth_factor() const { return growth_factor_; }
+  void set_growth_factor(double value);
+  double get_backoff_factor() const { return backoff_factor_; }
+  void set_backoff_factor(double value);
+  int64_t get_growth_interval() const { return growth_interval_; }
+  void set_growth_interval(int64_t value);
+  int64_t get_growth_tracker() const;  // 0 when disabled
+  // Overflows the scale still absorbs before it backs off (hysteresis option).
+  int64_t get_hysteresis_tracker() const { return hysteresis_tracker_; }
+  const GradScalerOptions& options() const { return options_; }
+  DeviceType device_type() const { return device_type_; }
+
+  // The scale tensor (0-d Float32 on its device), undefined before the first scale() or when
+  // disabled (torch's _get_scale_async).
+  Tensor get_scale_async() const { return scale_; }
+
+  // "scale", "growth_factor", "backoff_factor" (Float64 0-d), "growth_interval",
+  // "_growth_tracker" (Int64 0-d), plus "_hysteresis_tracker" (Int64 0-d) when hysteresis > 1.
+  // Empty when disabled. Call it after update().
+  StateDict state_dict() const;
+  // No-op when disabled. Checks every key before changing anything.
+  void load_state_dict(const StateDict& state_dict);
+
+  // Beyond PyTorch: names for parameters (e.g. model->named_parameters()), used by the step
+  // report. Parameters are matched by identity.
+  void set_parameter_names(const std::vector<std::pair<std::string, Tensor>>& named_parameters);
+  // The report of the most recent step() call, or of the most recent step() of `optimizer`.
+  const GradScalerStepReport& last_step() const { return last_step_; }
+  GradScalerStepReport last_step(const optimizers::Optimizer& optimizer) const;
+
+ private:
+  enum class Stage { kReady, kUnscaled, kStepped };
+  struct DeviceLess {
+    bool operator()(const Device& a, const Device& b) const {
+      return std::make_pair(static_cast<int>(a.type), a.index) <
+             std::make_pair(static_cast<int>(b.type), b.index);
+    }
+  };
+  using PerDevice = std::map<Device, Tensor, DeviceLess>;
+  struct OptimizerState {
+    Stage stage = Stage::kReady;
+    PerDevice found_inf_per_device;
+  };
+
+  static void check_hyperparameters(double growth_factor, double backoff_factor,
+                                    int64_t growth_interval);
+  void check_options() const;
+  bool bounded() const;
+  void lazy_init(Device device);
+  void check_scale_growth_tracker(const char* funcname) const;
+  Tensor scale_one(const Tensor& output, PerDevice& replicas, const char* op);
+  PerDevice unscale_grads(optimizers::Optimizer& optimizer, const Tensor& inv_scale,
+                          const Tensor& found_inf, bool allow_fp16);
+  Tensor summed_found_inf(const PerDevice& found_inf_per_device) const;
+  GradScalerStepReport skip_report(const optimizers::Optimizer& optimizer, double scale) const;
+  bool extended_update() const;
+  void update_extended(const Tensor& found_inf);
+  void warn_if_scale_degenerate(double scale);
+  void record(const optimizers::Optimizer& optimizer, GradScalerStepReport report);
+
+  DeviceType device_type_;
+  GradScalerOptions options_;
+  bool enabled_;
+  double init_scale_;
+  double growth_factor_;
+  double backoff_factor_;
+  int64_t growth_interval_;
+  int64_t init_growth_tracker_ = 0;
+  int64_t hysteresis_tracker_;
+  Tensor scale_;           // Float32 0-d, lazily created
+  Tensor growth_tracker_;  // Int64 0-d, lazily created
+  std::unordered_map<const optimizers::Optimizer*, OptimizerState> per_optimizer_states_;
+  std::unordered_map<const TensorImpl*, std::string> parameter_names_;
+  GradScalerStepReport last_step_;
+  std::unordered_map<const optimizers::Optimizer*, GradScalerStepReport> last_step_per_optimizer_;
+  bool warned_min_scale_ = false;
+  bool warned_degenerate_scale_ = false;
+};
+
+}  // namespace amp
