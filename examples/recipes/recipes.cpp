@@ -38,11 +38,24 @@ std::shared_ptr<nn::Sequential> make_mlp(uint64_t seed) {
       std::make_shared<nn::Linear>(kHidden, kClasses)});
 }
 
-// Records per-step losses and summarises them.
-struct LossLog {
+// What every recipe keeps besides its model and optimizer: the task, the scaler (PyTorch's
+// defaults except growth_interval, 2000 there, so that the scale's growth and overflow backoff
+// show within a short run), the losses and the number of skipped steps.
+struct Run {
+  Task task{1};
+  GradScaler scaler;
   std::vector<double> losses;
-  void add(const Tensor& loss) { losses.push_back(loss.item<double>()); }
-  RecipeResult result(const GradScaler& scaler, int skipped) const {
+  int skipped = 0;
+
+  explicit Run(bool mixed) : scaler(kCpu, {.growth_interval = 20, .enabled = mixed}) {}
+
+  // scaler.step (counting a skip) then scaler.update, as every recipe ends its iteration.
+  void step_and_update(optimizers::Optimizer& optimizer) {
+    skipped += scaler.step(optimizer) ? 0 : 1;
+    scaler.update();
+  }
+
+  RecipeResult result() const {
     const size_t k = std::min<size_t>(5, losses.size());
     RecipeResult r;
     r.first_loss = std::accumulate(losses.begin(), losses.begin() + k, 0.0) / double(k);
@@ -53,102 +66,81 @@ struct LossLog {
   }
 };
 
-GradScaler make_scaler(bool mixed) {
-  // PyTorch's defaults except growth_interval (2000 there), so that the scale's growth and any
-  // overflow backoff show within a short run.
-  return GradScaler(kCpu, {.growth_interval = 20, .enabled = mixed});
-}
-
 // Typical Mixed Precision Training.
 RecipeResult typical(bool mixed, int steps) {
-  const Task task(1);
   auto model = make_mlp(2);
   SGD optimizer(model->parameters(), {.lr = 0.1, .momentum = 0.9});
-  GradScaler scaler = make_scaler(mixed);
-  LossLog log;
-  int skipped = 0;
+  Run run(mixed);
   for (int i = 0; i < steps; ++i) {
-    auto [x, y] = task.batch(i);
+    auto [x, y] = run.task.batch(i);
     optimizer.zero_grad();
     Tensor loss;
     {
       autocast region(kCpu, DType::Float16, mixed);
       loss = F::cross_entropy((*model)(x), y);
     }
-    scaler.scale(loss).backward();
-    skipped += scaler.step(optimizer) ? 0 : 1;
-    scaler.update();
-    log.add(loss);
+    run.scaler.scale(loss).backward();
+    run.step_and_update(optimizer);
+    run.losses.push_back(loss.item<double>());
   }
-  return log.result(scaler, skipped);
+  return run.result();
 }
 
 // Working with Unscaled Gradients: gradient clipping.
 RecipeResult clipping(bool mixed, int steps) {
-  const Task task(1);
   auto model = make_mlp(2);
   SGD optimizer(model->parameters(), {.lr = 0.1, .momentum = 0.9});
-  GradScaler scaler = make_scaler(mixed);
-  LossLog log;
-  int skipped = 0;
+  Run run(mixed);
   for (int i = 0; i < steps; ++i) {
-    auto [x, y] = task.batch(i);
+    auto [x, y] = run.task.batch(i);
     optimizer.zero_grad();
     Tensor loss;
     {
       autocast region(kCpu, DType::Float16, mixed);
       loss = F::cross_entropy((*model)(x), y);
     }
-    scaler.scale(loss).backward();
-    scaler.unscale_(optimizer);
+    run.scaler.scale(loss).backward();
+    run.scaler.unscale_(optimizer);
     nn::utils::clip_grad_norm_(model->parameters(), /*max_norm=*/0.5);
-    skipped += scaler.step(optimizer) ? 0 : 1;
-    scaler.update();
-    log.add(loss);
+    run.step_and_update(optimizer);
+    run.losses.push_back(loss.item<double>());
   }
-  return log.result(scaler, skipped);
+  return run.result();
 }
 
 // Working with Scaled Gradients: gradient accumulation over 4 micro-batches.
 RecipeResult accumulation(bool mixed, int steps) {
   constexpr int kAccumulate = 4;
-  const Task task(1);
   auto model = make_mlp(2);
   SGD optimizer(model->parameters(), {.lr = 0.1, .momentum = 0.9});
-  GradScaler scaler = make_scaler(mixed);
-  LossLog log;
-  int skipped = 0;
+  Run run(mixed);
   double effective_loss = 0;
   for (int i = 0; i < steps * kAccumulate; ++i) {
-    auto [x, y] = task.batch(i);
+    auto [x, y] = run.task.batch(i);
     Tensor loss;
     {
       autocast region(kCpu, DType::Float16, mixed);
       loss = div(F::cross_entropy((*model)(x), y), double(kAccumulate));
     }
-    scaler.scale(loss).backward();
+    run.scaler.scale(loss).backward();
     effective_loss += loss.item<double>();
     if ((i + 1) % kAccumulate == 0) {
-      skipped += scaler.step(optimizer) ? 0 : 1;
-      scaler.update();
+      run.step_and_update(optimizer);
       optimizer.zero_grad();
-      log.losses.push_back(effective_loss);
+      run.losses.push_back(effective_loss);
       effective_loss = 0;
     }
   }
-  return log.result(scaler, skipped);
+  return run.result();
 }
 
 // Working with Scaled Gradients: gradient penalty (autograd::grad with create_graph).
 RecipeResult penalty(bool mixed, int steps) {
-  const Task task(1);
   auto model = make_mlp(2);
   SGD optimizer(model->parameters(), {.lr = 0.1, .momentum = 0.9});
-  GradScaler scaler = make_scaler(mixed);
-  LossLog log;
-  int skipped = 0;
+  Run run(mixed);
   for (int i = 0; i < steps; ++i) {
-    auto [x, y] = task.batch(i);
+    auto [x, y] = run.task.batch(i);
     optimizer.zero_grad();
     Tensor loss;
     {
@@ -157,9 +149,9 @@ RecipeResult penalty(bool mixed, int steps) {
     }
     const std::vector<Tensor> params = model->parameters();
     const std::vector<Tensor> scaled_grads =
-        autograd::grad({scaler.scale(loss)}, params, {}, std::nullopt, /*create_graph=*/true);
+        autograd::grad({run.scaler.scale(loss)}, params, {}, std::nullopt, /*create_graph=*/true);
     // The scaled grads belong to no optimizer: unscale them by plain division.
-    const double inv_scale = 1.0 / scaler.get_scale();
+    const double inv_scale = 1.0 / run.scaler.get_scale();
     Tensor total;
     {
       autocast region(kCpu, DType::Float16, mixed);
@@ -169,26 +161,22 @@ RecipeResult penalty(bool mixed, int steps) {
       }
       total = add(loss, mul(sqrt(grad_norm_sq), 0.1));
     }
-    scaler.scale(total).backward();
-    skipped += scaler.step(optimizer) ? 0 : 1;
-    scaler.update();
-    log.add(loss);
+    run.scaler.scale(total).backward();
+    run.step_and_update(optimizer);
+    run.losses.push_back(loss.item<double>());
   }
-  return log.result(scaler, skipped);
+  return run.result();
 }
 
 // Working with Multiple Models, Losses, and Optimizers.
 RecipeResult multiple_models(bool mixed, int steps) {
-  const Task task(1);
   auto model0 = make_mlp(2);
   auto model1 = make_mlp(3);
   SGD optimizer0(model0->parameters(), {.lr = 0.05, .momentum = 0.9});
   SGD optimizer1(model1->parameters(), {.lr = 0.05, .momentum = 0.9});
-  GradScaler scaler = make_scaler(mixed);
-  LossLog log;
-  int skipped = 0;
+  Run run(mixed);
   for (int i = 0; i < steps; ++i) {
-    auto [x, y] = task.batch(i);
+    auto [x, y] = run.task.batch(i);
     optimizer0.zero_grad();
     optimizer1.zero_grad();
     Tensor loss0, loss1;
@@ -198,15 +186,15 @@ RecipeResult multiple_models(bool mixed, int steps) {
       loss0 = F::cross_entropy(add(mul(out0, 2.0), mul(out1, 3.0)), y);
       loss1 = F::cross_entropy(sub(mul(out0, 3.0), mul(out1, 5.0)), y);
     }
-    scaler.scale(loss0).backward({}, /*retain_graph=*/true);
-    scaler.scale(loss1).backward();
-    scaler.unscale_(optimizer0);
-    skipped += scaler.step(optimizer0) ? 0 : 1;
-    skipped += scaler.step(optimizer1) ? 0 : 1;
-    scaler.update();
-    log.losses.push_back(loss0.item<double>() + loss1.item<double>());
+    run.scaler.scale(loss0).backward({}, /*retain_graph=*/true);
+    run.scaler.scale(loss1).backward();
+    run.scaler.unscale_(optimizer0);
+    run.skipped += run.scaler.step(optimizer0) ? 0 : 1;
+    run.skipped += run.scaler.step(optimizer1) ? 0 : 1;
+    run.scaler.update();
+    run.losses.push_back(loss0.item<double>() + loss1.item<double>());
   }
-  return log.result(scaler, skipped);
+  return run.result();
 }
 
 // Autocast and Custom Autograd Functions: a linear layer written as a custom function that
@@ -242,18 +230,15 @@ struct AutocastLinear : autograd::Function<AutocastLinear> {
 };
 
 RecipeResult custom_function(bool mixed, int steps) {
-  const Task task(1);
   manual_seed(2);
   Tensor w1 = mul(randn({kHidden, kFeatures}), 0.25);
   Tensor w2 = mul(randn({kClasses, kHidden}), 0.15);
   w1.requires_grad_();
   w2.requires_grad_();
   SGD optimizer({w1, w2}, {.lr = 0.1, .momentum = 0.9});
-  GradScaler scaler = make_scaler(mixed);
-  LossLog log;
-  int skipped = 0;
+  Run run(mixed);
   for (int i = 0; i < steps; ++i) {
-    auto [x, y] = task.batch(i);
+    auto [x, y] = run.task.batch(i);
     optimizer.zero_grad();
     Tensor loss;
     {
@@ -261,12 +246,11 @@ RecipeResult custom_function(bool mixed, int steps) {
       const Tensor h = relu(AutocastLinear::apply(x, w1));
       loss = F::cross_entropy(Fp32Linear::apply(h, w2), y);
     }
-    scaler.scale(loss).backward();
-    skipped += scaler.step(optimizer) ? 0 : 1;
-    scaler.update();
-    log.add(loss);
+    run.scaler.scale(loss).backward();
+    run.step_and_update(optimizer);
+    run.losses.push_back(loss.item<double>());
   }
-  return log.result(scaler, skipped);
+  return run.result();
 }
 
 }  // namespace
