@@ -682,6 +682,23 @@ BOOST_AUTO_TEST_CASE(amp_scaling_optimizer_path_allows_fp16_gradients) {
   BOOST_TEST(values_of(p) == std::vector<double>({1.0, 1.0}));
 }
 
+BOOST_AUTO_TEST_CASE(found_inf_is_one_per_device_however_many_gradients_overflow) {
+  // torch test_grad_scaling_unscale's "perfect storm": mixed dtypes, an injected inf found
+  // exactly once. found_inf is a flag per device (sticky 1.0), not a count.
+  for (int injected : {0, 1, 3}) {
+    auto scaler = ready_scaler({.init_scale = 2.0});
+    std::vector<Tensor> params = {param({0, 0}), param({0, 0}, DType::Float64),
+                                  param({0, 0}, DType::BFloat16), param({0, 0}, DType::Float16)};
+    for (size_t k = 0; k < params.size(); ++k) {
+      set_grad(params[k], {static_cast<int>(k) < injected ? kInf : 2.0, 4.0});
+    }
+    ScalingSGD opt(params, 0.0);
+    scaler->step(opt);
+    BOOST_TEST(opt.seen_found_inf.item<double>() == (injected > 0 ? 1.0 : 0.0),
+               injected << " injected");
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Step report (beyond PyTorch).
 
@@ -744,6 +761,15 @@ BOOST_AUTO_TEST_CASE(step_report_is_kept_per_optimizer_and_works_without_names) 
   BOOST_TEST((scaler->last_step(never).outcome == Outcome::kNone));
   scaler->update();
   BOOST_TEST(scaler->last_step(o1).skipped());  // reports outlive update()
+}
+
+BOOST_AUTO_TEST_CASE(parameter_names_must_be_defined_tensors) {
+  GradScaler scaler(amp::DeviceType::CPU);
+  check_error(
+      [&] {
+        scaler.set_parameter_names({{"fc.weight", Tensor()}});
+      },
+      {"GradScaler.set_parameter_names", "'fc.weight'", "undefined"});
 }
 
 BOOST_AUTO_TEST_CASE(step_report_when_the_gradient_was_repaired_after_unscale) {
