@@ -5,13 +5,13 @@
 
 #include <algorithm>
 #include <cmath>
-#include <iostream>
 #include <string>
 #include <utility>
 
 #include "csrc/core/dtype.h"
 #include "csrc/core/factories.h"
 #include "csrc/core/macros.h"
+#include "csrc/core/warning.h"
 #include "csrc/cuda/cuda.h"
 #include "csrc/multi_tensor/functors.h"
 #include "csrc/multi_tensor/multi_tensor.h"
@@ -26,10 +26,6 @@ using optimizers::python_repr;
 
 // The smallest normal fp32 number: a scale below it has lost precision (subnormal) or is 0.
 constexpr double kMinNormalFloat = static_cast<double>(std::numeric_limits<float>::min());
-
-// PyTorch warns through Python's warnings module; ampcpp has no warning channel, so warnings go
-// to stderr, each at most once per scaler where the text says so.
-void warn(const std::string& message) { std::cerr << "Warning: " << message << std::endl; }
 
 // A scalar state-dict entry: defined, one element, of the expected dtype kind.
 double read_entry(const StateDict& state_dict, const std::string& key, bool integer) {

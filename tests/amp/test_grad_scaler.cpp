@@ -51,7 +51,7 @@ void check_error(const std::function<void()>& fn, const std::vector<std::string>
   }
 }
 
-// Captures std::cerr (where GradScaler's warnings go) while alive.
+// Captures std::cerr (where amp::warn prints without a handler) while alive.
 class CerrCapture {
  public:
   CerrCapture() : old_(std::cerr.rdbuf(buffer_.rdbuf())) {}
