@@ -109,8 +109,8 @@ void FusedNovoGrad::run_step(const Tensor& inv_scale, const Tensor& /*found_inf*
       }
       const Tensor blended = stack(norms);  // the kernel blends the norms in place
       mt::novograd(mt::kDefaultChunkSize, mt::make_flag(b.device), {grads, weights, m}, blended,
-                   option(g, "lr"), option(g, "beta1"), option(g, "beta2"), option(g, "eps"),
-                   step, option(g, "bias_correction") != 0.0, option(g, "weight_decay"),
+                   option(g, "lr"), option(g, "beta1"), option(g, "beta2"), option(g, "eps"), step,
+                   option(g, "bias_correction") != 0.0, option(g, "weight_decay"),
                    option(g, "grad_averaging") != 0.0,
                    option(g, "reg_inside_moment") != 0.0 ? 0 : 1, norm_type);
       for (size_t i = 0; i < b.params.size(); ++i) {

@@ -75,9 +75,9 @@ void FusedOptimizer::step_with_amp_scaling(const Tensor& grad_scale, const Tenso
   if (found_inf.defined() && found_inf.item<float>() != 0.f) return;
   NoGradGuard no_grad;
   // 1 / scale in double, then fp32, as torch's GradScaler computes inv_scale; on the device.
-  const Tensor inv_scale =
-      grad_scale.defined() ? reciprocal(grad_scale.to(DType::Float64)).to(DType::Float32)
-                           : Tensor();
+  const Tensor inv_scale = grad_scale.defined()
+                               ? reciprocal(grad_scale.to(DType::Float64)).to(DType::Float32)
+                               : Tensor();
   run_step(inv_scale, found_inf);
 }
 
@@ -137,8 +137,7 @@ Tensor& FusedOptimizer::state_tensor(const Tensor& param, const std::string& nam
   ParamState& st = state(param);
   auto it = st.tensors.find(name);
   if (it == st.tensors.end()) {
-    Tensor t =
-        zeros(param.sizes(), {.dtype = state_dtype(param, name), .device = param.device()});
+    Tensor t = zeros(param.sizes(), {.dtype = state_dtype(param, name), .device = param.device()});
     it = st.tensors.emplace(name, std::move(t)).first;
   }
   return it->second;
