@@ -10,6 +10,7 @@
 #include <boost/test/unit_test.hpp>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <memory>
 #include <string>
@@ -17,6 +18,7 @@
 #include <vector>
 
 #include "amp/amp.h"
+#include "csrc/multi_tensor/multi_tensor.h"
 
 namespace amp {
 // Lets BOOST_TEST print dtypes in failure messages.
@@ -863,6 +865,68 @@ BOOST_AUTO_TEST_CASE(bad_parameters_and_scaling_inputs_raise_clear_errors) {
       [&] { sgd.step_with_amp_scaling(amp::ones({1}), amp::zeros({1}, {.dtype = DType::Int64})); },
       "FusedSGD.step_with_amp_scaling: expected found_inf to be a 1-element Float32 "
       "tensor, got Int64");
+}
+
+// ---------------------------------------------------------------------------------------------
+// The CPU kernels' vectorisable fp16 conversions (csrc/multi_tensor/functors.h), which every
+// 16-bit fused step goes through, against amp::Half (F16C where available).
+
+BOOST_AUTO_TEST_CASE(fp16_kernel_loads_and_stores_match_amp_half_bit_for_bit) {
+  namespace mt = amp::multi_tensor;
+  const auto bits_of = [](float f) {
+    uint32_t u;
+    std::memcpy(&u, &f, sizeof u);
+    return u;
+  };
+  const auto float_of = [](uint32_t u) {
+    float f;
+    std::memcpy(&f, &u, sizeof f);
+    return f;
+  };
+  // Loads: every fp16 bit pattern.
+  Tensor h = amp::empty({65536}, {.dtype = DType::Float16});
+  for (uint32_t i = 0; i < 65536; ++i) h.data<amp::Half>()[i] = amp::Half::from_bits(i);
+  Tensor widened = amp::empty({65536}, {.dtype = DType::Float32});
+  mt::scale(mt::kDefaultChunkSize, mt::make_flag(), {{h}, {widened}}, 1.0);
+  int load_errors = 0;
+  for (uint32_t i = 0; i < 65536; ++i) {
+    const float want = static_cast<float>(amp::Half::from_bits(static_cast<uint16_t>(i)));
+    if (bits_of(widened.data<float>()[i]) != bits_of(want) && ++load_errors <= 5) {
+      BOOST_ERROR("fp16 " << std::hex << i << " widens to " << bits_of(widened.data<float>()[i])
+                          << ", amp::Half gives " << bits_of(want));
+    }
+  }
+  BOOST_TEST(load_errors == 0);
+  // Stores: each fp16 value, the float midpoints between neighbours (ties) and their float
+  // neighbours, both signs, plus a sweep of all float bit patterns with stride 65537.
+  std::vector<float> inputs;
+  for (uint32_t k = 0; k < 0x7C00; ++k) {
+    const float lo = static_cast<float>(amp::Half::from_bits(static_cast<uint16_t>(k)));
+    const float hi = static_cast<float>(amp::Half::from_bits(static_cast<uint16_t>(k + 1)));
+    const float mid = float_of((bits_of(lo) + bits_of(hi)) / 2);  // exact: same binade or next
+    for (float x : {lo, mid, std::nextafter(mid, 0.0f), std::nextafter(mid, INFINITY)}) {
+      inputs.push_back(x);
+      inputs.push_back(-x);
+    }
+  }
+  for (uint64_t u = 0; u <= 0xFFFFFFFFull; u += 65537) inputs.push_back(float_of(uint32_t(u)));
+  for (float x : {INFINITY, -INFINITY, NAN, -NAN, 65504.0f, 65519.99f, 65520.0f, 1e-8f, 3e-8f}) {
+    inputs.push_back(x);
+  }
+  const int64_t n = static_cast<int64_t>(inputs.size());
+  const Tensor in = amp::from_vector(inputs, {n});
+  Tensor rounded = amp::empty({n}, {.dtype = DType::Float16});
+  mt::scale(mt::kDefaultChunkSize, mt::make_flag(), {{in}, {rounded}}, 1.0);
+  int store_errors = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const uint16_t got = rounded.data<amp::Half>()[i].x;
+    const uint16_t want = amp::Half(inputs[i] * 1.0f).x;
+    if (got != want && ++store_errors <= 5) {
+      BOOST_ERROR("float " << std::hex << bits_of(inputs[i]) << " stores as " << got
+                           << ", amp::Half gives " << want);
+    }
+  }
+  BOOST_TEST(store_errors == 0);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
