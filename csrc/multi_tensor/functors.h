@@ -62,11 +62,19 @@ AMP_HOST_DEVICE AMP_FORCEINLINE float load(const Half* p, int64_t i) {
   const uint32_t h = p[i].x;
   const uint32_t sign = (h & 0x8000u) << 16;
   const uint32_t em = h & 0x7FFFu;
-  // Exponent and mantissa moved into a float and scaled by 2^112 (the bias difference): exact
-  // for normal and subnormal values.
-  const uint32_t finite = detail::float_bits(detail::bits_float(em << 13) * 0x1p112f);
-  const uint32_t special = 0x7F800000u | ((em & 0x3FFu) << 13) | (em > 0x7C00u ? 0x00400000u : 0u);
-  return detail::bits_float(sign | (em >= 0x7C00u ? special : finite));
+  // Normal values: rebias the exponent (integer add). Subnormal ones: mantissa * 2^-24 from an
+  // int conversion (no arithmetic on denormal floats, which costs a microcode assist). The
+  // choices are made with bit masks: with ternaries GCC moves the float conversion into a
+  // branch (it may trap, so it is not executed speculatively) and the loop stays scalar.
+  const uint32_t normal = (em << 13) + (112u << 23);
+  const uint32_t subnormal =
+      detail::float_bits(static_cast<float>(static_cast<int32_t>(em)) * 0x1p-24f);
+  const uint32_t is_subnormal = 0u - static_cast<uint32_t>(em < 0x400u);
+  const uint32_t finite = (subnormal & is_subnormal) | (normal & ~is_subnormal);
+  const uint32_t special = 0x7F800000u | ((em & 0x3FFu) << 13) |
+                           (0x00400000u & (0u - static_cast<uint32_t>(em > 0x7C00u)));
+  const uint32_t is_special = 0u - static_cast<uint32_t>(em >= 0x7C00u);
+  return detail::bits_float(sign | (special & is_special) | (finite & ~is_special));
 #endif
 }
 AMP_HOST_DEVICE AMP_FORCEINLINE void store(Half* p, int64_t i, float v) {
