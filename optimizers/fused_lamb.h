@@ -28,10 +28,13 @@ struct FusedLAMBOptions {
 // One step (apex multi_tensor_lamb), with G the L2 norm of every gradient of every group:
 //   g = g / max(1, G / max_grad_norm)
 //   adam_w_mode false: g = g + weight_decay * p
-//   m = beta1 * m + beta3 * g  (beta3 = grad_averaging ? 1 - beta1 : 1);  v = beta2 v + (1-beta2)
-//   g^2 u = (m / bc1) / (sqrt(v / bc2) + eps);  adam_w_mode true: u = u + weight_decay * p p = p -
-//   ratio * u, ratio = lr * ||p|| / ||u|| per tensor when use_nvlamb or weight_decay != 0 (lr when
-//   a norm is 0), else lr.
+//   m = beta1 * m + beta3 * g             (beta3 = grad_averaging ? 1 - beta1 : 1)
+//   v = beta2 * v + (1 - beta2) * g * g
+//   u = (m / bc1) / (sqrt(v / bc2) + eps)
+//   adam_w_mode true: u = u + weight_decay * p
+//   p = p - ratio * u
+// with ratio = lr * ||p|| / ||u|| per tensor when use_nvlamb or weight_decay != 0 (lr when a
+// norm is 0), else lr.
 // max_grad_norm is global: the constructor's value is used, as in apex (quirk 11). Unlike apex
 // the grads are not overwritten with the update (it goes to fp32 scratch copies), and 16-bit
 // parameters get fp32 moments and an fp32 master. The global norm needs every parameter with a
