@@ -160,4 +160,31 @@ BOOST_AUTO_TEST_CASE(found_inf_on_cuda_skips_the_step) {
   }
 }
 
+BOOST_AUTO_TEST_CASE(fused_optimizers_bucket_mixed_devices_and_lamb_rejects_them) {
+  if (skip_without_cuda()) return;
+  const Device cuda = Device::cuda(0);
+  // One group holding a CPU and a CUDA parameter: two buckets, each updated on its device.
+  Tensor a = amp::rand({1000}), b = a.to(cuda), c = a.clone();
+  for (Tensor* t : {&a, &b, &c}) t->requires_grad_(true);
+  const Tensor g = amp::rand({1000});
+  opt::FusedAdam mixed({a, b});
+  opt::FusedAdam cpu_only({c});
+  a.set_grad(g.clone());
+  b.set_grad(g.to(cuda));
+  c.set_grad(g.clone());
+  mixed.step();
+  cpu_only.step();
+  check_close(b, c, 1e-6, "cuda parameter of a mixed group");
+  check_close(a.to(cuda), c, 0.0, "cpu parameter of a mixed group");
+  // LAMB's global gradient norm spans every parameter: one device only.
+  opt::FusedLAMB lamb({a, b});
+  try {
+    lamb.step();
+    BOOST_ERROR("FusedLAMB stepped parameters on two devices");
+  } catch (const amp::Error& e) {
+    BOOST_TEST(std::string(e.what()).find("FusedLAMB: expected every parameter with a gradient "
+                                          "on one device") != std::string::npos);
+  }
+}
+
 BOOST_AUTO_TEST_SUITE_END()
