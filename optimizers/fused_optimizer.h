@@ -21,9 +21,10 @@ class FusedOptimizer : public Optimizer {
   void step() override;
 
   // Fused optimizers divide the grads by the loss scale inside their kernels (FusedAdam,
-  // FusedSGD) or in one pass over fp32 copies just before them (the others). found_inf is read
-  // on the host once per call, the only host sync, so that step counters stay exact: a non-zero
-  // value skips the whole update, step counters and state creation included.
+  // FusedSGD) or in one unscaling pass just before them (the others, see fp32_grads); either
+  // way .grad holds the unscaled grads afterwards. found_inf is read on the host once per call,
+  // the only host sync, so that step counters stay exact: a non-zero value skips the whole
+  // update, step counters and state creation included.
   bool supports_amp_scaling() const override { return true; }
   void step_with_amp_scaling(const Tensor& grad_scale, const Tensor& found_inf) override;
 
