@@ -1,0 +1,37 @@
+// amp::optimizers::FusedAdagrad: apex's FusedAdagrad (reference/apex_amp.md §7.5): Adagrad
+// with L2 or decoupled weight decay, one multi_tensor::adagrad launch per (device, dtype) bucket
+// of each group. No lr_decay, no initial_accumulator_value, no step counter (as apex).
+//
+//   amp::optimizers::FusedAdagrad opt(model.parameters(), {.lr = 1e-2});
+#pragma once
+
+#include <vector>
+
+#include "optimizers/fused_optimizer.h"
+
+namespace amp::optimizers {
+
+struct FusedAdagradOptions {
+  double lr = 1e-2;
+  double eps = 1e-10;
+  double weight_decay = 0;
+  bool adagrad_w_mode = false;
+  bool set_grad_none = true;
+};
+
+// Per parameter with a gradient g (apex multi_tensor_adagrad):
+//   adagrad_w_mode false: g = g + wd p;  h = h + g^2;  p = p - lr g / (sqrt(h) + eps)
+//   adagrad_w_mode true:  h = h + g^2;  p = p - lr (g / (sqrt(h) + eps) + wd p)
+// State: "sum" (h, fp32) and "master_param" for 16-bit parameters. Group options: "lr", "eps",
+// "weight_decay", "adagrad_w_mode".
+class FusedAdagrad : public FusedOptimizer {
+ public:
+  FusedAdagrad(std::vector<Tensor> params, FusedAdagradOptions options = {});
+  FusedAdagrad(std::vector<ParamGroup> groups, FusedAdagradOptions options = {});
+
+ protected:
+  void check_options(const Options& options) const override;
+  void run_step(const Tensor& inv_scale, const Tensor& found_inf) override;
+};
+
+}  // namespace amp::optimizers

@@ -1,0 +1,240 @@
+// FusedOptimizer: bucketing, master weights, fp32 grads and the GradScaler contract shared by
+// the fused optimizers.
+#include "optimizers/fused_optimizer.h"
+
+#include <cmath>
+#include <utility>
+
+#include "csrc/autograd/grad_mode.h"
+#include "csrc/core/factories.h"
+#include "csrc/core/macros.h"
+#include "csrc/multi_tensor/multi_tensor.h"
+#include "csrc/ops/elementwise.h"
+
+namespace amp::optimizers {
+
+namespace mt = amp::multi_tensor;
+
+namespace {
+
+constexpr const char* kMaster = "master_param";
+
+// A loss-scaling input: undefined, or a 1-element Float32 tensor.
+void check_scaling_tensor(const std::string& op, const char* what, const Tensor& t) {
+  if (!t.defined()) return;
+  AMP_CHECK(t.numel() == 1 && t.dtype() == DType::Float32, op, ": expected ", what,
+            " to be a 1-element Float32 tensor, got ", dtype_name(t.dtype()), " ",
+            shape_to_string(t.sizes()));
+}
+
+// fp32 tensors shaped like `like`, on their devices.
+std::vector<Tensor> empty_fp32_like(const std::vector<Tensor>& like) {
+  std::vector<Tensor> out;
+  out.reserve(like.size());
+  for (const Tensor& t : like) {
+    out.push_back(empty(t.sizes(), {.dtype = DType::Float32, .device = t.device()}));
+  }
+  return out;
+}
+
+// grads *= inv_scale in place; the check for inf/NaN is not needed (found_inf is known zero),
+// so its result goes to a scratch flag.
+void unscale_(const std::vector<Tensor>& grads, const Tensor& inv_scale, Device device) {
+  const Tensor scratch = zeros({1}, {.dtype = DType::Float32, .device = device});
+  mt::non_finite_check_and_unscale_(grads, scratch, inv_scale);
+}
+
+}  // namespace
+
+void check_fused_dtype(const std::string& optimizer, const Tensor& param, size_t group,
+                       size_t index) {
+  const DType d = param.dtype();
+  AMP_CHECK(d == DType::Float32 || d == DType::Float16 || d == DType::BFloat16, optimizer,
+            " only support fp16 and fp32. Expected Float32, Float16 or BFloat16 parameters, got ",
+            dtype_name(d), " (parameter ", index, " of group ", group, ")");
+  AMP_CHECK(param.is_contiguous(), optimizer,
+            ": expected contiguous parameters (multi-tensor kernels), got parameter ", index,
+            " of group ", group, " with sizes ", shape_to_string(param.sizes()), " and strides ",
+            shape_to_string(param.strides()));
+}
+
+FusedOptimizer::FusedOptimizer(std::string name, Options defaults, bool set_grad_none)
+    : Optimizer(std::move(defaults)), name_(std::move(name)), set_grad_none_(set_grad_none) {}
+
+void FusedOptimizer::step() {
+  NoGradGuard no_grad;
+  run_step(Tensor(), Tensor());
+}
+
+void FusedOptimizer::step_with_amp_scaling(const Tensor& grad_scale, const Tensor& found_inf) {
+  const std::string op = name_ + ".step_with_amp_scaling";
+  check_scaling_tensor(op, "grad_scale", grad_scale);
+  check_scaling_tensor(op, "found_inf", found_inf);
+  // The one host sync of a step: the per-group step counters live on the host and must not
+  // count a skipped step.
+  if (found_inf.defined() && found_inf.item<float>() != 0.f) return;
+  NoGradGuard no_grad;
+  // 1 / scale in double, then fp32, as torch's GradScaler computes inv_scale; on the device.
+  const Tensor inv_scale = grad_scale.defined()
+                               ? reciprocal(grad_scale.to(DType::Float64)).to(DType::Float32)
+                               : Tensor();
+  run_step(inv_scale, found_inf);
+}
+
+void FusedOptimizer::zero_grad(bool set_to_none) {
+  Optimizer::zero_grad(set_to_none && set_grad_none_);
+}
+
+const Tensor* FusedOptimizer::master_param(const Tensor& param) const {
+  const ParamState* st = find_state(param);
+  if (st == nullptr) return nullptr;
+  auto it = st->tensors.find(kMaster);
+  return it == st->tensors.end() ? nullptr : &it->second;
+}
+
+std::vector<Tensor> FusedOptimizer::Bucket::grads() const {
+  std::vector<Tensor> out;
+  out.reserve(params.size());
+  for (const Tensor& p : params) {
+    Tensor g = p.grad();
+    if (!g.is_contiguous()) {  // the kernels need contiguous grads; keep the copy as the grad
+      Tensor owner = p;
+      owner.set_grad(g.contiguous());
+      g = owner.grad();
+    }
+    out.push_back(g);
+  }
+  return out;
+}
+
+std::vector<FusedOptimizer::Bucket> FusedOptimizer::buckets(
+    size_t group, const std::function<int(const Tensor&)>& key) const {
+  std::vector<Bucket> out;
+  const std::vector<Tensor>& params = param_groups()[group].params;
+  for (size_t i = 0; i < params.size(); ++i) {
+    const Tensor& p = params[i];
+    if (!p.requires_grad() || !p.grad().defined()) continue;
+    check_fused_dtype(name_, p, group, i);
+    const int k = key ? key(p) : 0;
+    Bucket* bucket = nullptr;
+    for (Bucket& b : out) {
+      if (b.device == p.device() && b.dtype == p.dtype() && b.key == k) bucket = &b;
+    }
+    if (bucket == nullptr) {
+      out.push_back(Bucket{p.device(), p.dtype(), k, {}});
+      bucket = &out.back();
+    }
+    bucket->params.push_back(p);
+  }
+  return out;
+}
+
+DType FusedOptimizer::state_dtype(const Tensor& /*param*/, const std::string& /*name*/) const {
+  return DType::Float32;
+}
+
+Tensor& FusedOptimizer::state_tensor(const Tensor& param, const std::string& name) {
+  ParamState& st = state(param);
+  auto it = st.tensors.find(name);
+  if (it == st.tensors.end()) {
+    Tensor t = zeros(param.sizes(), {.dtype = state_dtype(param, name), .device = param.device()});
+    it = st.tensors.emplace(name, std::move(t)).first;
+  }
+  return it->second;
+}
+
+Tensor& FusedOptimizer::master(const Tensor& param) {
+  ParamState& st = state(param);
+  auto it = st.tensors.find(kMaster);
+  if (it == st.tensors.end()) {
+    Tensor m = empty(param.sizes(), {.dtype = DType::Float32, .device = param.device()});
+    m.copy_(param);  // exact: every 16-bit value is an fp32 value
+    it = st.tensors.emplace(kMaster, std::move(m)).first;
+  }
+  return it->second;
+}
+
+std::vector<Tensor> FusedOptimizer::updated_weights(const Bucket& bucket) {
+  if (!bucket.is_16bit()) return bucket.params;
+  std::vector<Tensor> out;
+  out.reserve(bucket.params.size());
+  for (const Tensor& p : bucket.params) out.push_back(master(p));
+  return out;
+}
+
+void FusedOptimizer::write_back_masters(const Bucket& bucket, const std::vector<Tensor>& masters) {
+  if (!bucket.is_16bit()) return;
+  mt::scale(mt::kDefaultChunkSize, mt::make_flag(bucket.device), {masters, bucket.params}, 1.0);
+}
+
+std::vector<Tensor> FusedOptimizer::fp32_grads(const Bucket& bucket, const Tensor& inv_scale,
+                                               bool copy) {
+  std::vector<Tensor> grads = bucket.grads();
+  const Tensor inv = device_copy(inv_scale, bucket.device);
+  if (!bucket.is_16bit()) {
+    if (inv.defined()) unscale_(grads, inv, bucket.device);
+    if (!copy) return grads;
+  }
+  std::vector<Tensor> out = empty_fp32_like(grads);
+  mt::scale(mt::kDefaultChunkSize, mt::make_flag(bucket.device), {grads, out}, 1.0);
+  if (bucket.is_16bit() && inv.defined()) {
+    // Unscaled in fp32 (no 16-bit underflow), then the grads get the rounded unscaled values.
+    unscale_(out, inv, bucket.device);
+    mt::scale(mt::kDefaultChunkSize, mt::make_flag(bucket.device), {out, grads}, 1.0);
+  }
+  return out;
+}
+
+int64_t FusedOptimizer::advance_step(size_t group) {
+  double& step = param_groups()[group].options["step"];
+  step += 1;
+  return static_cast<int64_t>(step);
+}
+
+Tensor FusedOptimizer::device_copy(const Tensor& value, Device device) {
+  if (!value.defined() || value.device() == device) return value;
+  return value.to(device);
+}
+
+void FusedOptimizer::check_param_dtypes() const {
+  for (size_t g = 0; g < param_groups().size(); ++g) {
+    const std::vector<Tensor>& params = param_groups()[g].params;
+    for (size_t i = 0; i < params.size(); ++i) check_fused_dtype(name_, params[i], g, i);
+  }
+}
+
+void FusedOptimizer::check_options(const Options& options) const {
+  Optimizer::check_options(options);
+  if (auto it = options.find("step"); it != options.end()) {
+    const double step = it->second;
+    AMP_CHECK(step >= 0 && step == std::floor(step) && step < 9007199254740992.0, name_,
+              ": expected the group option 'step' to be a non-negative whole number, got ",
+              python_repr(step));
+  }
+}
+
+void FusedOptimizer::check_flag(const Options& options, const std::string& flag) const {
+  auto it = options.find(flag);
+  if (it == options.end()) return;
+  AMP_CHECK(it->second == 0.0 || it->second == 1.0, name_, ": expected option '", flag,
+            "' to be 0 or 1 (a bool), got ", python_repr(it->second));
+}
+
+void check_adam_like_options(const std::string& optimizer, const Options& o) {
+  // torch.optim.Adam's checks and messages (apex relies on the user).
+  const double eps = o.at("eps");
+  const double beta1 = o.at("beta1");
+  const double beta2 = o.at("beta2");
+  const double weight_decay = o.at("weight_decay");
+  AMP_CHECK(eps >= 0.0, "Invalid epsilon value: ", python_repr(eps));
+  AMP_CHECK(beta1 >= 0.0 && beta1 < 1.0, "Invalid beta parameter at index 0: ", python_repr(beta1));
+  AMP_CHECK(beta2 >= 0.0 && beta2 < 1.0, "Invalid beta parameter at index 1: ", python_repr(beta2));
+  AMP_CHECK(weight_decay >= 0.0, "Invalid weight_decay value: ", python_repr(weight_decay));
+  if (auto it = o.find("amsgrad"); it != o.end()) {
+    AMP_CHECK(it->second == 0.0, optimizer,
+              " does not support the AMSGrad variant. (expected amsgrad = false, got ",
+              python_repr(it->second), ")");
+  }
+}
+
+}  // namespace amp::optimizers
