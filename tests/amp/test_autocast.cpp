@@ -755,6 +755,25 @@ struct MyMMCastInputs : amp::autograd::Function<MyMMCastInputs> {
 
 }  // namespace
 
+// torch's test_cast_cache_is_global: an autocast region opened inside backward, while the
+// forward's region is still open, reuses the forward's cast of the weight.
+struct CastInBackward : amp::autograd::Function<CastInBackward> {
+  static Tensor weight;
+  static Tensor cast_seen_in_backward;
+  static Tensor forward(amp::autograd::AutogradContext*, const Tensor& x) {
+    return amp::mul(x, 2.0);
+  }
+  static std::vector<Tensor> backward(amp::autograd::AutogradContext*,
+                                      const std::vector<Tensor>& g) {
+    amp::autocast region(DeviceType::CPU);
+    cast_seen_in_backward =
+        amp::autocast_cast::cached_cast(weight, DType::BFloat16, DeviceType::CPU);
+    return {amp::mul(g[0], 2.0)};
+  }
+};
+Tensor CastInBackward::weight;
+Tensor CastInBackward::cast_seen_in_backward;
+
 BOOST_AUTO_TEST_SUITE(autocast_custom_function)
 
 BOOST_AUTO_TEST_CASE(custom_fwd_without_cast_inputs_sees_autocast_and_custom_bwd_too) {
@@ -798,6 +817,22 @@ BOOST_AUTO_TEST_CASE(custom_fwd_cast_inputs_casts_and_disables_autocast_only_ins
   const Tensor plain = MyMMCastInputs::apply(a, std::vector<Tensor>{b});
   BOOST_TEST(forward_probe.input_dtype == DType::Float16);
   BOOST_TEST(plain.dtype() == DType::Float16);
+}
+
+BOOST_AUTO_TEST_CASE(
+    a_region_inside_backward_reuses_the_forward_cast_while_the_outer_region_lives) {
+  Tensor w = signed_values({3, 5}, 2);
+  w.requires_grad_();
+  CastInBackward::weight = w;
+  Tensor x = signed_values({5}, 1);
+  x.requires_grad_();
+  amp::autocast outer(DeviceType::CPU);
+  const Tensor forward_cast = amp::autocast_cast::cached_cast(w, DType::BFloat16, DeviceType::CPU);
+  amp::sum(CastInBackward::apply(x)).backward();
+  BOOST_TEST(CastInBackward::cast_seen_in_backward.is_same(forward_cast));  // one cast in all
+  BOOST_TEST(amp::autocast_cast::cache_size() == 1u);
+  CastInBackward::weight = Tensor();
+  CastInBackward::cast_seen_in_backward = Tensor();
 }
 
 BOOST_AUTO_TEST_SUITE_END()
