@@ -18,11 +18,6 @@ Options to_options(const AdamOptions& o) {
           {"eps", o.eps}, {"weight_decay", o.weight_decay}, {"amsgrad", o.amsgrad ? 1.0 : 0.0}};
 }
 
-std::vector<ParamGroup> one_group(std::vector<Tensor> params) {
-  if (params.empty()) return {};
-  return {ParamGroup{std::move(params), {}}};
-}
-
 // The state tensor `name`, created as zeros in the state dtype when missing.
 Tensor& state_tensor(ParamState& st, const std::string& name, const Tensor& p, DType dtype) {
   auto it = st.tensors.find(name);
@@ -96,7 +91,7 @@ void AdamBase::step() {
 }
 
 Adam::Adam(std::vector<Tensor> params, AdamOptions options)
-    : AdamBase(one_group(std::move(params)), options, /*decoupled=*/false) {}
+    : AdamBase(single_group(std::move(params)), options, /*decoupled=*/false) {}
 
 Adam::Adam(std::vector<ParamGroup> groups, AdamOptions options)
     : AdamBase(std::move(groups), options, /*decoupled=*/false) {}
@@ -108,7 +103,7 @@ AdamOptions AdamW::default_options() {
 }
 
 AdamW::AdamW(std::vector<Tensor> params, AdamOptions options)
-    : AdamBase(one_group(std::move(params)), options, /*decoupled=*/true) {}
+    : AdamBase(single_group(std::move(params)), options, /*decoupled=*/true) {}
 
 AdamW::AdamW(std::vector<Tensor> params) : AdamW(std::move(params), default_options()) {}
 

@@ -19,15 +19,10 @@ Options to_options(const FusedAdagradOptions& o) {
           {"adagrad_w_mode", o.adagrad_w_mode ? 1.0 : 0.0}};
 }
 
-std::vector<ParamGroup> one_group(std::vector<Tensor> params) {
-  if (params.empty()) return {};
-  return {ParamGroup{std::move(params), {}}};
-}
-
 }  // namespace
 
 FusedAdagrad::FusedAdagrad(std::vector<Tensor> params, FusedAdagradOptions options)
-    : FusedAdagrad(one_group(std::move(params)), options) {}
+    : FusedAdagrad(single_group(std::move(params)), options) {}
 
 FusedAdagrad::FusedAdagrad(std::vector<ParamGroup> groups, FusedAdagradOptions options)
     : FusedOptimizer("FusedAdagrad", to_options(options), options.set_grad_none) {

@@ -26,15 +26,10 @@ Options to_options(const FusedAdamOptions& o) {
           {"step", 0.0}};
 }
 
-std::vector<ParamGroup> one_group(std::vector<Tensor> params) {
-  if (params.empty()) return {};
-  return {ParamGroup{std::move(params), {}}};
-}
-
 }  // namespace
 
 FusedAdam::FusedAdam(std::vector<Tensor> params, FusedAdamOptions options)
-    : FusedAdam(one_group(std::move(params)), options) {}
+    : FusedAdam(single_group(std::move(params)), options) {}
 
 FusedAdam::FusedAdam(std::vector<ParamGroup> groups, FusedAdamOptions options)
     : FusedOptimizer("FusedAdam", to_options(options), options.set_grad_none) {

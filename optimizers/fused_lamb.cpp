@@ -26,15 +26,10 @@ Options to_options(const FusedLAMBOptions& o) {
           {"step", 0.0}};
 }
 
-std::vector<ParamGroup> one_group(std::vector<Tensor> params) {
-  if (params.empty()) return {};
-  return {ParamGroup{std::move(params), {}}};
-}
-
 }  // namespace
 
 FusedLAMB::FusedLAMB(std::vector<Tensor> params, FusedLAMBOptions options)
-    : FusedLAMB(one_group(std::move(params)), options) {}
+    : FusedLAMB(single_group(std::move(params)), options) {}
 
 FusedLAMB::FusedLAMB(std::vector<ParamGroup> groups, FusedLAMBOptions options)
     : FusedOptimizer("FusedLAMB", to_options(options), options.set_grad_none) {

@@ -32,11 +32,6 @@ Options to_options(const FusedNovoGradOptions& o) {
           {"step", 0.0}};
 }
 
-std::vector<ParamGroup> one_group(std::vector<Tensor> params) {
-  if (params.empty()) return {};
-  return {ParamGroup{std::move(params), {}}};
-}
-
 // The first norm of a tensor whose norm state is new: its L2 norm or max |g|.
 Tensor first_norm(const Tensor& grad, int norm_type) {
   const TensorOptions f32{.dtype = DType::Float32, .device = grad.device()};
@@ -51,7 +46,7 @@ Tensor first_norm(const Tensor& grad, int norm_type) {
 }  // namespace
 
 FusedNovoGrad::FusedNovoGrad(std::vector<Tensor> params, FusedNovoGradOptions options)
-    : FusedNovoGrad(one_group(std::move(params)), options) {}
+    : FusedNovoGrad(single_group(std::move(params)), options) {}
 
 FusedNovoGrad::FusedNovoGrad(std::vector<ParamGroup> groups, FusedNovoGradOptions options)
     : FusedOptimizer("FusedNovoGrad", to_options(options), options.set_grad_none) {

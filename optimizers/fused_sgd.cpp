@@ -29,15 +29,10 @@ FusedSGDOptions from_sgd(const SGDOptions& o) {
   return out;
 }
 
-std::vector<ParamGroup> one_group(std::vector<Tensor> params) {
-  if (params.empty()) return {};
-  return {ParamGroup{std::move(params), {}}};
-}
-
 }  // namespace
 
 FusedSGD::FusedSGD(std::vector<Tensor> params, FusedSGDOptions options)
-    : FusedSGD(one_group(std::move(params)), options) {}
+    : FusedSGD(single_group(std::move(params)), options) {}
 
 FusedSGD::FusedSGD(std::vector<ParamGroup> groups, FusedSGDOptions options)
     : FusedOptimizer("FusedSGD", to_options(options), options.set_grad_none),

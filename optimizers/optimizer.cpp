@@ -91,6 +91,11 @@ std::string python_repr(double value) {
 
 Optimizer::Optimizer(Options defaults) : defaults_(std::move(defaults)) {}
 
+std::vector<ParamGroup> single_group(std::vector<Tensor> params) {
+  if (params.empty()) return {};
+  return {ParamGroup{std::move(params), {}}};
+}
+
 Optimizer::~Optimizer() = default;
 
 void Optimizer::step_with_amp_scaling(const Tensor&, const Tensor&) {

@@ -119,6 +119,10 @@ class Optimizer {
   std::unordered_map<const TensorImpl*, ParamState> state_;
 };
 
+// The parameter list of the optimizers' single-group constructors as a list of groups: one group
+// without options, or no group for an empty list (which add_param_groups then rejects).
+std::vector<ParamGroup> single_group(std::vector<Tensor> params);
+
 // Formats a double as Python's repr does ("-0.1", "1e-08", "2.0"), for PyTorch's messages.
 std::string python_repr(double value);
 

@@ -19,15 +19,10 @@ Options to_options(const SGDOptions& o) {
           {"nesterov", o.nesterov ? 1.0 : 0.0}};
 }
 
-std::vector<ParamGroup> one_group(std::vector<Tensor> params) {
-  if (params.empty()) return {};
-  return {ParamGroup{std::move(params), {}}};
-}
-
 }  // namespace
 
 SGD::SGD(std::vector<Tensor> params, SGDOptions options)
-    : SGD(one_group(std::move(params)), options) {}
+    : SGD(single_group(std::move(params)), options) {}
 
 SGD::SGD(std::vector<ParamGroup> groups, SGDOptions options) : Optimizer(to_options(options)) {
   check_options(defaults());
