@@ -35,8 +35,7 @@ AdamBase::AdamBase(std::vector<ParamGroup> groups, const AdamOptions& options, b
   add_param_groups(std::move(groups));
 }
 
-void AdamBase::check_options(const Options& o) const {
-  Optimizer::check_options(o);
+void check_adam_options(const Options& o) {
   const double eps = o.at("eps");
   const double beta1 = o.at("beta1");
   const double beta2 = o.at("beta2");
@@ -45,6 +44,11 @@ void AdamBase::check_options(const Options& o) const {
   AMP_CHECK(beta1 >= 0.0 && beta1 < 1.0, "Invalid beta parameter at index 0: ", python_repr(beta1));
   AMP_CHECK(beta2 >= 0.0 && beta2 < 1.0, "Invalid beta parameter at index 1: ", python_repr(beta2));
   AMP_CHECK(weight_decay >= 0.0, "Invalid weight_decay value: ", python_repr(weight_decay));
+}
+
+void AdamBase::check_options(const Options& o) const {
+  Optimizer::check_options(o);
+  check_adam_options(o);
 }
 
 void AdamBase::step() {

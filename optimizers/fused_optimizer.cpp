@@ -10,6 +10,7 @@
 #include "csrc/core/macros.h"
 #include "csrc/multi_tensor/multi_tensor.h"
 #include "csrc/ops/elementwise.h"
+#include "optimizers/adam.h"
 
 namespace amp::optimizers {
 
@@ -221,15 +222,7 @@ void FusedOptimizer::check_flag(const Options& options, const std::string& flag)
 }
 
 void check_adam_like_options(const std::string& optimizer, const Options& o) {
-  // torch.optim.Adam's checks and messages (apex relies on the user).
-  const double eps = o.at("eps");
-  const double beta1 = o.at("beta1");
-  const double beta2 = o.at("beta2");
-  const double weight_decay = o.at("weight_decay");
-  AMP_CHECK(eps >= 0.0, "Invalid epsilon value: ", python_repr(eps));
-  AMP_CHECK(beta1 >= 0.0 && beta1 < 1.0, "Invalid beta parameter at index 0: ", python_repr(beta1));
-  AMP_CHECK(beta2 >= 0.0 && beta2 < 1.0, "Invalid beta parameter at index 1: ", python_repr(beta2));
-  AMP_CHECK(weight_decay >= 0.0, "Invalid weight_decay value: ", python_repr(weight_decay));
+  check_adam_options(o);  // torch.optim.Adam's checks and messages (apex relies on the user)
   if (auto it = o.find("amsgrad"); it != o.end()) {
     AMP_CHECK(it->second == 0.0, optimizer,
               " does not support the AMSGrad variant. (expected amsgrad = false, got ",

@@ -50,15 +50,9 @@ FusedSGD::FusedSGD(std::vector<ParamGroup> groups, SGDOptions options)
 
 void FusedSGD::check_options(const Options& o) const {
   FusedOptimizer::check_options(o);
-  // apex's (and torch's) checks and messages.
-  const double momentum = o.at("momentum");
-  const double weight_decay = o.at("weight_decay");
-  AMP_CHECK(momentum >= 0.0, "Invalid momentum value: ", python_repr(momentum));
-  AMP_CHECK(weight_decay >= 0.0, "Invalid weight_decay value: ", python_repr(weight_decay));
   check_flag(o, "nesterov");
   check_flag(o, "wd_after_momentum");
-  AMP_CHECK(o.at("nesterov") == 0.0 || (momentum > 0.0 && o.at("dampening") == 0.0),
-            "Nesterov momentum requires a momentum and zero dampening");
+  check_sgd_options(o);  // apex's (and torch's) checks and messages
 }
 
 void FusedSGD::run_step(const Tensor& inv_scale, const Tensor& found_inf) {

@@ -29,14 +29,18 @@ SGD::SGD(std::vector<ParamGroup> groups, SGDOptions options) : Optimizer(to_opti
   add_param_groups(std::move(groups));
 }
 
-void SGD::check_options(const Options& o) const {
-  Optimizer::check_options(o);
+void check_sgd_options(const Options& o) {
   const double momentum = o.at("momentum");
   const double weight_decay = o.at("weight_decay");
   AMP_CHECK(momentum >= 0.0, "Invalid momentum value: ", python_repr(momentum));
   AMP_CHECK(weight_decay >= 0.0, "Invalid weight_decay value: ", python_repr(weight_decay));
   AMP_CHECK(o.at("nesterov") == 0.0 || (momentum > 0.0 && o.at("dampening") == 0.0),
             "Nesterov momentum requires a momentum and zero dampening");
+}
+
+void SGD::check_options(const Options& o) const {
+  Optimizer::check_options(o);
+  check_sgd_options(o);
 }
 
 void SGD::step() {

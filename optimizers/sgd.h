@@ -22,6 +22,10 @@ struct SGDOptions {
 //   g = nesterov ? g + momentum * buf : buf          (when momentum != 0)
 //   p = p - lr * g
 // State: "momentum_buffer" (only when momentum != 0). No step counter.
+// torch.optim.SGD's checks of momentum, weight_decay and nesterov, with its messages (shared with
+// FusedSGD).
+void check_sgd_options(const Options& options);
+
 class SGD : public Optimizer {
  public:
   SGD(std::vector<Tensor> params, SGDOptions options);

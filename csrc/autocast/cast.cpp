@@ -110,8 +110,6 @@ Plan plan(std::string_view op, DeviceType device, const std::vector<const Tensor
       p.to = lower;
       break;
     case CastPolicy::Fp32:
-      p.to = DType::Float32;
-      break;
     case CastPolicy::Fp32SetOptDtype:
       p.to = DType::Float32;
       break;

@@ -2,6 +2,7 @@
 
 #include <array>
 #include <sstream>
+#include <unordered_map>
 
 #include "csrc/core/macros.h"
 
@@ -99,9 +100,13 @@ thread_local DeviceType column_override[kNumDeviceTypes] = {DeviceType::CPU, Dev
 std::span<const OpPolicy> table() { return kTable; }
 
 const OpPolicy& lookup(std::string_view op) {
-  for (const OpPolicy& entry : kTable) {
-    if (entry.op == op) return entry;
-  }
+  // Every autocast op call looks its entry up: a hash map, not a scan of the table.
+  static const std::unordered_map<std::string_view, const OpPolicy*> index = [] {
+    std::unordered_map<std::string_view, const OpPolicy*> m;
+    for (const OpPolicy& entry : kTable) m.emplace(entry.op, &entry);
+    return m;
+  }();
+  if (auto it = index.find(op); it != index.end()) return *it->second;
   AMP_FAIL("autocast: op \"", op, "\" is not in the autocast policy table");
 }
 
