@@ -10,6 +10,10 @@
 
 #include "amp/autocast.h"
 #include "amp/grad_scaler.h"
+#include "amp/initialize.h"
+#include "amp/loss_scaler.h"
+#include "amp/properties.h"
+#include "amp/scale_loss.h"
 #include "csrc/autocast/autocast_state.h"
 #include "csrc/autograd/autograd.h"
 #include "csrc/core/allocator.h"

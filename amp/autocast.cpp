@@ -14,10 +14,9 @@ bool is_autocast_dtype(DType dtype) { return dtype == DType::Float16 || dtype ==
 autocast::autocast(DeviceType device_type, std::optional<DType> dtype, bool enabled,
                    bool cache_enabled)
     : device_type_(device_type),
-      previous_enabled_(autocast_state::is_enabled(device_type)),
-      previous_dtype_(autocast_state::get_dtype(device_type)),
+      previous_(autocast_state::slot_state(device_type)),
       previous_cache_enabled_(autocast_state::is_cache_enabled()) {
-  const DType fast_dtype = dtype.value_or(previous_dtype_);
+  const DType fast_dtype = dtype.value_or(autocast_state::get_dtype(device_type));
   if (enabled && device_type == DeviceType::CUDA && !cuda::is_available()) {
     warn("User provided device_type of 'cuda', but CUDA is not available. Disabling");
     enabled = false;
@@ -30,17 +29,17 @@ autocast::autocast(DeviceType device_type, std::optional<DType> dtype, bool enab
          " torch.bfloat16, torch.float16 currently.");
     enabled = false;
   }
-  autocast_state::set_enabled(device_type, enabled);
   // PyTorch sets the dtype even for a disabled region (it then stays unused).
-  if (is_autocast_dtype(fast_dtype)) autocast_state::set_dtype(device_type, fast_dtype);
+  const DType region_dtype =
+      is_autocast_dtype(fast_dtype) ? fast_dtype : autocast_state::get_dtype(device_type);
+  autocast_state::set_slot_state(device_type, {enabled, region_dtype});
   autocast_state::increment_nesting();
   autocast_state::set_cache_enabled(cache_enabled);
 }
 
 autocast::~autocast() {
   if (autocast_state::decrement_nesting() == 0) autocast_cast::clear_cache();
-  autocast_state::set_enabled(device_type_, previous_enabled_);
-  autocast_state::set_dtype(device_type_, previous_dtype_);
+  autocast_state::set_slot_state(device_type_, previous_);
   autocast_state::set_cache_enabled(previous_cache_enabled_);
 }
 

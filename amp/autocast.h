@@ -9,8 +9,10 @@
 //   }
 //   loss.backward();   // outside the region; backward ops use the dtypes forward chose
 //
-// The state is thread-local (a new thread starts with autocast off); regions nest; exiting
-// restores the previous state, also when an exception leaves the region. fp32 weights cast to
+// The state is thread-local (a new thread starts with autocast off, or with amp::initialize's
+// process-wide O1 casting when that is on); regions nest, and a region overrides O1 for its
+// device type (enabled = false turns it off); exiting restores the previous state, also when an
+// exception leaves the region. fp32 weights cast to
 // the autocast dtype are cached until the thread's outermost region exits.
 #pragma once
 
@@ -38,8 +40,7 @@ class autocast {
 
  private:
   DeviceType device_type_;
-  bool previous_enabled_;
-  DType previous_dtype_;
+  autocast_state::DeviceState previous_;  // restored exactly, also when it followed amp's O1
   bool previous_cache_enabled_;
 };
 

@@ -13,30 +13,25 @@ namespace amp::nn {
 
 namespace {
 
-// Makes `dst` (the impl every handle shares) hold `src`'s data, geometry and dtype, keeping its
-// autograd metadata: this is how a cast is seen by every copy of the handle.
-void replace_data(const Tensor& dst, const Tensor& src) {
-  TensorImpl* d = dst.impl();
-  const TensorImpl* s = src.impl();
-  d->storage = s->storage;
-  d->sizes = s->sizes;
-  d->strides = s->strides;
-  d->offset = s->offset;
-  d->dtype = s->dtype;
-}
-
-// Converts `t` (and its grad) in place with `convert`, which returns a new tensor.
+// Converts `t` (and its grad) in place with `convert`, which returns a new tensor: every handle
+// of t, such as an optimizer's, sees the result.
 template <class Convert>
 void convert_in_place(const Tensor& t, Convert&& convert) {
   if (!t.defined()) return;
   NoGradGuard no_grad;
   Tensor grad = t.grad();
+  Tensor target = t;
   const Tensor converted = convert(t.detach());
-  if (!converted.is_same(t) && converted.impl() != nullptr) replace_data(t, converted);
-  if (grad.defined()) {
-    const Tensor g = convert(grad.detach());
-    replace_data(grad, g);
-  }
+  if (!converted.is_same(t)) target.set_data(converted);
+  if (grad.defined()) target.set_grad(convert(grad.detach()));
+}
+
+// Converts a floating tensor of a module in place to `dtype` (integer buffers are kept).
+auto cast_to(DType dtype) {
+  return [dtype](const std::string&, const Tensor& t) {
+    if (!is_floating_point(t.dtype())) return;
+    convert_in_place(t, [&](const Tensor& x) { return x.to(dtype); });
+  };
 }
 
 std::string join(const std::string& prefix, const std::string& name) {
@@ -53,6 +48,17 @@ std::string indent(const std::string& text) {
 }
 
 }  // namespace
+
+template <class Self, class Fn>
+void Module::visit_modules(Self& root, Fn&& fn) {
+  std::set<const Module*> seen;
+  std::function<void(Self&, const std::string&)> visit = [&](Self& m, const std::string& prefix) {
+    if (!seen.insert(&m).second) return;
+    fn(m, prefix);
+    for (const auto& [name, child] : m.children_) visit(*child, prefix + name + ".");
+  };
+  visit(root, "");
+}
 
 Module::Module(std::string name) : name_(std::move(name)) {}
 
@@ -73,7 +79,7 @@ Tensor Module::operator()(const Tensor& input) {
   Tensor out;
   {
     autograd::ScopedName scope(scope_name());
-    out = forward(x);
+    out = cast_output(forward(cast_input(x)));
   }
   const auto post = post_hooks_;
   for (const auto& [id, hook] : post) {
@@ -81,6 +87,14 @@ Tensor Module::operator()(const Tensor& input) {
     if (replaced.defined()) out = replaced;
   }
   return out;
+}
+
+Tensor Module::cast_input(const Tensor& t) const {
+  return detail::cast_call_value(t, call_casts_.inputs);
+}
+
+Tensor Module::cast_output(const Tensor& t) const {
+  return detail::cast_call_value(t, call_casts_.outputs);
 }
 
 void Module::check_name(const std::string& name, const char* what) const {
@@ -243,11 +257,21 @@ void Module::train(bool on) {
 void Module::to(DType dtype) {
   AMP_CHECK(is_floating_point(dtype), name_, "::to: expected a floating-point dtype, got ",
             dtype_name(dtype));
-  const auto cast = [&](const std::string&, const Tensor& t) {
-    if (!is_floating_point(t.dtype())) return;
-    convert_in_place(t, [&](const Tensor& x) { return x.to(dtype); });
-  };
-  visit_tensors("", true, true, true, false, cast);
+  visit_tensors("", true, true, true, false, cast_to(dtype));
+}
+
+void Module::to(DType dtype, const ModulePredicate& select) {
+  AMP_CHECK(is_floating_point(dtype), name_, "::to: expected a floating-point dtype, got ",
+            dtype_name(dtype));
+  AMP_CHECK(select != nullptr, name_, "::to: empty module predicate");
+  visit_modules(*this, [&](Module& m, const std::string&) {
+    if (select(m)) m.visit_tensors("", false, true, true, false, cast_to(dtype));
+  });
+}
+
+void Module::apply(const std::function<void(Module&)>& fn) {
+  for (auto& [name, child] : children_) child->apply(fn);
+  fn(*this);
 }
 
 void Module::to(Device device) {
@@ -273,6 +297,10 @@ StateDict Module::state_dict() const {
   StateDict out;
   visit_tensors("", true, true, true, true,
                 [&](const std::string& n, const Tensor& t) { out.emplace(n, t.detach()); });
+  visit_modules(*this, [&](const Module& m, const std::string& prefix) {
+    const auto hooks = m.state_dict_hooks_;
+    for (const auto& [id, hook] : hooks) hook(m, out, prefix);
+  });
   return out;
 }
 
@@ -320,13 +348,19 @@ void Module::load_state_dict(const StateDict& state_dict, bool strict) {
     for (const auto& m : mismatched) msg << "\n\t" << m;
     throw Error(msg.str());
   }
-  NoGradGuard no_grad;
-  for (auto& [key, t] : own) {
-    auto it = state_dict.find(key);
-    if (it == state_dict.end()) continue;
-    Tensor dst = t;
-    dst.copy_(it->second);
+  {
+    NoGradGuard no_grad;
+    for (auto& [key, t] : own) {
+      auto it = state_dict.find(key);
+      if (it == state_dict.end()) continue;
+      Tensor dst = t;
+      dst.copy_(it->second);
+    }
   }
+  visit_modules(*this, [&](Module& m, const std::string& prefix) {
+    const auto hooks = m.load_state_dict_hooks_;
+    for (const auto& [id, hook] : hooks) hook(m, state_dict, prefix);
+  });
 }
 
 Module::HookId Module::register_forward_pre_hook(ForwardPreHook hook) {
@@ -341,6 +375,18 @@ Module::HookId Module::register_forward_hook(ForwardHook hook) {
   return next_hook_id_++;
 }
 
+Module::HookId Module::register_state_dict_hook(StateDictHook hook) {
+  AMP_CHECK(hook != nullptr, name_, "::register_state_dict_hook: empty hook");
+  state_dict_hooks_.emplace_back(next_hook_id_, std::move(hook));
+  return next_hook_id_++;
+}
+
+Module::HookId Module::register_load_state_dict_post_hook(LoadStateDictHook hook) {
+  AMP_CHECK(hook != nullptr, name_, "::register_load_state_dict_post_hook: empty hook");
+  load_state_dict_hooks_.emplace_back(next_hook_id_, std::move(hook));
+  return next_hook_id_++;
+}
+
 bool Module::remove_hook(HookId id) {
   const auto remove = [id](auto& hooks) {
     auto it =
@@ -349,7 +395,8 @@ bool Module::remove_hook(HookId id) {
     hooks.erase(it);
     return true;
   };
-  return remove(pre_hooks_) || remove(post_hooks_);
+  return remove(pre_hooks_) || remove(post_hooks_) || remove(state_dict_hooks_) ||
+         remove(load_state_dict_hooks_);
 }
 
 std::string Module::repr() const {

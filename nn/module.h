@@ -20,7 +20,9 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -36,7 +38,27 @@ class Module : public std::enable_shared_from_this<Module> {
   using ForwardPreHook = std::function<Tensor(Module&, const Tensor& input)>;
   // A hook sees input and output after forward and may return a replacement output.
   using ForwardHook = std::function<Tensor(Module&, const Tensor& input, const Tensor& output)>;
+  // Runs after state_dict() collected the entries, once for each module of the tree (self and
+  // descendants), with that module's key prefix ("" or "fc1."); it may change the entries under
+  // its prefix (amp's O2 reports Float32 values this way).
+  using StateDictHook =
+      std::function<void(const Module&, StateDict& state_dict, const std::string& prefix)>;
+  // Runs after load_state_dict() copied the values, once for each module of the tree, with the
+  // dict that was loaded and that module's key prefix (amp's O2 reloads master weights).
+  using LoadStateDictHook =
+      std::function<void(Module&, const StateDict& state_dict, const std::string& prefix)>;
   using HookId = uint64_t;
+  // Selects modules of a tree (to(dtype, select)).
+  using ModulePredicate = std::function<bool(const Module&)>;
+
+  // Dtypes a model's inputs and outputs are converted to at every public call (operator(),
+  // call(), and the multi-tensor entry points of library modules such as
+  // MultiheadAttention::forward(query, key, value, ...)). nullopt: left alone. Only floating
+  // tensors convert; integer and bool tensors (labels, masks) pass through.
+  struct CallCasts {
+    std::optional<DType> inputs;
+    std::optional<DType> outputs;
+  };
 
   // `name` is the class name used for printing and for autograd::ScopedName ("Linear").
   explicit Module(std::string name = "Module");
@@ -46,9 +68,16 @@ class Module : public std::enable_shared_from_this<Module> {
 
   // Single-input models override this; the base raises amp::Error.
   virtual Tensor forward(const Tensor& input);
-  // Runs the forward pre-hooks, forward (inside autograd::ScopedName(scope_name())), then the
-  // forward hooks.
+  // Runs the forward pre-hooks, forward (inside autograd::ScopedName(scope_name())) on the input
+  // converted by cast_input, converts its output with cast_output, then runs the forward hooks.
   Tensor operator()(const Tensor& input);
+
+  // The call casts (set by amp::initialize on the models it is given; none by default).
+  void set_call_casts(CallCasts casts) { call_casts_ = casts; }
+  const CallCasts& call_casts() const { return call_casts_; }
+  // `t` converted as the call casts say (t itself when nothing applies).
+  Tensor cast_input(const Tensor& t) const;
+  Tensor cast_output(const Tensor& t) const;
 
   // Class name ("Linear").
   const std::string& name() const { return name_; }
@@ -76,8 +105,14 @@ class Module : public std::enable_shared_from_this<Module> {
   // Converts floating-point parameters, their grads and floating buffers to `dtype` in place
   // (integer buffers such as num_batches_tracked are kept).
   void to(DType dtype);
+  // Converts, like to(dtype), only the parameters (with their grads) and buffers that the
+  // modules selected by `select` own directly; the others keep their dtypes. amp's O2 casts a
+  // model except its affine batch norms this way.
+  void to(DType dtype, const ModulePredicate& select);
   // Moves parameters, grads and buffers to `device` in place.
   void to(Device device);
+  // Calls fn on every descendant, then on this module (PyTorch's Module.apply).
+  void apply(const std::function<void(Module&)>& fn);
 
   // set_to_none: grads become undefined; otherwise they are zeroed in place.
   void zero_grad(bool set_to_none = true);
@@ -92,6 +127,8 @@ class Module : public std::enable_shared_from_this<Module> {
 
   HookId register_forward_pre_hook(ForwardPreHook hook);
   HookId register_forward_hook(ForwardHook hook);
+  HookId register_state_dict_hook(StateDictHook hook);
+  HookId register_load_state_dict_post_hook(LoadStateDictHook hook);
   // Removes a hook registered on this module; false when the id is unknown.
   bool remove_hook(HookId id);
 
@@ -125,6 +162,10 @@ class Module : public std::enable_shared_from_this<Module> {
   template <class Fn>
   void visit_tensors(const std::string& prefix, bool recurse, bool params, bool bufs,
                      bool persistent_only, Fn&& fn) const;
+  // Calls fn(module, key prefix) for root and every descendant, each once, depth first; Self is
+  // Module or const Module.
+  template <class Self, class Fn>
+  static void visit_modules(Self& root, Fn&& fn);
 
   std::string name_;
   std::string scope_name_;
@@ -135,9 +176,52 @@ class Module : public std::enable_shared_from_this<Module> {
   std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;
   std::vector<std::pair<HookId, ForwardPreHook>> pre_hooks_;
   std::vector<std::pair<HookId, ForwardHook>> post_hooks_;
+  std::vector<std::pair<HookId, StateDictHook>> state_dict_hooks_;
+  std::vector<std::pair<HookId, LoadStateDictHook>> load_state_dict_hooks_;
+  CallCasts call_casts_;
   HookId next_hook_id_ = 1;
 };
 
 std::ostream& operator<<(std::ostream& out, const Module& module);
+
+namespace detail {
+inline Tensor cast_call_value(const Tensor& t, std::optional<DType> dtype) {
+  return dtype && t.defined() && is_floating_point(t.dtype()) ? t.to(*dtype) : t;
+}
+inline std::vector<Tensor> cast_call_value(const std::vector<Tensor>& ts,
+                                           std::optional<DType> dtype) {
+  std::vector<Tensor> out;
+  out.reserve(ts.size());
+  for (const Tensor& t : ts) out.push_back(cast_call_value(t, dtype));
+  return out;
+}
+template <class A, class B>
+std::pair<A, B> cast_call_value(const std::pair<A, B>& p, std::optional<DType> dtype) {
+  return {cast_call_value(p.first, dtype), cast_call_value(p.second, dtype)};
+}
+template <class... T>
+std::tuple<T...> cast_call_value(const std::tuple<T...>& t, std::optional<DType> dtype) {
+  return std::apply([&](const T&... x) { return std::tuple<T...>{cast_call_value(x, dtype)...}; },
+                    t);
+}
+template <class V>
+const V& cast_call_value(const V& v, std::optional<DType>) {
+  return v;
+}
+}  // namespace detail
+
+// Calls `module.forward(args...)` with the module's call casts applied, for models whose forward
+// takes several arguments: every floating Tensor argument (also inside a std::vector<Tensor>) is
+// converted to call_casts().inputs, and every Tensor of the result (a Tensor, or a std::pair,
+// std::tuple or std::vector of them) to call_casts().outputs; other values pass unchanged.
+// Single-input models are called with operator(), which does the same.
+//
+//   auto [out, weights] = amp::nn::call(*attention, query, key, value);
+template <class M, class... Args>
+auto call(M& module, const Args&... args) {
+  const Module::CallCasts casts = module.call_casts();
+  return detail::cast_call_value(module.forward(detail::cast_call_value(args, casts.inputs)...),
+                                 casts.outputs);
+}
 
 }  // namespace amp::nn

@@ -58,6 +58,19 @@ std::pair<Tensor, Tensor> MultiheadAttention::forward(const Tensor& query, const
                                                       const Tensor& key_padding_mask,
                                                       bool need_weights, const Tensor& attn_mask,
                                                       bool average_attn_weights, bool is_causal) {
+  // A public entry point with several tensors applies the call casts itself, as operator() does
+  // for single-input modules (amp's O2 casts a model's inputs to its dtype).
+  auto [out, weights] =
+      attend(cast_input(query), cast_input(key), cast_input(value), cast_input(key_padding_mask),
+             need_weights, cast_input(attn_mask), average_attn_weights, is_causal);
+  return {cast_output(out), cast_output(weights)};
+}
+
+std::pair<Tensor, Tensor> MultiheadAttention::attend(const Tensor& query, const Tensor& key,
+                                                     const Tensor& value,
+                                                     const Tensor& key_padding_mask,
+                                                     bool need_weights, const Tensor& attn_mask,
+                                                     bool average_attn_weights, bool is_causal) {
   AMP_CHECK(query.defined() && key.defined() && value.defined(),
             "MultiheadAttention: expected defined query, key and value");
   AMP_CHECK(query.dim() == key.dim() && query.dim() == value.dim() &&

@@ -47,6 +47,12 @@ class MultiheadAttention : public Module {
   std::shared_ptr<Linear> out_proj;
 
  private:
+  // forward(query, key, value, ...) on inputs the call casts were applied to.
+  std::pair<Tensor, Tensor> attend(const Tensor& query, const Tensor& key, const Tensor& value,
+                                   const Tensor& key_padding_mask, bool need_weights,
+                                   const Tensor& attn_mask, bool average_attn_weights,
+                                   bool is_causal);
+
   int64_t embed_dim_, num_heads_;
   double dropout_;
   bool batch_first_;

@@ -4,7 +4,6 @@
 #include <cmath>
 #include <utility>
 
-#include "csrc/autograd/grad_mode.h"
 #include "csrc/core/factories.h"
 #include "csrc/core/macros.h"
 #include "csrc/ops/elementwise.h"
@@ -51,8 +50,7 @@ void AdamBase::check_options(const Options& o) const {
   check_adam_options(o);
 }
 
-void AdamBase::step() {
-  NoGradGuard no_grad;
+void AdamBase::update() {
   for (size_t g = 0; g < param_groups().size(); ++g) {
     const double lr = option(g, "lr");
     const double beta1 = option(g, "beta1");

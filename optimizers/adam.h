@@ -30,10 +30,8 @@ struct AdamOptions {
 void check_adam_options(const Options& options);
 
 class AdamBase : public Optimizer {
- public:
-  void step() override;
-
  protected:
+  void update() override;
   AdamBase(std::vector<ParamGroup> groups, const AdamOptions& options, bool decoupled);
   void check_options(const Options& options) const override;
 

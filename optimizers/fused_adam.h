@@ -42,6 +42,8 @@ class FusedAdam : public FusedOptimizer {
  protected:
   void check_options(const Options& options) const override;
   void run_step(const Tensor& inv_scale, const Tensor& found_inf) override;
+  // Master weights' parameters get the rounded update in the kernel pass (5-list/4-list form).
+  bool writes_master_params() const override { return true; }
 };
 
 }  // namespace amp::optimizers

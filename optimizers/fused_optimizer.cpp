@@ -5,7 +5,6 @@
 #include <cmath>
 #include <utility>
 
-#include "csrc/autograd/grad_mode.h"
 #include "csrc/core/factories.h"
 #include "csrc/core/macros.h"
 #include "csrc/multi_tensor/multi_tensor.h"
@@ -62,19 +61,15 @@ void check_fused_dtype(const std::string& optimizer, const Tensor& param, size_t
 FusedOptimizer::FusedOptimizer(std::string name, Options defaults, bool set_grad_none)
     : Optimizer(std::move(defaults)), name_(std::move(name)), set_grad_none_(set_grad_none) {}
 
-void FusedOptimizer::step() {
-  NoGradGuard no_grad;
-  run_step(Tensor(), Tensor());
-}
+void FusedOptimizer::update() { run_step(Tensor(), Tensor()); }
 
-void FusedOptimizer::step_with_amp_scaling(const Tensor& grad_scale, const Tensor& found_inf) {
+void FusedOptimizer::update_with_amp_scaling(const Tensor& grad_scale, const Tensor& found_inf) {
   const std::string op = name_ + ".step_with_amp_scaling";
   check_scaling_tensor(op, "grad_scale", grad_scale);
   check_scaling_tensor(op, "found_inf", found_inf);
   // The one host sync of a step: the per-group step counters live on the host and must not
   // count a skipped step.
   if (found_inf.defined() && found_inf.item<float>() != 0.f) return;
-  NoGradGuard no_grad;
   // 1 / scale in double, then fp32, as torch's GradScaler computes inv_scale; on the device.
   const Tensor inv_scale = grad_scale.defined()
                                ? reciprocal(grad_scale.to(DType::Float64)).to(DType::Float32)
@@ -117,15 +112,22 @@ std::vector<FusedOptimizer::Bucket> FusedOptimizer::buckets(
     if (!p.requires_grad() || !p.grad().defined()) continue;
     check_fused_dtype(name_, p, group, i);
     const int k = key ? key(p) : 0;
+    const Tensor* copy = writes_master_params() ? param_of_master(p) : nullptr;
+    const std::optional<DType> copy_dtype =
+        copy ? std::optional<DType>(copy->dtype()) : std::nullopt;
     Bucket* bucket = nullptr;
     for (Bucket& b : out) {
-      if (b.device == p.device() && b.dtype == p.dtype() && b.key == k) bucket = &b;
+      if (b.device == p.device() && b.dtype == p.dtype() && b.key == k &&
+          b.copy_dtype == copy_dtype) {
+        bucket = &b;
+      }
     }
     if (bucket == nullptr) {
-      out.push_back(Bucket{p.device(), p.dtype(), k, {}});
+      out.push_back(Bucket{p.device(), p.dtype(), k, copy_dtype, {}, {}});
       bucket = &out.back();
     }
     bucket->params.push_back(p);
+    if (copy) bucket->copies.push_back(*copy);
   }
   return out;
 }

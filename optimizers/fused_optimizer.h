@@ -9,6 +9,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,15 +19,12 @@ namespace amp::optimizers {
 
 class FusedOptimizer : public Optimizer {
  public:
-  void step() override;
-
   // Fused optimizers divide the grads by the loss scale inside their kernels (FusedAdam,
   // FusedSGD) or in one unscaling pass just before them (the others, see fp32_grads); either
   // way .grad holds the unscaled grads afterwards. found_inf is read on the host once per call,
   // the only host sync, so that step counters stay exact: a non-zero value skips the whole
   // update, step counters and state creation included.
   bool supports_amp_scaling() const override { return true; }
-  void step_with_amp_scaling(const Tensor& grad_scale, const Tensor& found_inf) override;
 
   // apex: with set_grad_none the grads become undefined; without it they are zeroed in place.
   // An explicit zero_grad(false) always zeroes in place.
@@ -39,14 +37,21 @@ class FusedOptimizer : public Optimizer {
  protected:
   FusedOptimizer(std::string name, Options defaults, bool set_grad_none);
 
+  void update() override;
+  void update_with_amp_scaling(const Tensor& grad_scale, const Tensor& found_inf) override;
+
   // The parameters of one group with a gradient that share a device and a dtype, in the order
   // of the group. `key` separates buckets further when an optimizer needs it (FusedSGD: whether
-  // the momentum buffer is new).
+  // the momentum buffer is new). When the optimizer writes master weights' parameters itself
+  // (writes_master_params), masters are bucketed by their parameters' dtype too, and `copies`
+  // holds those 16-bit parameters, one per master.
   struct Bucket {
     Device device;
     DType dtype;
     int key = 0;
+    std::optional<DType> copy_dtype;
     std::vector<Tensor> params;
+    std::vector<Tensor> copies;
 
     bool is_16bit() const { return dtype != DType::Float32; }
     std::vector<Tensor> grads() const;

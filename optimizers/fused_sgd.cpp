@@ -80,6 +80,7 @@ void FusedSGD::run_step(const Tensor& inv_scale, const Tensor& found_inf) {
       }
       mt::TensorLists lists = {b.grads(), weights, mom};
       if (b.is_16bit()) lists.push_back(b.params);
+      if (!b.copies.empty()) lists.push_back(b.copies);  // master weights' 16-bit parameters
       const mt::GradScaling scaling{device_copy(inv_scale, b.device),
                                     device_copy(found_inf, b.device)};
       mt::sgd(mt::kDefaultChunkSize, mt::make_flag(b.device), lists, weight_decay, momentum,

@@ -1,16 +1,20 @@
 // The Optimizer base: parameter groups, per-parameter state, zero_grad and state_dict.
 #include "optimizers/optimizer.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
+#include <iterator>
 #include <optional>
 #include <set>
 #include <utility>
 
+#include "csrc/autocast/autocast_state.h"
 #include "csrc/autograd/grad_mode.h"
 #include "csrc/core/factories.h"
 #include "csrc/core/macros.h"
+#include "csrc/multi_tensor/multi_tensor.h"
 
 namespace amp::optimizers {
 
@@ -98,9 +102,164 @@ std::vector<ParamGroup> single_group(std::vector<Tensor> params) {
 
 Optimizer::~Optimizer() = default;
 
-void Optimizer::step_with_amp_scaling(const Tensor&, const Tensor&) {
+void Optimizer::step() {
+  step_between_hooks([this] { update(); });
+}
+
+void Optimizer::step_with_amp_scaling(const Tensor& grad_scale, const Tensor& found_inf) {
+  step_between_hooks([&] { update_with_amp_scaling(grad_scale, found_inf); });
+}
+
+void Optimizer::update_with_amp_scaling(const Tensor&, const Tensor&) {
   AMP_FAIL("Optimizer.step_with_amp_scaling: this optimizer does not unscale gradients in its ",
            "kernels (supports_amp_scaling() is false); call step() after unscaling");
+}
+
+void Optimizer::step_between_hooks(const std::function<void()>& body) {
+  // Copies: a hook may register or remove hooks.
+  const auto pre_hooks = step_pre_hooks_;
+  for (const auto& [id, hook] : pre_hooks) {
+    if (!hook(*this)) return;
+  }
+  {
+    // The update is optimizer arithmetic, never autocast: apex runs O1's optimizer step inside
+    // disable_casts, and a step called inside an autocast region must not change precision.
+    autocast_state::ScopedState no_casts(autocast_state::all_disabled());
+    NoGradGuard no_grad;
+    body();
+    if (!writes_master_params()) write_master_params();
+  }
+  const auto post_hooks = step_post_hooks_;
+  for (const auto& [id, hook] : post_hooks) hook(*this);
+}
+
+void Optimizer::write_master_params() {
+  // A master without a gradient was not updated, and its parameter already holds its rounding.
+  struct Bucket {
+    Device device;
+    DType dtype;
+    std::vector<Tensor> masters, params;
+  };
+  std::vector<Bucket> buckets;
+  for (const MasterWeight& mw : masters_) {
+    if (!mw.master.grad().defined()) continue;
+    if (!mw.param.is_contiguous()) {
+      Tensor param = mw.param;
+      param.copy_(mw.master);
+      continue;
+    }
+    auto it = std::find_if(buckets.begin(), buckets.end(), [&](const Bucket& b) {
+      return b.device == mw.param.device() && b.dtype == mw.param.dtype();
+    });
+    if (it == buckets.end()) {
+      buckets.push_back({mw.param.device(), mw.param.dtype(), {}, {}});
+      it = std::prev(buckets.end());
+    }
+    it->masters.push_back(mw.master);
+    it->params.push_back(mw.param);
+  }
+  for (const Bucket& b : buckets) {
+    multi_tensor::scale(multi_tensor::kDefaultChunkSize, multi_tensor::make_flag(b.device),
+                        {b.masters, b.params}, 1.0);
+  }
+}
+
+Optimizer::HookId Optimizer::register_step_pre_hook(StepPreHook hook) {
+  AMP_CHECK(hook != nullptr, "Optimizer.register_step_pre_hook: empty hook");
+  step_pre_hooks_.emplace_back(next_hook_id_, std::move(hook));
+  return next_hook_id_++;
+}
+
+Optimizer::HookId Optimizer::register_step_post_hook(StepPostHook hook) {
+  AMP_CHECK(hook != nullptr, "Optimizer.register_step_post_hook: empty hook");
+  step_post_hooks_.emplace_back(next_hook_id_, std::move(hook));
+  return next_hook_id_++;
+}
+
+Optimizer::HookId Optimizer::register_param_group_hook(ParamGroupHook hook) {
+  AMP_CHECK(hook != nullptr, "Optimizer.register_param_group_hook: empty hook");
+  param_group_hooks_.emplace_back(next_hook_id_, std::move(hook));
+  return next_hook_id_++;
+}
+
+bool Optimizer::remove_hook(HookId id) {
+  const auto remove = [id](auto& hooks) {
+    auto it =
+        std::find_if(hooks.begin(), hooks.end(), [id](const auto& h) { return h.first == id; });
+    if (it == hooks.end()) return false;
+    hooks.erase(it);
+    return true;
+  };
+  return remove(step_pre_hooks_) || remove(step_post_hooks_) || remove(param_group_hooks_);
+}
+
+std::pair<size_t, size_t> Optimizer::position_of(const Tensor& param) const {
+  for (size_t g = 0; g < param_groups_.size(); ++g) {
+    const std::vector<Tensor>& params = param_groups_[g].params;
+    for (size_t i = 0; i < params.size(); ++i) {
+      if (params[i].is_same(param)) return {g, i};
+    }
+  }
+  return {std::string::npos, std::string::npos};
+}
+
+void Optimizer::replace_param(const Tensor& param, const Tensor& replacement) {
+  constexpr const char* kOp = "Optimizer.replace_param";
+  AMP_CHECK(param.defined() && replacement.defined(), kOp, ": expected defined tensors");
+  const auto [g, i] = position_of(param);
+  AMP_CHECK(g != std::string::npos, kOp, ": the parameter to replace (", dtype_name(param.dtype()),
+            shape_to_string(param.sizes()), ") is not in any parameter group");
+  AMP_CHECK(position_of(replacement).first == std::string::npos, kOp,
+            ": the replacement is already in a parameter group");
+  AMP_CHECK(replacement.sizes() == param.sizes(), kOp, ": expected a replacement of shape ",
+            shape_to_string(param.sizes()), ", got ", shape_to_string(replacement.sizes()));
+  AMP_CHECK(replacement.device() == param.device(), kOp, ": expected a replacement on ",
+            to_string(param.device()), ", got one on ", to_string(replacement.device()));
+  AMP_CHECK(is_floating_point(replacement.dtype()), kOp,
+            ": expected a floating-point replacement, got ", dtype_name(replacement.dtype()));
+  AMP_CHECK(replacement.is_leaf(), "can't optimize a non-leaf Tensor");
+  param_groups_[g].params[i] = replacement;
+  auto it = state_.find(param.impl());
+  if (it == state_.end()) return;
+  ParamState moved = std::move(it->second);
+  state_.erase(it);
+  for (auto& [name, t] : moved.tensors) t = t.to(state_dtype(replacement, name));
+  state_[replacement.impl()] = std::move(moved);
+}
+
+void Optimizer::recast_state() {
+  for (const ParamGroup& group : param_groups_) {
+    for (const Tensor& p : group.params) {
+      auto it = state_.find(p.impl());
+      if (it == state_.end()) continue;
+      for (auto& [name, t] : it->second.tensors) t = t.to(state_dtype(p, name));
+    }
+  }
+}
+
+void Optimizer::add_master_weight(const Tensor& param, const Tensor& master) {
+  constexpr const char* kOp = "Optimizer.add_master_weight";
+  AMP_CHECK(param.defined() && master.defined(), kOp, ": expected defined tensors");
+  AMP_CHECK(param.dtype() == DType::Float16 || param.dtype() == DType::BFloat16, kOp,
+            ": expected a Float16 or BFloat16 parameter, got ", dtype_name(param.dtype()));
+  AMP_CHECK(master.dtype() == DType::Float32, kOp, ": expected a Float32 master, got ",
+            dtype_name(master.dtype()));
+  AMP_CHECK(master.requires_grad(), kOp, ": expected a master that requires grad");
+  replace_param(param, master);
+  master_index_[master.impl()] = masters_.size();
+  masters_.push_back({param, master});
+}
+
+const Tensor* Optimizer::param_of_master(const Tensor& master) const {
+  auto it = master_index_.find(master.impl());
+  return it == master_index_.end() ? nullptr : &masters_[it->second].param;
+}
+
+std::vector<std::pair<Tensor, Tensor>> Optimizer::master_weights() const {
+  std::vector<std::pair<Tensor, Tensor>> out;
+  out.reserve(masters_.size());
+  for (const MasterWeight& mw : masters_) out.emplace_back(mw.param, mw.master);
+  return out;
 }
 
 std::vector<ParamGroup>& Optimizer::param_groups() { return param_groups_; }
@@ -133,6 +292,8 @@ void Optimizer::add_param_group(ParamGroup group) {
     }
   }
   param_groups_.push_back(std::move(group));
+  const auto hooks = param_group_hooks_;
+  for (const auto& [id, hook] : hooks) hook(*this, param_groups_.size() - 1);
 }
 
 double Optimizer::option(size_t group, const std::string& name) const {
@@ -161,21 +322,24 @@ void Optimizer::set_lr(size_t group, double lr) {
 
 void Optimizer::zero_grad(bool set_to_none) {
   NoGradGuard no_grad;
-  for (auto& group : param_groups_) {
-    for (auto& p : group.params) {
-      Tensor g = p.grad();
-      if (!g.defined()) continue;
-      if (set_to_none) {
-        p.set_grad(Tensor());
-        continue;
-      }
-      if (g.grad_fn()) {  // a create_graph gradient: drop its history first, as PyTorch does
-        g = g.detach();
-        p.set_grad(g);
-      }
-      g.zero_();
+  const auto clear = [set_to_none](Tensor p) {
+    Tensor g = p.grad();
+    if (!g.defined()) return;
+    if (set_to_none) {
+      p.set_grad(Tensor());
+      return;
     }
+    if (g.grad_fn()) {  // a create_graph gradient: drop its history first, as PyTorch does
+      g = g.detach();
+      p.set_grad(g);
+    }
+    g.zero_();
+  };
+  for (auto& group : param_groups_) {
+    for (auto& p : group.params) clear(p);
   }
+  // The 16-bit parameters of master weights hold the model's gradients.
+  for (const MasterWeight& mw : masters_) clear(mw.param);
 }
 
 ParamState& Optimizer::state(const Tensor& param) { return state_[param.impl()]; }

@@ -10,16 +10,23 @@
 //   "state.0.momentum_buffer"
 //
 // A subclass sets its defaults in the constructor, checks option values in check_options() and
-// implements step(). Fused optimizers (multi_tensor_apply) reuse the same groups, state and
-// state_dict; they override state_dtype() to keep fp32 state for 16-bit parameters and
-// check_loaded_state() when some of their state is not shaped like the parameter.
+// implements update(), the body of step(). Fused optimizers (multi_tensor_apply) reuse the same
+// groups, state and state_dict; they override state_dtype() to keep fp32 state for 16-bit
+// parameters and check_loaded_state() when some of their state is not shaped like the parameter.
+//
+// Front ends (amp::initialize) extend an optimizer without wrapping it: step pre- and post-hooks
+// (a pre-hook may skip the step), a hook on add_param_group, replace_param to move a parameter's
+// state to a replacement, and fp32 master weights (add_master_weight) that every optimizer
+// updates in place of a 16-bit parameter, writing the rounded result back after each step.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "csrc/core/tensor.h"
@@ -49,17 +56,36 @@ class Optimizer {
   Optimizer(const Optimizer&) = delete;
   Optimizer& operator=(const Optimizer&) = delete;
 
-  // One update of every parameter that has a gradient.
-  virtual void step() = 0;
+  // A pre-hook runs before every step; returning false skips the step (no update, no
+  // post-hooks). A post-hook runs after every step that was not skipped.
+  using StepPreHook = std::function<bool(Optimizer&)>;
+  using StepPostHook = std::function<void(Optimizer&)>;
+  // Runs after add_param_group added (and checked) a group, with the group's index.
+  using ParamGroupHook = std::function<void(Optimizer&, size_t group)>;
+  using HookId = uint64_t;
+
+  // One update of every parameter that has a gradient: the pre-hooks, update() with autocast
+  // (and amp's O1 casting) off and without recording gradients, the write of every master
+  // weight's rounding into its parameter, then the post-hooks. Not virtual: subclasses implement
+  // update(), so hooks and master weights work for every optimizer (torch.optim wraps each
+  // subclass's step the same way for its step hooks).
+  void step();
 
   // The fused-optimizer contract with amp::GradScaler (torch's `_step_supports_amp_scaling`).
-  // An optimizer that returns true implements step_with_amp_scaling: it divides each gradient
+  // An optimizer that returns true implements update_with_amp_scaling: it divides each gradient
   // by grad_scale inside its kernels (grad_scale undefined: the grads are already unscaled) and
   // skips the whole update, step counters included, when found_inf is non-zero. Both are
   // 1-element Float32 tensors on the parameters' device, so GradScaler::step hands them over
-  // without reading them on the host.
+  // without reading them on the host. step_with_amp_scaling runs it inside the same hooks as
+  // step().
   virtual bool supports_amp_scaling() const { return false; }
-  virtual void step_with_amp_scaling(const Tensor& grad_scale, const Tensor& found_inf);
+  void step_with_amp_scaling(const Tensor& grad_scale, const Tensor& found_inf);
+
+  HookId register_step_pre_hook(StepPreHook hook);
+  HookId register_step_post_hook(StepPostHook hook);
+  HookId register_param_group_hook(ParamGroupHook hook);
+  // Removes a hook of any kind; false when the id is unknown.
+  bool remove_hook(HookId id);
 
   // set_to_none: grads become undefined (PyTorch's default since 2.0); otherwise they are
   // zeroed in place (and detached when they carry history). Virtual so that a fused optimizer
@@ -84,6 +110,26 @@ class Optimizer {
   ParamState& state(const Tensor& param);                   // created empty on first use
   const ParamState* find_state(const Tensor& param) const;  // nullptr when none yet
 
+  // Puts `replacement` in `param`'s place in its group and moves param's state to it, each
+  // state tensor converted to state_dtype(replacement). replacement: a floating-point leaf of
+  // param's shape and device that the optimizer does not hold yet.
+  void replace_param(const Tensor& param, const Tensor& replacement);
+  // Converts every state tensor to state_dtype() of its parameter, after parameters changed
+  // dtype in place (nn::Module::to): what torch's optimizer.load_state_dict(state_dict()) does.
+  void recast_state();
+
+  // Master weights: `master`, a Float32 leaf that requires grad, with `param`'s shape and device
+  // and (normally) its value, takes param's place (replace_param); param must be Float16 or
+  // BFloat16. From then on the optimizer updates the master from the master's gradient, and
+  // every step writes the master's rounding into param (fused optimizers in the same kernel
+  // pass). zero_grad clears param's gradient too. Who fills the master's gradient (amp's
+  // scale_loss unscales param's gradient into it) is up to the caller.
+  void add_master_weight(const Tensor& param, const Tensor& master);
+  // The parameter a master stands for, or nullptr when `master` is not a master weight.
+  const Tensor* param_of_master(const Tensor& master) const;
+  // (param, master) pairs, in the order they were added.
+  std::vector<std::pair<Tensor, Tensor>> master_weights() const;
+
   // Flattened like PyTorch's optimizer.state_dict(), with parameters numbered across groups in
   // order: "param_groups.N.<option>" (Float64 0-d), "param_groups.N.params" (Int64 1-d indices),
   // "state.I.<name>" (copies of the state tensors) and "state.I.step" (Float64 0-d, when the
@@ -96,6 +142,14 @@ class Optimizer {
 
  protected:
   explicit Optimizer(Options defaults);
+
+  // The update of step(): every parameter with a gradient, once.
+  virtual void update() = 0;
+  // See supports_amp_scaling(); the base raises amp::Error.
+  virtual void update_with_amp_scaling(const Tensor& grad_scale, const Tensor& found_inf);
+  // True when update() itself writes each master weight's rounding into its parameter (FusedSGD
+  // and FusedAdam do it in their kernel pass); otherwise step() writes them after update().
+  virtual bool writes_master_params() const { return false; }
 
   // Adds the groups one by one; subclasses call it at the end of their constructors, after
   // their own defaults were checked. An empty list is an error as in PyTorch.
@@ -114,9 +168,26 @@ class Optimizer {
   static std::vector<Tensor> params_with_grad(const ParamGroup& group);
 
  private:
+  struct MasterWeight {
+    Tensor param;
+    Tensor master;
+  };
+  // Runs `body` between the hooks, as step() documents.
+  void step_between_hooks(const std::function<void()>& body);
+  // Writes the rounding of every master that has a gradient into its parameter.
+  void write_master_params();
+  // Where a parameter sits in the groups; {npos, npos} when it is not there.
+  std::pair<size_t, size_t> position_of(const Tensor& param) const;
+
   Options defaults_;
   std::vector<ParamGroup> param_groups_;
   std::unordered_map<const TensorImpl*, ParamState> state_;
+  std::vector<MasterWeight> masters_;
+  std::unordered_map<const TensorImpl*, size_t> master_index_;  // master -> masters_ index
+  std::vector<std::pair<HookId, StepPreHook>> step_pre_hooks_;
+  std::vector<std::pair<HookId, StepPostHook>> step_post_hooks_;
+  std::vector<std::pair<HookId, ParamGroupHook>> param_group_hooks_;
+  HookId next_hook_id_ = 1;
 };
 
 // The parameter list of the optimizers' single-group constructors as a list of groups: one group

@@ -3,7 +3,6 @@
 
 #include <utility>
 
-#include "csrc/autograd/grad_mode.h"
 #include "csrc/core/macros.h"
 #include "csrc/ops/elementwise.h"
 
@@ -43,8 +42,7 @@ void SGD::check_options(const Options& o) const {
   check_sgd_options(o);
 }
 
-void SGD::step() {
-  NoGradGuard no_grad;
+void SGD::update() {
   for (size_t g = 0; g < param_groups().size(); ++g) {
     const double lr = option(g, "lr");
     const double momentum = option(g, "momentum");

@@ -30,9 +30,9 @@ class SGD : public Optimizer {
  public:
   SGD(std::vector<Tensor> params, SGDOptions options);
   SGD(std::vector<ParamGroup> groups, SGDOptions options);
-  void step() override;
 
  protected:
+  void update() override;
   void check_options(const Options& options) const override;
 };
 

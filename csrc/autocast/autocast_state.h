@@ -1,9 +1,16 @@
-// The thread-local autocast state: per device type (enabled, lower-precision dtype), plus the
-// cast-cache flag, the region nesting depth and the "inside an autocast op" exclusion. It lives
-// in the core because op dispatch and the autograd engine consult it; the user-facing
-// amp::autocast guard (amp/) sets it. The engine runs backward with autocast disabled, except
-// for custom functions that ask for their forward's state (custom_bwd).
+// The autocast state: per device type (enabled, lower-precision dtype), plus the cast-cache
+// flag, the region nesting depth and the "inside an autocast op" exclusion. It lives in the core
+// because op dispatch and the autograd engine consult it; the user-facing amp::autocast guard
+// and amp::initialize (amp/) set it. The engine runs backward with autocast disabled, except for
+// custom functions that ask for their forward's state (custom_bwd).
+//
+// Two layers: each thread has its own state per device type (what amp::autocast regions set),
+// and beneath it the process-wide casting of amp::initialize at O1, which applies in every
+// thread to a device type whose thread slot has not been set explicitly. A new thread starts
+// with every slot following the process-wide casting (which is off until an O1 initialize).
 #pragma once
+
+#include <atomic>
 
 #include "csrc/core/device.h"
 #include "csrc/core/dtype.h"
@@ -13,6 +20,9 @@ namespace amp::autocast_state {
 struct DeviceState {
   bool enabled = false;
   DType dtype = DType::Float16;
+  // True: the slot has not been set in this thread and follows the process-wide casting
+  // (enabled and dtype are then unused). A new thread's slots follow it.
+  bool follows_process = false;
 };
 
 // Every device type's state, as captured at one moment.
@@ -20,14 +30,29 @@ struct Snapshot {
   DeviceState devices[kNumDeviceTypes];
 };
 
+// What this thread sees (the explicit slot, else the process-wide casting).
 bool is_enabled(DeviceType type);
 DType get_dtype(DeviceType type);  // defaults: CUDA Float16, CPU BFloat16
+// Make the slot explicit (the other field keeps the value the thread currently sees).
 void set_enabled(DeviceType type, bool enabled);
 void set_dtype(DeviceType type, DType dtype);
+// The raw slot, for guards that restore it exactly (following or not).
+DeviceState slot_state(DeviceType type);
+void set_slot_state(DeviceType type, const DeviceState& state);
 
-// True when autocast is on for some device type and this thread is not already inside an
-// autocast op (ops called by an autocast op are not autocast again, as PyTorch excludes its
-// dispatch key for the rest of the call). The fast check at the top of every listed op.
+// Process-wide casting (amp::initialize at O1): in every thread, ops on `device` tensors run as
+// inside an autocast region with `dtype`, unless the thread set that device type's slot.
+struct ProcessCasting {
+  bool enabled = false;
+  DeviceType device = DeviceType::CPU;
+  DType dtype = DType::Float16;
+};
+void set_process_casting(const ProcessCasting& casting);
+ProcessCasting process_casting();
+
+// True when autocast applies to some device type in this thread and the thread is not already
+// inside an autocast op (ops called by an autocast op are not autocast again, as PyTorch excludes
+// its dispatch key for the rest of the call). The fast check at the top of every listed op.
 inline bool is_active();
 
 // Whether casts of model weights may be cached (torch.is_autocast_cache_enabled); default true.
@@ -39,8 +64,10 @@ void set_cache_enabled(bool enabled);
 int increment_nesting();
 int decrement_nesting();
 
+// The state this thread sees now, every slot explicit (so installing it later reproduces it even
+// if the process-wide casting changed meanwhile).
 Snapshot capture();
-Snapshot all_disabled();  // the current dtypes, nothing enabled
+Snapshot all_disabled();  // the current dtypes, nothing enabled, every slot explicit
 
 // Installs a snapshot for its lifetime and restores the previous state after.
 class ScopedState {
@@ -67,10 +94,16 @@ class ExcludeGuard {
 };
 
 namespace detail {
-extern thread_local bool any_enabled;  // some device type's enabled flag is set
+extern thread_local bool any_enabled;  // some explicit slot of this thread is enabled
 extern thread_local bool excluded;     // inside an autocast op
+extern std::atomic<bool> process_enabled;
+bool process_casting_applies();  // process casting is on and this thread follows it
 }  // namespace detail
 
-inline bool is_active() { return detail::any_enabled && !detail::excluded; }
+inline bool is_active() {
+  if (detail::excluded) return false;
+  return detail::any_enabled || (detail::process_enabled.load(std::memory_order_relaxed) &&
+                                 detail::process_casting_applies());
+}
 
 }  // namespace amp::autocast_state

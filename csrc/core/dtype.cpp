@@ -1,6 +1,10 @@
 #include "csrc/core/dtype.h"
 
+#include <ostream>
+
 namespace amp {
+
+std::ostream& operator<<(std::ostream& out, DType dtype) { return out << dtype_name(dtype); }
 
 const char* dtype_name(DType dtype) {
   switch (dtype) {

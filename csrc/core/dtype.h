@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <iosfwd>
 #include <type_traits>
 
 #include "csrc/core/half.h"
@@ -12,6 +13,8 @@ namespace amp {
 enum class DType { Float32, Float16, BFloat16, Float64, Int64, Bool };
 
 const char* dtype_name(DType dtype);  // "Float32", "Float16", ...
+// Prints dtype_name (for messages and test diagnostics).
+std::ostream& operator<<(std::ostream& out, DType dtype);
 size_t element_size(DType dtype);
 bool is_floating_point(DType dtype);
 bool is_low_precision(DType dtype);  // Float16 or BFloat16

@@ -24,6 +24,11 @@ class StorageImpl {
   // at forward time to detect a saved tensor modified in place.
   uint64_t version() const { return version_; }
   void bump_version() { ++version_; }
+  // Moves the version past `version` (Tensor::set_data: a tensor that takes this storage must
+  // not look unchanged to anything that remembered the old storage's version).
+  void advance_version_past(uint64_t version) {
+    if (version_ <= version) version_ = version + 1;
+  }
 
  private:
   void* data_ = nullptr;

@@ -534,6 +534,24 @@ Tensor& Tensor::fill_(double value) {
 
 Tensor& Tensor::zero_() { return fill_(0.0); }
 
+void Tensor::set_data(const Tensor& src) {
+  checked_impl("set_data");
+  AMP_CHECK(src.defined(), "set_data: expected a defined source tensor, got an undefined one");
+  AMP_CHECK(is_leaf(), "set_data: expected a leaf tensor, got one produced by ", grad_fn()->name());
+  AMP_CHECK(!requires_grad() || is_floating_point(src.dtype()),
+            "set_data: a tensor that requires grad takes floating-point data only, got ",
+            dtype_name(src.dtype()));
+  const uint64_t old_version = impl_->storage->version();
+  TensorImpl* d = impl_.get();
+  const TensorImpl* s = src.impl();
+  d->storage = s->storage;
+  d->sizes = s->sizes;
+  d->strides = s->strides;
+  d->offset = s->offset;
+  d->dtype = s->dtype;
+  d->storage->advance_version_past(old_version);
+}
+
 std::ostream& operator<<(std::ostream& out, const Tensor& tensor) {
   if (!tensor.defined()) return out << "Tensor(undefined)";
   out << "Tensor(shape=" << shape_to_string(tensor.sizes())

@@ -102,6 +102,12 @@ class Tensor {
   Tensor& copy_(const Tensor& src);  // converts dtype, broadcasts src, crosses devices
   Tensor& fill_(double value);
   Tensor& zero_();
+  // Makes this tensor, and every handle sharing it, hold `src`'s data, geometry and dtype while
+  // keeping its autograd metadata (requires_grad, grad, hooks): PyTorch's `tensor.data = src`.
+  // This is how nn::Module::to casts parameters in place. The tensor must be a leaf; a tensor
+  // that requires grad only takes floating-point data. Its version moves on, so a cache keyed
+  // by (tensor, version) sees the change.
+  void set_data(const Tensor& src);
 
   // Autograd (csrc/autograd/). A leaf is a tensor not produced by a recorded op.
   bool requires_grad() const;

@@ -107,10 +107,15 @@ struct KernelsFor {
         using T = typename decltype(t)::type;
         L::template apply<T, T, float, float>(v, cs, noop, op);
       });
-    } else {
+    } else if (v.dtype[0] == v.dtype[1]) {
       visit_float16x(v.dtype[0], [&](auto t) {
         using T = typename decltype(t)::type;
         L::template apply<T, T, float, float, float>(v, cs, noop, op);
+      });
+    } else {  // fp32 master gradients of 16-bit parameters
+      visit_half_types(v.dtype[1], [&](auto t) {
+        using T = typename decltype(t)::type;
+        L::template apply<float, T, float, float, float>(v, cs, noop, op);
       });
     }
   }

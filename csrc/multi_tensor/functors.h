@@ -268,8 +268,9 @@ struct AdamOp : OpBase<AdamOp<kMode, kUnscale>> {
     v[i] = vv;
     return 0;
   }
-  template <class T>
-  AMP_HOST_DEVICE AMP_FORCEINLINE int operator()(int64_t i, T* g, T* p, float* m, float* v,
+  // G is T, or float for the fp32 master gradients of 16-bit parameters.
+  template <class G, class T>
+  AMP_HOST_DEVICE AMP_FORCEINLINE int operator()(int64_t i, G* g, T* p, float* m, float* v,
                                                  float* master) const {
     const float gv = load_grad(g, i);
     float pv = master[i], mv = m[i], vv = v[i];

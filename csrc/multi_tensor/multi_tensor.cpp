@@ -260,7 +260,12 @@ void adam(int64_t chunk_size, const Tensor& noop_flag, const TensorLists& lists,
                          {"m", kFloat32},
                          {"v", kFloat32},
                          {"master", kFloat32}});
-  AMP_CHECK(view.dtype[0] == view.dtype[1], kOp, ": expected g and p to have one dtype, got g ",
+  // With masters, fp32 grads may update 16-bit parameters (amp's O2 master gradients).
+  const bool fp32_grads_of_masters =
+      lists.size() == 5 && view.dtype[0] == DType::Float32 && contains(kHalfTypes, view.dtype[1]);
+  AMP_CHECK(view.dtype[0] == view.dtype[1] || fp32_grads_of_masters, kOp,
+            ": expected g and p to have one dtype (or, with masters, Float32 g and Float16 or "
+            "BFloat16 p), got g ",
             dtype_name(view.dtype[0]), " and p ", dtype_name(view.dtype[1]));
   int64_t* noop = flag_ptr(kOp, noop_flag, view.device);
   check_step(kOp, step, bias_correction_on);

@@ -104,9 +104,9 @@ class ScalingSGD : public amp::optimizers::Optimizer {
   ScalingSGD(std::vector<Tensor> params, double lr) : Optimizer({{"lr", lr}}) {
     add_param_groups({amp::optimizers::ParamGroup{std::move(params), {}}});
   }
-  void step() override { ++plain_steps; }
+  void update() override { ++plain_steps; }
   bool supports_amp_scaling() const override { return true; }
-  void step_with_amp_scaling(const Tensor& grad_scale, const Tensor& found_inf) override {
+  void update_with_amp_scaling(const Tensor& grad_scale, const Tensor& found_inf) override {
     ++amp_steps;
     seen_grad_scale = grad_scale;
     seen_found_inf = found_inf;

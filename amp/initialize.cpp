@@ -1,0 +1,313 @@
+// amp::initialize: apex's _initialize and _process_optimizer (apex/amp/_initialize.py,
+// _process_optimizer.py) on the hooks nn::Module and Optimizer offer.
+#include "amp/initialize.h"
+
+#include <iostream>
+#include <memory>
+#include <set>
+#include <sstream>
+#include <unordered_map>
+
+#include "amp/amp_state.h"
+#include "csrc/autocast/autocast_state.h"
+#include "csrc/autocast/cast.h"
+#include "csrc/autograd/grad_mode.h"
+#include "csrc/core/factories.h"
+#include "csrc/core/macros.h"
+#include "nn/batchnorm.h"
+
+namespace amp {
+
+namespace {
+
+using detail::AmpState;
+using detail::MasterRegistry;
+using detail::OptimizerStash;
+using optimizers::Optimizer;
+
+bool is_16bit(DType d) { return d == DType::Float16 || d == DType::BFloat16; }
+
+// apex's check_params_fp32: 16-bit parameters and buffers are rejected (Float64 is accepted).
+void check_model_fp32(const nn::Module& model) {
+  const auto check = [](const char* kind, const char* plural,
+                        const std::vector<std::pair<std::string, Tensor>>& named) {
+    for (const auto& [name, t] : named) {
+      AMP_CHECK(!is_16bit(t.dtype()), "Found ", kind, " ", name, " with type ",
+                dtype_name(t.dtype()),
+                ", expected Float32.\nWhen using amp::initialize, you do "
+                "not need to call .to(DType::",
+                dtype_name(t.dtype()),
+                ") on your model\nbefore "
+                "passing it, no matter what optimization level you choose. (",
+                plural,
+                " that are already 16-bit are accepted with "
+                "Overrides::allow_incoming_model_not_fp32.)");
+    }
+  };
+  check("param", "Parameters", model.named_parameters());
+  check("buffer", "Buffers", model.named_buffers());
+}
+
+// The one device every floating tensor of the models and optimizers lives on (CPU when there
+// are none).
+Device common_device(const std::vector<nn::Module*>& models,
+                     const std::vector<Optimizer*>& optimizers) {
+  std::optional<std::pair<Device, std::string>> first;
+  const auto see = [&](const Tensor& t, const std::string& what) {
+    if (!t.defined() || !is_floating_point(t.dtype())) return;
+    if (!first) {
+      first.emplace(t.device(), what);
+      return;
+    }
+    AMP_CHECK(t.device() == first->first,
+              "amp::initialize: expected the models and optimizers on one device, got ",
+              to_string(first->first), " (", first->second, ") and ", to_string(t.device()), " (",
+              what, ")");
+  };
+  for (size_t m = 0; m < models.size(); ++m) {
+    const std::string prefix = "model " + std::to_string(m) + " ";
+    for (const auto& [name, t] : models[m]->named_parameters()) see(t, prefix + name);
+    for (const auto& [name, t] : models[m]->named_buffers()) see(t, prefix + name);
+  }
+  for (size_t o = 0; o < optimizers.size(); ++o) {
+    const auto& groups = optimizers[o]->param_groups();
+    for (size_t g = 0; g < groups.size(); ++g) {
+      for (size_t i = 0; i < groups[g].params.size(); ++i) {
+        see(groups[g].params[i], "optimizer " + std::to_string(o) + " group " + std::to_string(g) +
+                                     " parameter " + std::to_string(i));
+      }
+    }
+  }
+  return first ? first->first : Device::cpu();
+}
+
+// apex's lazy-init check: loss scaling runs the multi-tensor kernels on every parameter.
+void check_optimizer_dtypes(const Optimizer& opt) {
+  for (const auto& group : opt.param_groups()) {
+    for (const Tensor& p : group.params) {
+      const DType d = p.dtype();
+      AMP_CHECK(d == DType::Float32 || is_16bit(d),
+                "Optimizer's parameters must be Float32, Float16 or BFloat16. Received ",
+                dtype_name(d));
+    }
+  }
+}
+
+bool is_affine_batchnorm(const nn::Module& m) {
+  const auto* bn = dynamic_cast<const nn::BatchNormBase*>(&m);
+  return bn != nullptr && bn->affine();
+}
+
+// A master weight for `param` from `value` (its Float32 value before the cast, or the 16-bit
+// parameter itself when it arrived 16-bit).
+Tensor make_master(const Tensor& value) {
+  NoGradGuard no_grad;
+  Tensor master = empty(value.sizes(), {.dtype = DType::Float32, .device = value.device()});
+  master.copy_(value);
+  master.requires_grad_(true);
+  return master;
+}
+
+// O2/O3: model.state_dict() reports Float32 (the master weight where there is one, exact), and
+// model.load_state_dict() reloads the masters from the dict (apex's state-dict hook, plus the
+// masters, so that a checkpoint resumes bit for bit).
+void register_state_dict_hooks(nn::Module& model, std::shared_ptr<MasterRegistry> masters) {
+  std::set<const nn::Module*> done;
+  model.apply([&](nn::Module& m) {
+    if (!done.insert(&m).second) return;
+    m.register_state_dict_hook(
+        [masters](const nn::Module& self, StateDict& sd, const std::string& prefix) {
+          for (const auto& [name, p] : self.named_parameters(false)) {
+            auto it = sd.find(prefix + name);
+            if (it == sd.end()) continue;
+            auto master = masters->find(p.impl());
+            if (master != masters->end()) {
+              it->second = master->second.detach();
+            } else if (is_16bit(it->second.dtype())) {
+              it->second = it->second.to(DType::Float32);
+            }
+          }
+          for (const auto& [name, b] : self.named_buffers(false)) {
+            auto it = sd.find(prefix + name);
+            if (it != sd.end() && is_16bit(it->second.dtype())) {
+              it->second = it->second.to(DType::Float32);
+            }
+          }
+        });
+    m.register_load_state_dict_post_hook(
+        [masters](nn::Module& self, const StateDict& sd, const std::string& prefix) {
+          NoGradGuard no_grad;
+          for (const auto& [name, p] : self.named_parameters(false)) {
+            auto it = sd.find(prefix + name);
+            auto master = masters->find(p.impl());
+            if (it == sd.end() || master == masters->end()) continue;
+            master->second.copy_(it->second);
+          }
+        });
+  });
+}
+
+// apex's skip_step: after an overflow the next step() of the optimizer does nothing but print
+// the message and drop the master gradients.
+bool run_or_skip_step(Optimizer& opt, OptimizerStash& stash) {
+  AmpState& state = detail::amp_state();
+  std::lock_guard<std::mutex> lock(state.mutex);
+  if (!stash.skip_next_step_loss_id) return true;
+  const size_t id = static_cast<size_t>(*stash.skip_next_step_loss_id);
+  stash.skip_next_step_loss_id.reset();
+  if (state.verbosity > 0 && id < state.loss_scalers.size()) {
+    std::cout << "Gradient overflow.  Skipping step, loss scaler " << id
+              << " reducing loss scale to "
+              << optimizers::python_repr(state.loss_scalers[id].loss_scale()) << std::endl;
+  }
+  for (auto& [param, master] : opt.master_weights()) master.set_grad(Tensor());
+  return false;
+}
+
+void add_masters(Optimizer& opt, size_t group, MasterRegistry& masters,
+                 const std::unordered_map<const TensorImpl*, Tensor>& fp32_values) {
+  // A copy of the list: add_master_weight replaces entries of the group.
+  const std::vector<Tensor> params = opt.param_groups()[group].params;
+  for (const Tensor& p : params) {
+    if (!is_16bit(p.dtype()) || !p.requires_grad()) continue;
+    auto before_cast = fp32_values.find(p.impl());
+    const Tensor master = make_master(before_cast != fp32_values.end() ? before_cast->second : p);
+    opt.add_master_weight(p, master);
+    masters[p.impl()] = master;
+  }
+}
+
+// apex's _process_optimizer: the stash, the step skip, and with master weights the masters, the
+// master-grad clearing after each step and masters for groups added later.
+void process_optimizer(Optimizer& opt, const Properties& props,
+                       const std::shared_ptr<MasterRegistry>& masters,
+                       const std::unordered_map<const TensorImpl*, Tensor>& fp32_values,
+                       AmpState& state) {
+  auto stash = std::make_shared<OptimizerStash>();
+  opt.register_step_pre_hook([stash](Optimizer& o) { return run_or_skip_step(o, *stash); });
+  state.optimizers[&opt] = stash;
+  if (!props.master_weights.value_or(false)) return;
+  for (size_t g = 0; g < opt.param_groups().size(); ++g) add_masters(opt, g, *masters, fp32_values);
+  opt.register_step_post_hook([](Optimizer& o) {
+    for (auto& [param, master] : o.master_weights()) master.set_grad(Tensor());
+  });
+  opt.register_param_group_hook(
+      [masters](Optimizer& o, size_t group) { add_masters(o, group, *masters, {}); });
+}
+
+void check_arguments(const std::vector<nn::Module*>& models,
+                     const std::vector<Optimizer*>& optimizers, AmpState& state) {
+  AMP_CHECK(!models.empty(), "amp::initialize: expected at least one model, got none");
+  std::set<const void*> seen;
+  for (const nn::Module* m : models) {
+    AMP_CHECK(m != nullptr,
+              "models must be either a single model or a list of models. (got a "
+              "null model pointer)");
+    AMP_CHECK(seen.insert(m).second, "amp::initialize: the same model was passed twice");
+  }
+  for (const Optimizer* o : optimizers) {
+    AMP_CHECK(o != nullptr,
+              "optimizers must be either a single optimizer or a list of "
+              "optimizers. (got a null optimizer pointer)");
+    AMP_CHECK(seen.insert(o).second, "amp::initialize: the same optimizer was passed twice");
+    AMP_CHECK(detail::find_stash(state, *o) == nullptr,
+              "A given optimizer should only be passed through amp::initialize once.");
+  }
+}
+
+}  // namespace
+
+Properties initialize(const std::vector<nn::Module*>& models,
+                      const std::vector<Optimizer*>& optimizers, const std::string& opt_level,
+                      const Overrides& overrides) {
+  AmpState& state = detail::amp_state();
+  std::lock_guard<std::mutex> lock(state.mutex);
+  check_arguments(models, optimizers, state);
+  if (!overrides.enabled.value_or(true)) {
+    // apex: everything stays as it is and scale_loss passes the loss through.
+    state.initialized = true;
+    state.properties = Properties{};
+    state.verbosity = overrides.verbosity;
+    state.loss_scalers.clear();
+    autocast_state::set_process_casting({});
+    return state.properties;
+  }
+
+  // Everything that can fail is checked before anything changes.
+  const Properties props = detail::resolve_properties(opt_level, overrides);
+  const bool cast_model = props.cast_model_type.has_value() && !overrides.disable_model_cast;
+  const bool masters_on = props.master_weights.value_or(false);
+  if (!overrides.allow_incoming_model_not_fp32) {
+    for (const nn::Module* m : models) check_model_fp32(*m);
+  }
+  const Device device = common_device(models, optimizers);
+  const bool fast_path =
+      !masters_on && !props.dynamic_loss_scale() && std::get<double>(props.loss_scale) == 1.0;
+  if (!fast_path) {
+    for (const Optimizer* o : optimizers) check_optimizer_dtypes(*o);
+  }
+
+  // Master weights start from the Float32 values, before the model is cast.
+  std::unordered_map<const TensorImpl*, Tensor> fp32_values;
+  if (masters_on && cast_model) {
+    NoGradGuard no_grad;
+    for (const Optimizer* o : optimizers) {
+      for (const auto& group : o->param_groups()) {
+        for (const Tensor& p : group.params) {
+          if (p.requires_grad() && p.dtype() == DType::Float32) fp32_values[p.impl()] = p.clone();
+        }
+      }
+    }
+  }
+  auto masters = std::make_shared<MasterRegistry>();
+  for (nn::Module* m : models) {
+    if (cast_model) {
+      const DType dtype = *props.cast_model_type;
+      if (props.keep_batchnorm_fp32.value_or(false)) {
+        m->to(dtype, [](const nn::Module& mod) { return !is_affine_batchnorm(mod); });
+      } else {
+        m->to(dtype);
+      }
+      m->set_call_casts({dtype, overrides.cast_model_outputs.value_or(DType::Float32)});
+      register_state_dict_hooks(*m, masters);
+    } else if (overrides.cast_model_outputs) {
+      m->set_call_casts({std::nullopt, overrides.cast_model_outputs});
+    }
+  }
+  for (Optimizer* o : optimizers) {
+    // Masters first: their state moves over from the still-Float32 state, exactly; what is left
+    // belongs to parameters without a master and takes their new dtype.
+    process_optimizer(*o, props, masters, fp32_values, state);
+    if (cast_model) o->recast_state();
+  }
+
+  state.initialized = true;
+  state.properties = props;
+  state.verbosity = overrides.verbosity;
+  state.loss_scalers.assign(
+      static_cast<size_t>(overrides.num_losses),
+      LossScaler(props.loss_scale, overrides.min_loss_scale, overrides.max_loss_scale));
+  autocast_cast::clear_cache();
+  autocast_state::set_process_casting(
+      {props.patch_functions, device.type, props.low_precision_dtype});
+  return props;
+}
+
+Properties initialize(nn::Module& model, Optimizer& optimizer, const std::string& opt_level,
+                      const Overrides& overrides) {
+  return initialize(std::vector<nn::Module*>{&model}, std::vector<Optimizer*>{&optimizer},
+                    opt_level, overrides);
+}
+
+Properties initialize(nn::Module& model, const std::string& opt_level, const Overrides& overrides) {
+  return initialize(std::vector<nn::Module*>{&model}, std::vector<Optimizer*>{}, opt_level,
+                    overrides);
+}
+
+Properties properties() {
+  AmpState& state = detail::amp_state();
+  std::lock_guard<std::mutex> lock(state.mutex);
+  return state.properties;
+}
+
+}  // namespace amp

@@ -1,0 +1,155 @@
+// LossScaler: apex's scale update rule over the multi_tensor scale/axpby kernels.
+#include "amp/loss_scaler.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <utility>
+
+#include "csrc/core/macros.h"
+#include "csrc/core/warning.h"
+#include "csrc/multi_tensor/multi_tensor.h"
+#include "optimizers/optimizer.h"
+
+namespace amp {
+
+namespace mt = multi_tensor;
+
+namespace {
+
+constexpr double kInitScale = 65536.0;  // apex's init_scale, 2^16
+
+// The kernels take one dtype per list and one device per launch: parallel lists are split into
+// buckets of equal (device, dtype of every list).
+struct Bucket {
+  Device device;
+  std::vector<DType> dtypes;
+  mt::TensorLists lists;
+};
+
+std::vector<Bucket> bucketize(const std::vector<const std::vector<Tensor>*>& lists) {
+  std::vector<Bucket> out;
+  const size_t n = lists[0]->size();
+  for (size_t i = 0; i < n; ++i) {
+    std::vector<DType> dtypes;
+    for (const auto* list : lists) dtypes.push_back((*list)[i].dtype());
+    const Device device = (*lists[0])[i].device();
+    auto it = std::find_if(out.begin(), out.end(), [&](const Bucket& b) {
+      return b.device == device && b.dtypes == dtypes;
+    });
+    if (it == out.end()) {
+      out.push_back({device, dtypes, mt::TensorLists(lists.size())});
+      it = std::prev(out.end());
+    }
+    for (size_t l = 0; l < lists.size(); ++l) it->lists[l].push_back((*lists[l])[i]);
+  }
+  return out;
+}
+
+void check_same_length(const char* op, size_t a, size_t b) {
+  AMP_CHECK(a == b, op, ": expected lists of equal length, got ", a, " and ", b);
+}
+
+}  // namespace
+
+bool LossScaler::DeviceLess::operator()(const Device& a, const Device& b) const {
+  return std::make_pair(static_cast<int>(a.type), a.index) <
+         std::make_pair(static_cast<int>(b.type), b.index);
+}
+
+LossScaler::LossScaler(const LossScale& loss_scale, std::optional<double> min_loss_scale,
+                       double max_loss_scale)
+    : min_loss_scale_(min_loss_scale), max_loss_scale_(max_loss_scale) {
+  const LossScale checked = detail::checked_loss_scale(loss_scale);
+  dynamic_ = std::holds_alternative<std::string>(checked);
+  scale_ = dynamic_ ? std::min(max_loss_scale_, kInitScale) : std::get<double>(checked);
+}
+
+void LossScaler::load(double loss_scale, int64_t unskipped) {
+  AMP_CHECK(std::isfinite(loss_scale) && loss_scale > 0,
+            "LossScaler.load: expected a finite loss_scale > 0, got ",
+            optimizers::python_repr(loss_scale));
+  AMP_CHECK(unskipped >= 0, "LossScaler.load: expected unskipped >= 0, got ", unskipped);
+  scale_ = loss_scale;
+  unskipped_ = unskipped;
+}
+
+Tensor& LossScaler::flag(Device device) {
+  auto it = flags_.find(device);
+  if (it == flags_.end()) it = flags_.emplace(device, mt::make_flag(device)).first;
+  return it->second;
+}
+
+float LossScaler::inv_scale() const {
+  // apex hands 1/scale to the kernel as a 32-bit float.
+  return static_cast<float>(1.0 / scale_);
+}
+
+void LossScaler::clear_overflow_state() {
+  has_overflow_ = false;
+  for (auto& [device, f] : flags_) f.zero_();
+}
+
+void LossScaler::check_unscaled(const std::vector<Tensor>& written) {
+  if (!dynamic_ || inv_scale() <= 1.0f || written.empty()) return;
+  for (const Bucket& b : bucketize({&written})) {
+    mt::scale(mt::kDefaultChunkSize, flag(b.device), {b.lists[0], b.lists[0]}, 1.0);
+  }
+}
+
+void LossScaler::unscale(const std::vector<Tensor>& model_grads,
+                         const std::vector<Tensor>& master_grads) {
+  check_same_length("LossScaler.unscale", model_grads.size(), master_grads.size());
+  if (model_grads.empty()) return;
+  for (const Bucket& b : bucketize({&model_grads, &master_grads})) {
+    // A static scale of 1 in place changes nothing and checks nothing (static scalers never
+    // read the flag).
+    const bool in_place = b.lists[0][0].is_same(b.lists[1][0]);
+    if (!dynamic_ && scale_ == 1.0 && in_place) continue;
+    mt::scale(mt::kDefaultChunkSize, flag(b.device), b.lists, inv_scale());
+  }
+  check_unscaled(master_grads);
+}
+
+void LossScaler::unscale_with_stashed(const std::vector<Tensor>& model_grads,
+                                      const std::vector<Tensor>& stashed,
+                                      const std::vector<Tensor>& out) {
+  check_same_length("LossScaler.unscale_with_stashed", model_grads.size(), stashed.size());
+  check_same_length("LossScaler.unscale_with_stashed", model_grads.size(), out.size());
+  if (model_grads.empty()) return;
+  for (const Bucket& b : bucketize({&model_grads, &stashed, &out})) {
+    mt::axpby(mt::kDefaultChunkSize, flag(b.device), b.lists, inv_scale(), 1.0,
+              /*arg_to_check=*/0);
+  }
+  check_unscaled(out);
+}
+
+bool LossScaler::update_scale() {
+  if (dynamic_ && !has_overflow_) {
+    for (const auto& [device, f] : flags_) has_overflow_ |= f.item<int64_t>() != 0;
+  }
+  bool should_skip = false;
+  if (has_overflow_ && dynamic_) {
+    should_skip = true;
+    // apex: a floor of None or 0 means no floor.
+    const bool floored = min_loss_scale_.has_value() && *min_loss_scale_ != 0.0;
+    scale_ = floored ? std::max(*min_loss_scale_, scale_ / 2.0) : scale_ / 2.0;
+    unskipped_ = 0;
+    if (scale_ < std::numeric_limits<float>::min() && !warned_degenerate_) {
+      warned_degenerate_ = true;
+      warn("amp: a dynamic loss scale fell to ", optimizers::python_repr(scale_),
+           ", below the smallest normal fp32 number: 1/scale no longer fits in fp32, so every "
+           "step is skipped until the scale recovers. The model or the loss likely produces "
+           "inf/NaN at any scale; set Overrides::min_loss_scale to keep a floor.");
+    }
+  } else {
+    ++unskipped_;
+  }
+  if (unskipped_ == scale_window_ && dynamic_) {
+    scale_ = std::min(max_loss_scale_, scale_ * 2.0);
+    unskipped_ = 0;
+  }
+  return should_skip;
+}
+
+}  // namespace amp

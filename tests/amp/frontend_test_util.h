@@ -1,0 +1,98 @@
+// Helpers of the apex front end suites (amp::initialize, scale_loss, LossScaler): error capture,
+// stdout capture, a reset of amp's process-wide state, and tensor comparisons.
+#pragma once
+
+#include <boost/test/unit_test.hpp>
+#include <cmath>
+#include <functional>
+#include <iostream>
+#include <mutex>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "amp/amp.h"
+#include "amp/amp_state.h"
+
+namespace amp_test {
+
+inline std::string error_of(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const amp::Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// Requires fn to throw amp::Error whose message contains every part.
+inline void check_error(const std::function<void()>& fn, const std::vector<std::string>& parts) {
+  const std::string message = error_of(fn);
+  BOOST_TEST_REQUIRE(!message.empty(), "expected an amp::Error containing '" << parts[0] << "'");
+  for (const std::string& part : parts) {
+    BOOST_TEST(message.find(part) != std::string::npos,
+               "message '" << message << "' lacks '" << part << "'");
+  }
+}
+
+// Captures std::cout (where amp's apex messages go) while alive.
+class CoutCapture {
+ public:
+  CoutCapture() : old_(std::cout.rdbuf(buffer_.rdbuf())) {}
+  ~CoutCapture() { std::cout.rdbuf(old_); }
+  CoutCapture(const CoutCapture&) = delete;
+  CoutCapture& operator=(const CoutCapture&) = delete;
+  std::string text() const { return buffer_.str(); }
+
+ private:
+  std::ostringstream buffer_;
+  std::streambuf* old_;
+};
+
+// Puts amp's process-wide state back to "never initialized" (the suites share one process).
+inline void reset_amp_state() {
+  amp::detail::AmpState& state = amp::detail::amp_state();
+  {
+    std::lock_guard<std::mutex> lock(state.mutex);
+    state.initialized = false;
+    state.properties = amp::Properties{};
+    state.verbosity = 1;
+    state.loss_scalers.clear();
+    state.optimizers.clear();
+  }
+  amp::autocast_state::set_process_casting({});
+  amp::clear_autocast_cache();
+}
+
+// Resets amp's state when a test case starts and ends.
+struct FreshAmpState {
+  FreshAmpState() { reset_amp_state(); }
+  ~FreshAmpState() { reset_amp_state(); }
+};
+
+inline std::vector<double> values(const amp::Tensor& t) { return t.to_vector<double>(); }
+
+// Bitwise equality of two tensors' values (same dtype and shape).
+inline bool bit_equal(const amp::Tensor& a, const amp::Tensor& b) {
+  if (a.dtype() != b.dtype() || a.sizes() != b.sizes()) return false;
+  const std::vector<double> va = values(a), vb = values(b);
+  for (size_t i = 0; i < va.size(); ++i) {
+    if (!(va[i] == vb[i] || (std::isnan(va[i]) && std::isnan(vb[i])))) return false;
+    if (std::signbit(va[i]) != std::signbit(vb[i])) return false;
+  }
+  return true;
+}
+
+inline double max_abs_diff(const amp::Tensor& a, const amp::Tensor& b) {
+  const std::vector<double> va = values(a), vb = values(b);
+  BOOST_TEST_REQUIRE(va.size() == vb.size());
+  double worst = 0;
+  for (size_t i = 0; i < va.size(); ++i) {
+    const double d = std::abs(va[i] - vb[i]);
+    if (std::isnan(d)) return d;  // NaN must not be dropped by a max
+    worst = std::max(worst, d);
+  }
+  return worst;
+}
+
+}  // namespace amp_test

@@ -1,0 +1,369 @@
+// amp::initialize (apex's amp.initialize, reference/apex_amp.md §2): what each opt level does to
+// the model and optimizer it is given, the hooks it installs (call casts, state_dict, master
+// weights, step skipping), O1's process-wide casting, and that every error leaves the objects
+// and amp's state as they were. Expected values come from the fp32 objects before initialize.
+#include <boost/test/unit_test.hpp>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "amp/amp.h"
+#include "tests/amp/frontend_test_util.h"
+
+namespace {
+
+using amp::DType;
+using amp::Tensor;
+using amp_test::bit_equal;
+using amp_test::check_error;
+using amp_test::CoutCapture;
+using amp_test::FreshAmpState;
+namespace F = amp::nn::functional;
+
+struct Net : amp::nn::Module {
+  Net() : Module("Net") {
+    amp::manual_seed(3);
+    fc1 = register_module("fc1", std::make_shared<amp::nn::Linear>(4, 8));
+    bn = register_module("bn", std::make_shared<amp::nn::BatchNorm1d>(8));
+    fc2 = register_module("fc2", std::make_shared<amp::nn::Linear>(8, 3));
+  }
+  Tensor forward(const Tensor& x) override { return (*fc2)(F::relu((*bn)((*fc1)(x)))); }
+  std::shared_ptr<amp::nn::Linear> fc1, fc2;
+  std::shared_ptr<amp::nn::BatchNorm1d> bn;
+};
+
+// Copies of every state_dict entry, to compare a model before and after.
+amp::StateDict snapshot(const amp::nn::Module& m) {
+  amp::StateDict out;
+  for (const auto& [k, v] : m.state_dict()) out[k] = v.clone();
+  return out;
+}
+
+void check_same(const amp::StateDict& a, const amp::StateDict& b) {
+  BOOST_TEST_REQUIRE(a.size() == b.size());
+  for (const auto& [k, v] : a) {
+    BOOST_TEST_CONTEXT(k) { BOOST_TEST(bit_equal(v, b.at(k))); }
+  }
+}
+
+amp::Overrides quiet() {
+  amp::Overrides o;
+  o.verbosity = 0;
+  return o;
+}
+
+Tensor batch() {
+  amp::manual_seed(5);
+  return amp::randn({6, 4});
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(amp_initialize)
+
+BOOST_FIXTURE_TEST_CASE(o0_changes_no_value_and_returns_float32, FreshAmpState) {
+  auto net = std::make_shared<Net>();
+  amp::optimizers::SGD opt(net->parameters(), {.lr = 0.1});
+  const amp::StateDict before = snapshot(*net);
+  const amp::Properties p = amp::initialize(*net, opt, "O0", quiet());
+  BOOST_TEST(p.opt_level == "O0");
+  check_same(before, snapshot(*net));
+  BOOST_TEST(opt.master_weights().empty());
+  BOOST_TEST(((*net)(batch().to(DType::Float64)).dtype() == DType::Float32));
+  BOOST_TEST(!amp::autocast_state::process_casting().enabled);
+}
+
+BOOST_FIXTURE_TEST_CASE(o2_casts_the_model_except_affine_batchnorm_and_masters_are_exact,
+                        FreshAmpState) {
+  auto net = std::make_shared<Net>();
+  const amp::StateDict before = snapshot(*net);
+  const Tensor w1 = net->fc1->weight;  // the handle survives the cast
+  amp::optimizers::SGD opt(net->parameters(), {.lr = 0.1, .momentum = 0.9});
+  amp::initialize(*net, opt, "O2", quiet());
+
+  BOOST_TEST((w1.dtype() == DType::Float16));
+  BOOST_TEST((net->fc2->bias.dtype() == DType::Float16));
+  BOOST_TEST((net->bn->weight.dtype() == DType::Float32));
+  BOOST_TEST((net->bn->running_mean.dtype() == DType::Float32));
+  // Masters replace the 16-bit parameters in the optimizer, made from the fp32 values before
+  // the cast: bit-identical to the original weights (apex's start from fp16-rounded ones).
+  const auto masters = opt.master_weights();
+  BOOST_TEST_REQUIRE(masters.size() == 4u);
+  BOOST_TEST(masters[0].first.impl() == w1.impl());
+  BOOST_TEST(bit_equal(masters[0].second, before.at("fc1.weight")));
+  BOOST_TEST(bit_equal(w1, before.at("fc1.weight").to(DType::Float16)));
+  const std::vector<Tensor> mp = amp::master_params(opt);
+  BOOST_TEST(mp.size() == net->parameters().size());
+  for (const Tensor& t : mp) BOOST_TEST((t.dtype() == DType::Float32));
+
+  // Floating inputs are cast to Float16 and the output comes back Float32.
+  const Tensor out = (*net)(batch());
+  BOOST_TEST((out.dtype() == DType::Float32));
+  net->eval();
+  const Tensor x16 = batch().to(DType::Float16);
+  BOOST_TEST(bit_equal((*net)(batch()), net->forward(x16).to(DType::Float32)));
+
+  // state_dict() reports Float32: the exact masters for the cast parameters.
+  const amp::StateDict sd = net->state_dict();
+  for (const auto& [k, v] : sd) {
+    if (k.find("num_batches_tracked") != std::string::npos) continue;
+    BOOST_TEST_CONTEXT(k) { BOOST_TEST((v.dtype() == DType::Float32)); }
+  }
+  BOOST_TEST(bit_equal(sd.at("fc1.weight"), before.at("fc1.weight")));
+}
+
+BOOST_FIXTURE_TEST_CASE(o2_load_state_dict_reloads_the_masters, FreshAmpState) {
+  auto source = std::make_shared<Net>();
+  amp::optimizers::SGD source_opt(source->parameters(), {.lr = 0.1});
+  amp::initialize(*source, source_opt, "O2", quiet());
+  for (auto [param, master] : source_opt.master_weights()) {
+    amp::NoGradGuard no_grad;
+    master.copy_(amp::add(master, 1.0 / 3.0));
+  }
+  const amp::StateDict saved = snapshot(*source);
+
+  amp_test::reset_amp_state();
+  auto target = std::make_shared<Net>();
+  amp::optimizers::SGD target_opt(target->parameters(), {.lr = 0.1});
+  amp::initialize(*target, target_opt, "O2", quiet());
+  target->load_state_dict(saved);
+  const auto target_masters = target_opt.master_weights();
+  const auto source_masters = source_opt.master_weights();
+  for (size_t i = 0; i < target_masters.size(); ++i) {
+    BOOST_TEST(bit_equal(target_masters[i].second, source_masters[i].second));
+    const Tensor& param = target_masters[i].first;
+    BOOST_TEST(bit_equal(param, target_masters[i].second.to(param.dtype())));
+  }
+  check_same(saved, snapshot(*target));
+}
+
+BOOST_FIXTURE_TEST_CASE(o3_casts_everything_and_has_no_masters, FreshAmpState) {
+  auto net = std::make_shared<Net>();
+  amp::optimizers::SGD opt(net->parameters(), {.lr = 0.1});
+  amp::Overrides o = quiet();
+  o.low_precision_dtype = DType::BFloat16;
+  amp::initialize(*net, opt, "O3", o);
+  for (const Tensor& p : net->parameters()) BOOST_TEST((p.dtype() == DType::BFloat16));
+  BOOST_TEST((net->bn->running_var.dtype() == DType::BFloat16));
+  BOOST_TEST(opt.master_weights().empty());
+  BOOST_TEST(amp::master_params(opt).size() == net->parameters().size());
+  BOOST_TEST(((*net)(batch()).dtype() == DType::Float32));
+}
+
+BOOST_FIXTURE_TEST_CASE(o3_with_keep_batchnorm_fp32_keeps_batchnorm_float32, FreshAmpState) {
+  auto net = std::make_shared<Net>();
+  amp::Overrides o = quiet();
+  o.keep_batchnorm_fp32 = true;
+  amp::initialize(*net, "O3", o);
+  BOOST_TEST((net->fc1->weight.dtype() == DType::Float16));
+  BOOST_TEST((net->bn->weight.dtype() == DType::Float32));
+}
+
+BOOST_FIXTURE_TEST_CASE(o2_optimizer_state_is_recast_and_moved_to_the_masters, FreshAmpState) {
+  auto net = std::make_shared<Net>();
+  amp::optimizers::Adam opt(net->parameters(), {.lr = 0.01});
+  F::mse_loss((*net)(batch()), amp::zeros({6, 3})).backward();
+  opt.step();
+  const Tensor exp_avg = opt.state(net->fc1->weight).tensors.at("exp_avg").clone();
+  amp::initialize(*net, opt, "O2", quiet());
+  const Tensor master = opt.master_weights()[0].second;
+  BOOST_TEST(bit_equal(opt.state(master).tensors.at("exp_avg"), exp_avg));
+  BOOST_TEST(opt.find_state(net->fc1->weight) == nullptr);
+}
+
+BOOST_FIXTURE_TEST_CASE(multi_input_modules_get_their_inputs_cast, FreshAmpState) {
+  amp::manual_seed(9);
+  auto mha = std::make_shared<amp::nn::MultiheadAttention>(8, 2);
+  amp::initialize(*mha, "O2", quiet());
+  const Tensor q = amp::randn({2, 3, 8});
+  const auto [out, weights] = mha->forward(q, q, q);
+  BOOST_TEST((out.dtype() == DType::Float32));
+  const auto [out2, weights2] = amp::nn::call(*mha, q, q, q);
+  BOOST_TEST(bit_equal(out, out2));
+  BOOST_TEST(((*mha)(q).dtype() == DType::Float32));
+}
+
+BOOST_FIXTURE_TEST_CASE(o1_casts_every_thread_until_the_next_initialize, FreshAmpState) {
+  auto net = std::make_shared<Net>();
+  amp::optimizers::SGD opt(net->parameters(), {.lr = 0.1});
+  amp::initialize(*net, opt, "O1", quiet());
+  for (const Tensor& p : net->parameters()) BOOST_TEST((p.dtype() == DType::Float32));
+  const Tensor a = amp::randn({4, 4});
+  BOOST_TEST((amp::matmul(a, a).dtype() == DType::Float16));
+  DType in_thread = DType::Float32;
+  std::thread([&] { in_thread = amp::matmul(a, a).dtype(); }).join();
+  BOOST_TEST((in_thread == DType::Float16));
+  {
+    amp::autocast off(amp::DeviceType::CPU, std::nullopt, false);
+    BOOST_TEST((amp::matmul(a, a).dtype() == DType::Float32));
+  }
+  {
+    amp::disable_casts no_casts;
+    BOOST_TEST((amp::matmul(a, a).dtype() == DType::Float32));
+  }
+  BOOST_TEST((amp::matmul(a, a).dtype() == DType::Float16));
+  // The fp32 loss still trains: backward keeps forward's dtypes, the step updates fp32 weights.
+  const Tensor w = net->fc1->weight.clone();
+  F::mse_loss((*net)(batch()), amp::zeros({6, 3})).backward();
+  BOOST_TEST((net->fc1->weight.grad().dtype() == DType::Float32));
+  opt.step();
+  BOOST_TEST((net->fc1->weight.dtype() == DType::Float32));
+  BOOST_TEST(!bit_equal(w, net->fc1->weight));
+
+  auto other = std::make_shared<Net>();
+  amp::initialize(*other, "O0", quiet());
+  BOOST_TEST((amp::matmul(a, a).dtype() == DType::Float32));
+  std::thread([&] { in_thread = amp::matmul(a, a).dtype(); }).join();
+  BOOST_TEST((in_thread == DType::Float32));
+}
+
+BOOST_FIXTURE_TEST_CASE(o1_with_bfloat16_casts_to_bfloat16, FreshAmpState) {
+  auto net = std::make_shared<Net>();
+  amp::Overrides o = quiet();
+  o.low_precision_dtype = DType::BFloat16;
+  amp::initialize(*net, "O1", o);
+  const Tensor a = amp::randn({4, 4});
+  BOOST_TEST((amp::matmul(a, a).dtype() == DType::BFloat16));
+}
+
+BOOST_FIXTURE_TEST_CASE(disabled_initialize_changes_nothing, FreshAmpState) {
+  auto net = std::make_shared<Net>();
+  amp::optimizers::SGD opt(net->parameters(), {.lr = 0.1});
+  const amp::StateDict before = snapshot(*net);
+  amp::Overrides o = quiet();
+  o.enabled = false;
+  const amp::Properties p = amp::initialize(*net, opt, "O2", o);
+  BOOST_TEST(!p.enabled);
+  BOOST_TEST(p.opt_level.empty());
+  check_same(before, snapshot(*net));
+  BOOST_TEST(opt.master_weights().empty());
+  BOOST_TEST(!amp::autocast_state::process_casting().enabled);
+}
+
+BOOST_FIXTURE_TEST_CASE(step_before_any_backward_leaves_o2_weights_alone, FreshAmpState) {
+  // apex issue #341: a step() before the first backward must neither crash nor move weights.
+  auto net = std::make_shared<Net>();
+  amp::optimizers::SGD opt(net->parameters(), {.lr = 0.1, .momentum = 0.9});
+  amp::initialize(*net, opt, "O2", quiet());
+  const amp::StateDict before = snapshot(*net);
+  opt.step();
+  check_same(before, snapshot(*net));
+  opt.zero_grad();
+  {
+    auto scaled = amp::scale_loss(F::mse_loss((*net)(batch()), amp::zeros({6, 3})), opt);
+    scaled.backward();
+  }
+  opt.step();
+  BOOST_TEST(!bit_equal(before.at("fc1.weight"), net->state_dict().at("fc1.weight")));
+}
+
+BOOST_FIXTURE_TEST_CASE(groups_added_after_o2_get_masters, FreshAmpState) {
+  auto net = std::make_shared<Net>();
+  amp::optimizers::SGD opt({net->fc1->weight, net->fc1->bias}, {.lr = 0.1});
+  amp::initialize(*net, opt, "O2", quiet());
+  BOOST_TEST(opt.master_weights().size() == 2u);
+  opt.add_param_group({{net->fc2->weight, net->fc2->bias}, {{"lr", 0.01}}});
+  BOOST_TEST_REQUIRE(opt.master_weights().size() == 4u);
+  BOOST_TEST(opt.master_weights()[2].first.impl() == net->fc2->weight.impl());
+  BOOST_TEST((opt.param_groups()[1].params[0].dtype() == DType::Float32));
+  BOOST_TEST(bit_equal(opt.master_weights()[2].second, net->fc2->weight.to(DType::Float32)));
+}
+
+BOOST_FIXTURE_TEST_CASE(several_models_and_optimizers_are_initialized_together, FreshAmpState) {
+  auto a = std::make_shared<Net>();
+  auto b = std::make_shared<Net>();
+  amp::optimizers::SGD opt_a(a->parameters(), {.lr = 0.1});
+  amp::optimizers::Adam opt_b(b->parameters(), {.lr = 0.1});
+  amp::Overrides o = quiet();
+  o.num_losses = 2;
+  amp::initialize({a.get(), b.get()}, {&opt_a, &opt_b}, "O2", o);
+  BOOST_TEST((a->fc1->weight.dtype() == DType::Float16));
+  BOOST_TEST((b->fc1->weight.dtype() == DType::Float16));
+  BOOST_TEST(opt_a.master_weights().size() == 4u);
+  BOOST_TEST(opt_b.master_weights().size() == 4u);
+  BOOST_TEST(amp::state_dict().size() == 4u);
+}
+
+BOOST_FIXTURE_TEST_CASE(verbosity_one_prints_the_selected_level, FreshAmpState) {
+  auto net = std::make_shared<Net>();
+  CoutCapture out;
+  amp::initialize(*net, "O2");
+  BOOST_TEST(out.text().find("Selected optimization level O2") != std::string::npos, out.text());
+}
+
+BOOST_AUTO_TEST_SUITE(errors_change_nothing)
+
+BOOST_FIXTURE_TEST_CASE(an_optimizer_passed_twice, FreshAmpState) {
+  auto net = std::make_shared<Net>();
+  amp::optimizers::SGD opt(net->parameters(), {.lr = 0.1});
+  amp::initialize(*net, opt, "O2", quiet());
+  const amp::StateDict before = snapshot(*net);
+  const auto masters = opt.master_weights().size();
+  auto other = std::make_shared<Net>();
+  check_error([&] { amp::initialize(*other, opt, "O2", quiet()); },
+              {"A given optimizer should only be passed through amp::initialize once."});
+  check_same(before, snapshot(*net));
+  BOOST_TEST((other->fc1->weight.dtype() == DType::Float32));
+  BOOST_TEST(opt.master_weights().size() == masters);
+  amp::optimizers::SGD fresh(other->parameters(), {.lr = 0.1});
+  check_error(
+      [&] {
+        amp::initialize({other.get()}, {&fresh, &fresh}, "O2", quiet());
+      },
+      {"the same optimizer was passed twice"});
+  BOOST_TEST((other->fc1->weight.dtype() == DType::Float32));
+}
+
+BOOST_FIXTURE_TEST_CASE(a_16bit_parameter_on_entry, FreshAmpState) {
+  auto net = std::make_shared<Net>();
+  net->fc2->to(DType::Float16);
+  amp::optimizers::SGD opt(net->parameters(), {.lr = 0.1});
+  const amp::StateDict before = snapshot(*net);
+  check_error([&] { amp::initialize(*net, opt, "O2", quiet()); },
+              {"Found param fc2.weight with type Float16, expected Float32.",
+               "When using amp::initialize, you do not need to call .to(DType::Float16)"});
+  check_same(before, snapshot(*net));
+  BOOST_TEST(opt.master_weights().empty());
+  BOOST_TEST(!amp::properties().enabled);
+  // Accepted with the override: masters come from the 16-bit values.
+  amp::Overrides o = quiet();
+  o.allow_incoming_model_not_fp32 = true;
+  amp::initialize(*net, opt, "O2", o);
+  BOOST_TEST(opt.master_weights().size() == 4u);
+}
+
+BOOST_FIXTURE_TEST_CASE(bad_options, FreshAmpState) {
+  auto net = std::make_shared<Net>();
+  amp::optimizers::SGD opt(net->parameters(), {.lr = 0.1});
+  const amp::StateDict before = snapshot(*net);
+  check_error([&] { amp::initialize(*net, opt, "O4", quiet()); },
+              {"Unexpected optimization level O4. Options are 'O0', 'O1', 'O2', 'O3'."});
+  amp::Overrides o = quiet();
+  o.keep_batchnorm_fp32 = true;
+  check_error([&] { amp::initialize(*net, opt, "O1", o); }, {"keep_batchnorm_fp32"});
+  check_same(before, snapshot(*net));
+  BOOST_TEST(opt.master_weights().empty());
+  BOOST_TEST(!amp::properties().enabled);
+  BOOST_TEST(!amp::autocast_state::process_casting().enabled);
+  // The optimizer was not consumed by the failed calls.
+  amp::initialize(*net, opt, "O2", quiet());
+  BOOST_TEST(opt.master_weights().size() == 4u);
+}
+
+BOOST_FIXTURE_TEST_CASE(null_and_empty_arguments, FreshAmpState) {
+  amp::optimizers::SGD* no_opt = nullptr;
+  auto net = std::make_shared<Net>();
+  check_error([&] { amp::initialize({}, {}, "O1", quiet()); }, {"expected at least one model"});
+  check_error([&] { amp::initialize({net.get()}, {no_opt}, "O1", quiet()); },
+              {"optimizers must be either a single optimizer or a list of optimizers."});
+  check_error(
+      [&] {
+        amp::initialize({net.get(), net.get()}, {}, "O1", quiet());
+      },
+      {"the same model was passed twice"});
+  BOOST_TEST(!amp::properties().enabled);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE_END()
