@@ -25,7 +25,7 @@ using amp::Tensor;
 
 // Bounded for CI on two cores (and under ASan): each thread runs every case this many times.
 constexpr int kThreads = 4;
-constexpr int kRounds = 12;
+constexpr int kRounds = 40;
 
 // One product and the bytes it gave on a single thread.
 struct Case {
