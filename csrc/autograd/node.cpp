@@ -25,6 +25,27 @@ std::string TensorMeta::to_string() const {
 
 Node::Node() : sequence_nr_(next_sequence_nr++) {}
 
+// PyTorch's deleteNode. Letting each node free the next from its own destructor takes one stack
+// frame per node, and a graph of a few hundred thousand nodes (a loss accumulated over many steps
+// without backward) overflows the stack. Instead the nodes whose last owner is one of our edges
+// move to a work list and are freed here one by one, each after its saved tensors (which may own
+// the same nodes) were dropped and its own edges taken out, so that it frees nothing in turn.
+Node::~Node() {
+  std::vector<std::shared_ptr<Node>> pending;
+  auto take_edges = [&pending](Node& node) {
+    for (Edge& edge : node.next_edges) {
+      if (edge.fn && edge.fn.use_count() == 1) pending.push_back(std::move(edge.fn));
+    }
+  };
+  take_edges(*this);  // the derived part, saved tensors included, is already gone
+  while (!pending.empty()) {
+    std::shared_ptr<Node> node = std::move(pending.back());
+    pending.pop_back();
+    node->release_saved();
+    take_edges(*node);
+  }
+}
+
 SavedVariable::SavedVariable(const Tensor& t, bool is_output)
     : is_output_(is_output), was_defined_(t.defined()) {
   if (!t.defined()) return;

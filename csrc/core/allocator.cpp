@@ -1,6 +1,8 @@
 #include "csrc/core/allocator.h"
 
+#include <cstdint>
 #include <cstdlib>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -44,6 +46,11 @@ CachingAllocator::~CachingAllocator() {
 }
 
 size_t CachingAllocator::round_size(size_t bytes) {
+  // Byte counts are int64 everywhere else. Beyond 2^63 the power loop below would wrap to 0
+  // and never end, and the rounding would overflow size_t.
+  constexpr auto kMaxBytes = static_cast<size_t>(INT64_MAX);
+  AMP_CHECK(bytes <= kMaxBytes, "allocate: expected at most ", kMaxBytes, " bytes, got ", bytes,
+            " bytes");
   constexpr size_t kSmall = 512;
   if (bytes <= (size_t{1} << 20)) return (bytes + kSmall - 1) / kSmall * kSmall;
   // Above 1 MiB: eight size classes per power of two, so freed blocks are found again by
@@ -74,12 +81,20 @@ void* CachingAllocator::allocate(size_t bytes, int device_index) {
       ptr = raw_alloc_(size, device_index);
     }
     AMP_CHECK(ptr != nullptr, "allocate: out of memory on ", device_type_name(type_),
-              ": expected to allocate ", size, " bytes, ", stats_.allocated,
-              " bytes already in use");
+              ": expected to allocate ", bytes, " bytes (", size,
+              " with rounding), the system refused (", stats_.allocated, " bytes already in use)");
     stats_.reserved += static_cast<int64_t>(size);
     ++stats_.system_allocations;
   }
-  live_.emplace(ptr, Block{size, device_index});
+  try {
+    live_.emplace(ptr, Block{size, device_index});
+  } catch (const std::bad_alloc&) {
+    // No memory left even for the bookkeeping: give the block back and report the request.
+    raw_free_(ptr, device_index);
+    stats_.reserved -= static_cast<int64_t>(size);
+    AMP_FAIL("allocate: out of memory on ", device_type_name(type_), ": expected to allocate ",
+             bytes, " bytes, the system refused (", stats_.allocated, " bytes already in use)");
+  }
   ++stats_.allocations;
   stats_.allocated += static_cast<int64_t>(size);
   if (stats_.allocated > stats_.max_allocated) stats_.max_allocated = stats_.allocated;

@@ -1,6 +1,10 @@
 #include "csrc/core/dtype.h"
 
+#include <cmath>
+#include <limits>
 #include <ostream>
+
+#include "csrc/core/macros.h"
 
 namespace amp {
 
@@ -59,6 +63,61 @@ DType promote_types(DType a, DType b) {
   // Both floating (the only integer type is Int64, handled by a == b).
   if (a == DType::Float64 || b == DType::Float64) return DType::Float64;
   return DType::Float32;  // fp16/bf16 with fp32, and fp16 with bf16
+}
+
+namespace {
+
+// The largest finite value of a floating dtype.
+double largest(DType dtype) {
+  switch (dtype) {
+    case DType::Float32:
+      return std::numeric_limits<float>::max();
+    case DType::Float16:
+      return 65504.0;
+    case DType::BFloat16:
+      return 0x1.fep127;
+    default:
+      return std::numeric_limits<double>::max();
+  }
+}
+
+// libtorch's names for the C++ types in its conversion errors.
+const char* cpp_type_name(DType dtype) {
+  switch (dtype) {
+    case DType::Float32:
+      return "float";
+    case DType::Float16:
+      return "c10::Half";
+    case DType::BFloat16:
+      return "c10::BFloat16";
+    case DType::Float64:
+      return "double";
+    case DType::Int64:
+      return "int64_t";
+    case DType::Bool:
+      return "bool";
+  }
+  return "unknown";
+}
+
+}  // namespace
+
+bool value_fits(double value, DType dtype) {
+  if (dtype == DType::Bool) return true;
+  // 2^63 is exact in double; INT64_MAX is not (it rounds up to 2^63), so the bound is exclusive.
+  if (dtype == DType::Int64) return value >= -0x1p63 && value < 0x1p63;
+  return !std::isfinite(value) || std::fabs(value) <= largest(dtype);
+}
+
+void check_value_fits(double value, DType dtype, const char* op) {
+  if (value_fits(value, dtype)) return;
+  if (dtype == DType::Int64) {
+    AMP_FAIL(op, ": value cannot be converted to type int64_t without overflow (expected a finite ",
+             "value in [-2^63, 2^63) for ", dtype_name(dtype), ", got ", value, ")");
+  }
+  AMP_FAIL(op, ": value cannot be converted to type ", cpp_type_name(dtype),
+           " without overflow (expected inf, NaN or a value of magnitude at most ", largest(dtype),
+           " for ", dtype_name(dtype), ", got ", value, ")");
 }
 
 }  // namespace amp

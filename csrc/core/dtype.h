@@ -22,6 +22,13 @@ bool is_low_precision(DType dtype);  // Float16 or BFloat16
 // PyTorch's promote_types for two dtypes (fp16 + bf16 -> fp32, int64 + fp16 -> fp16, ...).
 DType promote_types(DType a, DType b);
 
+// Whether a scalar converts to `dtype` without overflow, as libtorch's checked_convert: Int64
+// takes finite values in [-2^63, 2^63) (a fraction truncates), a floating type takes inf, NaN and
+// finite values up to its largest, Bool takes anything. check_value_fits raises amp::Error
+// naming `op` with libtorch's text ("value cannot be converted to type int64_t without overflow").
+bool value_fits(double value, DType dtype);
+void check_value_fits(double value, DType dtype, const char* op);
+
 // The C++ type stored for each DType, and back.
 template <DType D>
 struct StorageTypeOf;

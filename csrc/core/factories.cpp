@@ -36,11 +36,13 @@ void check_request(const Shape& shape, const TensorOptions& options, const char*
   for (int64_t s : shape) {
     AMP_CHECK(s >= 0, op, ": expected non-negative sizes, got shape ", shape_to_string(shape));
   }
+  shape_numel(shape, op);  // amp::Error when the element count overflows int64
   if (options.device.is_cuda()) cuda_backend::require_available(op);
 }
 
 Tensor filled(Shape shape, double value, TensorOptions options, const char* op) {
   check_request(shape, options, op);
+  check_value_fits(value, options.dtype, op);
   Tensor out = empty(std::move(shape), options);
   out.fill_(value);
   if (options.requires_grad) out.requires_grad_();
@@ -141,10 +143,20 @@ Tensor arange(double start, double end, double step, TensorOptions options) {
             "arange: upper bound and larger bound inconsistent with "
             "step sign (start ",
             start, ", end ", end, ", step ", step, ")");
-  const int64_t n = static_cast<int64_t>(std::ceil((end - start) / step));
-  std::vector<double> values(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) values[i] = start + static_cast<double>(i) * step;
-  return from_vector(values, {n}, options);
+  const double count = std::ceil((end - start) / step);
+  AMP_CHECK(count < 0x1p63, "arange: expected at most ", INT64_MAX, " elements, got ", count,
+            " (start ", start, ", end ", end, ", step ", step, ")");
+  const auto n = static_cast<int64_t>(count);
+  // Filled in place, in Float64 (exact for every index below 2^53), then converted once: no
+  // staging copy, so memory is only ever asked for through the allocator.
+  Tensor values = empty({n}, {.dtype = DType::Float64});
+  double* p = values.data<double>();
+  cpu::parallel_for(n, 4096, [&](int64_t begin, int64_t stop) {
+    for (int64_t i = begin; i < stop; ++i) p[i] = start + static_cast<double>(i) * step;
+  });
+  Tensor out = values.to(options.dtype).to(options.device);
+  if (options.requires_grad) out.requires_grad_();
+  return out;
 }
 
 Tensor arange(int64_t end, TensorOptions options) {

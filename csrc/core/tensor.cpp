@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <iomanip>
+#include <limits>
 #include <numeric>
 #include <ostream>
 #include <sstream>
@@ -24,23 +25,37 @@ std::string shape_to_string(const Shape& shape) {
   return out.str();
 }
 
-Shape contiguous_strides(const Shape& shape) {
+Shape contiguous_strides(const Shape& shape, const char* op) {
   Shape strides(shape.size());
   int64_t stride = 1;
   for (size_t i = shape.size(); i-- > 0;) {
     strides[i] = stride;
-    stride *= std::max<int64_t>(shape[i], 1);
+    // The stride of dim 0 is never used to step further, so only the ones before it must fit.
+    if (i > 0) {
+      AMP_CHECK(!__builtin_mul_overflow(stride, std::max<int64_t>(shape[i], 1), &stride), op,
+                ": expected a shape whose strides fit in int64, got ", shape_to_string(shape),
+                " (stride calculation overflowed)");
+    }
   }
   return strides;
 }
 
-int64_t shape_numel(const Shape& shape) {
+int64_t shape_numel(const Shape& shape, const char* op) {
+  // A size of 0 anywhere makes the count 0, whatever the product of the others (PyTorch's
+  // safe_multiplies_u64).
+  if (std::find(shape.begin(), shape.end(), 0) != shape.end()) return 0;
   int64_t n = 1;
-  for (int64_t s : shape) n *= s;
+  for (int64_t s : shape) {
+    AMP_CHECK(!__builtin_mul_overflow(n, s, &n), op, ": expected a shape with at most ", INT64_MAX,
+              " elements, got ", shape_to_string(shape), " (the element count overflows int64)");
+  }
   return n;
 }
 
-int64_t wrap_dim(int64_t dim, int64_t ndim, const char* op) {
+int64_t wrap_dim(int64_t dim, int64_t ndim, const char* op, bool wrap_scalar) {
+  // PyTorch's IndexError text, after the op's name.
+  AMP_CHECK(ndim > 0 || wrap_scalar, op, ": Dimension specified as ", dim,
+            " but tensor has no dimensions");
   const int64_t lo = ndim == 0 ? -1 : -ndim;
   const int64_t hi = ndim == 0 ? 0 : ndim - 1;
   AMP_CHECK(dim >= lo && dim <= hi, op, ": dimension out of range (expected to be in range of [",
@@ -55,13 +70,15 @@ Tensor empty(Shape shape, TensorOptions options) {
   for (int64_t s : shape) {
     AMP_CHECK(s >= 0, "empty: expected non-negative sizes, got shape ", shape_to_string(shape));
   }
-  const int64_t n = shape_numel(shape);
-  AMP_CHECK(n <= (int64_t{1} << 40), "empty: tensor of ", n, " elements is too large (shape ",
-            shape_to_string(shape), ")");
+  const int64_t n = shape_numel(shape, "empty");
+  int64_t nbytes = 0;
+  AMP_CHECK(!__builtin_mul_overflow(n, static_cast<int64_t>(element_size(options.dtype)), &nbytes),
+            "empty: expected a tensor of at most ", INT64_MAX, " bytes, got ", n, " elements of ",
+            dtype_name(options.dtype), " (shape ", shape_to_string(shape),
+            "; the byte count overflows int64)");
   auto impl = std::make_shared<TensorImpl>();
-  impl->storage = std::make_shared<StorageImpl>(
-      static_cast<size_t>(n) * element_size(options.dtype), options.device);
-  impl->strides = contiguous_strides(shape);
+  impl->strides = contiguous_strides(shape, "empty");
+  impl->storage = std::make_shared<StorageImpl>(static_cast<size_t>(nbytes), options.device);
   impl->sizes = std::move(shape);
   impl->dtype = options.dtype;
   return Tensor(std::move(impl));
@@ -102,6 +119,19 @@ void check_inplace_allowed(const Tensor& t, const char* op) {
            "ampcpp; use the out-of-place op, or amp::NoGradGuard when no gradient is wanted");
 }
 
+// Float -> Int64 of NaN, inf or a value outside [-2^63, 2^63) is undefined behaviour in C++ (x86
+// gives INT64_MIN). libtorch raises for scalars (item, fill); ampcpp raises for tensors too.
+void check_converts_to_int64(const Tensor& src, const char* op) {
+  if (!is_floating_point(src.dtype()) || src.numel() == 0) return;
+  // max and min propagate NaN, which then fails both comparisons.
+  const double lo = amp::min(src).item<double>();
+  const double hi = amp::max(src).item<double>();
+  AMP_CHECK(lo >= -0x1p63 && hi < 0x1p63, op,
+            ": value cannot be converted to type int64_t without overflow (expected finite ",
+            dtype_name(src.dtype()), " values in [-2^63, 2^63), got values in [", lo, ", ", hi,
+            "])");
+}
+
 }  // namespace
 
 const TensorImpl& Tensor::checked_impl(const char* op) const {
@@ -120,12 +150,12 @@ const Storage& Tensor::storage() const { return checked_impl("storage").storage;
 
 int64_t Tensor::size(int64_t dim) const {
   const auto& s = checked_impl("size").sizes;
-  return s[wrap_dim(dim, static_cast<int64_t>(s.size()), "size")];
+  return s[wrap_dim(dim, static_cast<int64_t>(s.size()), "size", false)];
 }
 
 int64_t Tensor::stride(int64_t dim) const {
   const auto& s = checked_impl("stride").strides;
-  return s[wrap_dim(dim, static_cast<int64_t>(s.size()), "stride")];
+  return s[wrap_dim(dim, static_cast<int64_t>(s.size()), "stride", false)];
 }
 
 bool Tensor::is_contiguous() const {
@@ -165,13 +195,15 @@ template const BFloat16* Tensor::data<const BFloat16>() const;
 template const int64_t* Tensor::data<const int64_t>() const;
 template const bool* Tensor::data<const bool>() const;
 
-Tensor Tensor::to(DType dtype) const {
-  checked_impl("to");
+Tensor Tensor::to(DType dtype) const { return converted(dtype, "to"); }
+
+Tensor Tensor::converted(DType dtype, const char* op) const {
+  checked_impl(op);
   if (dtype == this->dtype()) return *this;
   Tensor out = autograd::without_grad([&] {
-    Tensor converted = empty(sizes(), {.dtype = dtype, .device = device()});
-    converted.copy_(*this);
-    return converted;
+    Tensor result = empty(sizes(), {.dtype = dtype, .device = device()});
+    result.copy_from(*this, op);
+    return result;
   });
   // The gradient goes back in the source dtype.
   return record_unary(out, *this, "ToCopyBackward",
@@ -209,25 +241,26 @@ namespace {
 
 // Infers one -1 entry of a requested shape and checks the element count.
 Shape infer_shape(Shape shape, int64_t numel, const char* op) {
-  int64_t known = 1;
   int infer = -1;
+  Shape known_sizes = shape;  // the -1 entry counted as 1
   for (size_t i = 0; i < shape.size(); ++i) {
     if (shape[i] == -1) {
       AMP_CHECK(infer < 0, op, ": only one dimension can be inferred, got shape ",
                 shape_to_string(shape));
       infer = static_cast<int>(i);
+      known_sizes[i] = 1;
     } else {
       AMP_CHECK(shape[i] >= 0, op, ": invalid shape dimension ", shape[i], " in ",
                 shape_to_string(shape));
-      known *= shape[i];
     }
   }
+  const int64_t known = shape_numel(known_sizes, op);
   if (infer >= 0) {
     AMP_CHECK(known != 0 && numel % known == 0, op, ": shape ", shape_to_string(shape),
               " is invalid for input of size ", numel);
     shape[infer] = numel / known;
   }
-  AMP_CHECK(shape_numel(shape) == numel, op, ": shape ", shape_to_string(shape),
+  AMP_CHECK(shape_numel(shape, op) == numel, op, ": shape ", shape_to_string(shape),
             " is invalid for input of size ", numel);
   return shape;
 }
@@ -297,9 +330,9 @@ Tensor Tensor::reshape(Shape shape) const {
 
 Tensor Tensor::flatten(int64_t start_dim, int64_t end_dim) const {
   const int64_t n = dim();
-  if (n == 0) return reshape({1});
   start_dim = wrap_dim(start_dim, n, "flatten");
   end_dim = wrap_dim(end_dim, n, "flatten");
+  if (n == 0) return reshape({1});
   AMP_CHECK(start_dim <= end_dim, "flatten: expected start_dim <= end_dim, got start_dim ",
             start_dim, " and end_dim ", end_dim);
   Shape shape(sizes().begin(), sizes().begin() + start_dim);
@@ -356,8 +389,10 @@ Tensor Tensor::narrow(int64_t dim, int64_t start, int64_t length) const {
   dim = wrap_dim(dim, this->dim(), "narrow");
   const int64_t n = size(dim);
   const int64_t begin = start < 0 ? start + n : start;
-  AMP_CHECK(begin >= 0 && length >= 0 && begin + length <= n, "narrow: expected start ", start,
-            " + length ", length, " to be within dimension ", dim, " of size ", n);
+  // length <= n - begin, not begin + length <= n: the sum overflows for lengths near INT64_MAX.
+  AMP_CHECK(begin >= 0 && begin <= n && length >= 0 && length <= n - begin,
+            "narrow: expected start ", start, " + length ", length, " to be within dimension ", dim,
+            " of size ", n);
   return slice(dim, begin, begin + length);
 }
 
@@ -371,9 +406,11 @@ Tensor Tensor::slice(int64_t dim, int64_t start, int64_t end, int64_t step) cons
   start = std::clamp<int64_t>(start, 0, n);
   end = std::clamp<int64_t>(end, start, n);
   Shape sizes = this->sizes(), strides = this->strides();
-  sizes[dim] = (end - start + step - 1) / step;
+  // Written so that no step (up to INT64_MAX) overflows: with two or more elements taken,
+  // step < n, so stride * step stays inside the storage's extent.
+  sizes[dim] = end == start ? 0 : (end - start - 1) / step + 1;
   const int64_t offset = storage_offset() + start * strides[dim];
-  strides[dim] *= step;
+  if (sizes[dim] > 1) strides[dim] *= step;
   return record_unary(make_view(*this, std::move(sizes), std::move(strides), offset), *this,
                       "SliceBackward", [dim, start, end, step](const Tensor& g, const Node& n) {
                         return autograd::slice_backward(g, n.input_meta[0].shape, dim, start, end,
@@ -423,6 +460,7 @@ Tensor Tensor::expand(Shape shape) const {
       strides[i] = 0;
     }
   }
+  shape_numel(shape, "expand");  // amp::Error when the element count overflows int64
   return record_unary(make_view(*this, std::move(shape), std::move(strides), storage_offset()),
                       *this, "ExpandBackward", [](const Tensor& g, const Node& n) {
                         return autograd::sum_to(g, n.input_meta[0].shape);
@@ -457,16 +495,30 @@ Tensor Tensor::mean() const { return amp::mean(*this); }
 
 template <class T>
 std::vector<T> Tensor::to_vector() const {
-  checked_impl("to_vector");
+  return values<T>("to_vector");
+}
+
+template <class T>
+std::vector<T> Tensor::values(const char* op) const {
+  checked_impl(op);
   autograd::GradModeGuard no_grad(false);
   using Source = std::conditional_t<std::is_same_v<T, int>, int64_t, T>;
   constexpr DType kTarget = dtype_of<Source>();
   // Convert on the tensor's device, then bring the packed values to the host.
-  Tensor packed = to(kTarget).contiguous().to(Device::cpu());
+  Tensor packed = converted(kTarget, op).contiguous().to(Device::cpu());
   using Stored = typename StorageTypeOf<kTarget>::type;
   const Stored* p = packed.data<const Stored>();
   std::vector<T> out(static_cast<size_t>(packed.numel()));
-  for (size_t i = 0; i < out.size(); ++i) out[i] = static_cast<T>(p[i]);
+  for (size_t i = 0; i < out.size(); ++i) {
+    if constexpr (std::is_same_v<T, int>) {
+      AMP_CHECK(p[i] >= std::numeric_limits<int>::min() && p[i] <= std::numeric_limits<int>::max(),
+                op,
+                ": value cannot be converted to type int without overflow (expected a value in [",
+                std::numeric_limits<int>::min(), ", ", std::numeric_limits<int>::max(), "], got ",
+                p[i], ")");
+    }
+    out[i] = static_cast<T>(p[i]);
+  }
   return out;
 }
 template std::vector<float> Tensor::to_vector<float>() const;
@@ -479,7 +531,7 @@ template <class T>
 T Tensor::item() const {
   AMP_CHECK(numel() == 1, "item: expected a tensor with one element, got ", numel(),
             " elements (shape ", shape_to_string(sizes()), ")");
-  return to_vector<T>()[0];
+  return values<T>("item")[0];
 }
 template float Tensor::item<float>() const;
 template double Tensor::item<double>() const;
@@ -487,11 +539,13 @@ template int64_t Tensor::item<int64_t>() const;
 template int Tensor::item<int>() const;
 template bool Tensor::item<bool>() const;
 
-Tensor& Tensor::copy_(const Tensor& src) {
-  checked_impl("copy_");
-  check_inplace_allowed(*this, "copy_");
+Tensor& Tensor::copy_(const Tensor& src) { return copy_from(src, "copy_"); }
+
+Tensor& Tensor::copy_from(const Tensor& src, const char* op) {
+  checked_impl(op);
+  check_inplace_allowed(*this, op);
   autograd::GradModeGuard no_grad(false);  // copy_ itself is not recorded
-  AMP_CHECK(src.defined(), "copy_: expected a defined source tensor, got an undefined one");
+  AMP_CHECK(src.defined(), op, ": expected a defined source tensor, got an undefined one");
   {
     // Broadcasting rule of expand(), checked here so the message names copy_.
     const Shape& dst_shape = sizes();
@@ -501,9 +555,10 @@ Tensor& Tensor::copy_(const Tensor& src) {
       const int64_t s = src_shape[src_shape.size() - i];
       broadcastable = s == 1 || s == dst_shape[dst_shape.size() - i];
     }
-    AMP_CHECK(broadcastable, "copy_: expected a source broadcastable to the destination shape ",
+    AMP_CHECK(broadcastable, op, ": expected a source broadcastable to the destination shape ",
               shape_to_string(dst_shape), ", got source shape ", shape_to_string(src_shape));
   }
+  if (dtype() == DType::Int64) check_converts_to_int64(src, op);
   Tensor source = src;
   if (src.device() != device()) {
     // Cross-device: convert and pack on the source device, move the bytes, then let the
@@ -525,6 +580,7 @@ Tensor& Tensor::copy_(const Tensor& src) {
 Tensor& Tensor::fill_(double value) {
   checked_impl("fill_");
   check_inplace_allowed(*this, "fill_");
+  check_value_fits(value, dtype(), "fill_");
   impl_->storage->bump_version();
   if (numel() == 0) return *this;
   const ElementwisePlan plan = make_elementwise_plan(*this, nullptr, 0);

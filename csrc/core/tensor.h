@@ -131,22 +131,31 @@ class Tensor {
 
  private:
   const TensorImpl& checked_impl(const char* op) const;
+  // copy_, to(dtype) and to_vector with errors naming `op` (the public function called).
+  Tensor& copy_from(const Tensor& src, const char* op);
+  Tensor converted(DType dtype, const char* op) const;
+  template <class T>
+  std::vector<T> values(const char* op) const;
   std::shared_ptr<TensorImpl> impl_;
 };
 
 std::ostream& operator<<(std::ostream& out, const Tensor& tensor);
 std::string shape_to_string(const Shape& shape);  // "[2, 3]"
 
-// Contiguous strides of a shape, in elements.
-Shape contiguous_strides(const Shape& shape);
-int64_t shape_numel(const Shape& shape);
+// Contiguous strides of a shape, in elements; amp::Error naming `op` when a stride overflows int64
+// (possible for shapes with a 0 size, whose element count does not).
+Shape contiguous_strides(const Shape& shape, const char* op = "contiguous_strides");
+// The element count of a shape; amp::Error naming `op` when it overflows int64.
+int64_t shape_numel(const Shape& shape, const char* op = "numel");
 
 // A new, uninitialised tensor.
 Tensor empty(Shape shape, TensorOptions options = {});
 // A tensor viewing `storage` with the given geometry.
 Tensor make_view(const Tensor& base, Shape sizes, Shape strides, int64_t offset);
 
-// Wraps a possibly negative dim into [0, ndim); amp::Error naming `op` when out of range.
-int64_t wrap_dim(int64_t dim, int64_t ndim, const char* op);
+// Wraps a possibly negative dim into [0, ndim); amp::Error naming `op` when out of range. As in
+// PyTorch's maybe_wrap_dim, a 0-d tensor accepts dims 0 and -1 (meaning the tensor itself) when
+// `wrap_scalar`, and rejects every dim otherwise (size, stride: there is no dimension to index).
+int64_t wrap_dim(int64_t dim, int64_t ndim, const char* op, bool wrap_scalar = true);
 
 }  // namespace amp

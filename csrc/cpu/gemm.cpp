@@ -1,6 +1,13 @@
 // CPU GEMM (see gemm.h). oneDNN primitives are built once per (dtype, shape, strides, thread
-// count) and kept in a bounded LRU cache, so a call costs a hash lookup, three dnnl::memory
-// wrappers around the caller's pointers and one execute.
+// count) and kept in a bounded LRU cache, so a call costs a hash lookup, four dnnl::memory
+// wrappers (the caller's pointers and a scratchpad) and one execute.
+//
+// Thread safety: a cached primitive is shared by every thread that runs the same shape. With
+// oneDNN's default (library-managed) scratchpad a primitive keeps using the scratchpad of the
+// thread that created it, so two threads running it at once overwrite each other's partial
+// results. Every primitive here is therefore created with a user-managed scratchpad, and each
+// execution passes a thread-local one: a primitive is then read-only and safe to run from any
+// number of threads at once (oneDNN's documented guarantee for scratchpad_mode::user).
 //
 // Layouts oneDNN's fast matmul (brgemm) does not take are handled here, chosen once per cache
 // entry by asking oneDNN which implementation it would use:
@@ -107,7 +114,7 @@ class Scratch {
   size_t size_ = 0;
 };
 
-enum ScratchSlot { kPackA, kPackB, kWideA, kWideB, kWideC, kNumSlots };
+enum ScratchSlot { kPackA, kPackB, kWideA, kWideB, kWideC, kOneDnn, kNumSlots };
 
 Scratch& scratch(ScratchSlot slot) {
   thread_local Scratch buffers[kNumSlots];
@@ -271,6 +278,7 @@ struct Plan {
   bool per_batch = false;  // one 2-D primitive run per batch entry instead of one batched run
   bool pack = false;       // A and B are first copied into contiguous row-major scratch
   dnnl::memory::desc a_md, b_md, c_md;
+  dnnl::memory::desc scratchpad_md;  // what each execution must pass as DNNL_ARG_SCRATCHPAD
   dnnl::matmul primitive;
   std::string impl;  // oneDNN's impl_info_str, e.g. "brg:avx512_core_bf16"
 };
@@ -358,8 +366,11 @@ Candidate try_candidate(const GemmArgs& g, bool per_batch, bool pack, std::strin
     plan->a_md = operand_md(type, batched, g.batch, a_bs, g.m, g.k, la);
     plan->b_md = operand_md(type, batched, g.batch, b_bs, g.k, g.n, lb);
     plan->c_md = operand_md(type, batched, g.batch, g.c_batch_stride, g.m, g.n, lc);
-    dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(plan->a_md, plan->b_md, plan->c_md),
+    dnnl::primitive_attr attr;
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);  // see the top of the file
+    dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(plan->a_md, plan->b_md, plan->c_md), attr,
                                     cpu_engine());
+    plan->scratchpad_md = pd.scratchpad_desc();
     plan->impl = pd.impl_info_str();
     return {std::move(plan), std::move(pd)};
   } catch (const dnnl::error& e) {
@@ -449,8 +460,16 @@ void execute(const Plan& plan, const GemmArgs& g) {
   dnnl::memory am(plan.a_md, engine, const_cast<char*>(a));
   dnnl::memory bm(plan.b_md, engine, const_cast<char*>(b));
   dnnl::memory cm(plan.c_md, engine, g.c);
-  const std::unordered_map<int, dnnl::memory> args{
+  std::unordered_map<int, dnnl::memory> args{
       {DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm}};
+  // This thread's scratchpad: executions are synchronous (stream.wait() below), so one per
+  // thread is never used by two executions at once.
+  const size_t scratchpad_bytes = plan.scratchpad_md.get_size();
+  if (scratchpad_bytes > 0) {
+    args.emplace(DNNL_ARG_SCRATCHPAD,
+                 dnnl::memory(plan.scratchpad_md, engine,
+                              scratch(kOneDnn).get<char>(static_cast<int64_t>(scratchpad_bytes))));
+  }
   if (!plan.per_batch) {
     plan.primitive.execute(stream, args);
   } else {

@@ -47,7 +47,8 @@ DataLoader::DataLoader(Dataset dataset, DataLoaderOptions options)
 
 int64_t DataLoader::size() const {
   const int64_t b = options_.batch_size;
-  return options_.drop_last ? num_samples_ / b : (num_samples_ + b - 1) / b;
+  // Not (n + b - 1) / b: that overflows for batch sizes near INT64_MAX.
+  return num_samples_ / b + (!options_.drop_last && num_samples_ % b != 0 ? 1 : 0);
 }
 
 void DataLoader::set_epoch(int64_t epoch) {
@@ -76,10 +77,11 @@ DataLoader::Iterator DataLoader::begin() {
 }
 
 Batch DataLoader::gather(const std::vector<int64_t>& order, int64_t batch) const {
+  // Checked before the multiplication: batch * batch_size overflows for indices past the end.
+  AMP_CHECK(batch >= 0 && batch < size(), "DataLoader: expected a batch index in [0, ", size(),
+            "), got ", batch);
   const int64_t start = batch * options_.batch_size;
   const int64_t count = std::min(options_.batch_size, num_samples_ - start);
-  AMP_CHECK(batch >= 0 && count > 0, "DataLoader: expected a batch index in [0, ", size(),
-            "), got ", batch);
   const auto take = [&](const Tensor& source) {
     Shape shape = source.sizes();
     shape[0] = count;

@@ -79,7 +79,8 @@ Tensor expand_reduced(const Tensor& g, const Shape& input_shape, const Shape& di
 
 int64_t reduced_count(const Shape& input_shape, const Shape& dims) {
   const int64_t ndim = static_cast<int64_t>(input_shape.size());
-  if (dims.empty()) return shape_numel(input_shape);
+  // A 0-d input reduced over dim 0 or -1 (the tensor itself) holds one element.
+  if (dims.empty() || ndim == 0) return shape_numel(input_shape);
   int64_t count = 1;
   for (int64_t d : dims) count *= input_shape[wrap_dim(d, ndim, "mean")];
   return count;
