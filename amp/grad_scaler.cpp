@@ -112,9 +112,10 @@ void GradScaler::check_options() const {
 
 void GradScaler::check_scale_value(const char* where, const char* name, double value,
                                    bool allow_zero) const {
-  // The scale is held in fp32: 1e39 is a finite double but would be stored as inf.
+  // The scale is held in fp32: 1e39 is a finite double but would be stored as inf, and 1e-50
+  // would be stored as 0.
   const auto stored = static_cast<float>(value);
-  AMP_CHECK(std::isfinite(stored) && (allow_zero ? value >= 0.0 : value > 0.0) &&
+  AMP_CHECK(std::isfinite(stored) && (allow_zero ? stored >= 0.f : stored > 0.f) &&
                 value >= options_.min_scale && value <= options_.max_scale,
             where, ": expected a finite ", name, allow_zero ? " >= 0" : " > 0",
             " (in fp32) within [min_scale, max_scale] = [", python_repr(options_.min_scale), ", ",

@@ -604,9 +604,10 @@ BOOST_AUTO_TEST_CASE(update_with_a_bad_tensor_raises_pytorchs_message) {
 }
 
 BOOST_AUTO_TEST_CASE(update_rejects_a_new_scale_that_is_not_finite_and_positive_in_fp32) {
-  // As load_state_dict rejects such scales; 1e39 is a finite double but inf in fp32.
+  // As load_state_dict rejects such scales; 1e39 is a finite double but inf in fp32, 1e-50 is
+  // positive but 0 in fp32.
   auto scaler = ready_scaler({.init_scale = 4.0});
-  for (double bad : {0.0, -0.0, -1.0, kNaN, kInf, -kInf, 1e39}) {
+  for (double bad : {0.0, -0.0, -1.0, kNaN, kInf, -kInf, 1e39, 1e-50}) {
     const std::string got = "got " + amp::optimizers::python_repr(bad);
     check_error([&] { scaler->update(bad); },
                 {"GradScaler.update: expected a finite new_scale > 0 (in fp32)", got});
