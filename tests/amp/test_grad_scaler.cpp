@@ -421,6 +421,7 @@ BOOST_AUTO_TEST_CASE(finite_grads_that_overflow_when_unscaled_skip_the_step) {
   // A subnormal scale: 1/2^-140 is inf in fp32, so every unscaled gradient is inf (or NaN for
   // a zero). torch checks the scaled gradients, finds them finite and steps into inf weights.
   for (double scale : {std::ldexp(1.0, -140), std::ldexp(1.0, -100)}) {
+    CerrCapture cerr;
     auto scaler = ready_scaler({.init_scale = scale});
     const Tensor p = param({1.0, 1.0});
     amp::optimizers::SGD opt({p}, {.lr = 0.5});
@@ -431,12 +432,14 @@ BOOST_AUTO_TEST_CASE(finite_grads_that_overflow_when_unscaled_skip_the_step) {
     BOOST_TEST((scaler->last_step().flat_index == std::optional<size_t>(0)));
     scaler->update();
     BOOST_TEST(scaler->get_scale() == scale / 2);  // an overflow: backed off
+    BOOST_TEST(cerr.count("zero or subnormal") == (scale < 0x1p-126 ? 1 : 0));
   }
 }
 
 BOOST_AUTO_TEST_CASE(training_at_a_collapsed_scale_never_writes_non_finite_weights) {
   // The scale of a PyTorch checkpoint saved after the collapse (0), then ordinary iterations:
   // scaled losses are 0, gradients 0, and 0 * (1/0) is NaN. Every step is skipped.
+  CerrCapture cerr;
   auto scaler = ready_scaler();
   amp::StateDict sd = scaler->state_dict();
   sd["scale"] = amp::scalar_tensor(0.0, {.dtype = DType::Float64});
@@ -451,6 +454,7 @@ BOOST_AUTO_TEST_CASE(training_at_a_collapsed_scale_never_writes_non_finite_weigh
   }
   BOOST_TEST(values_of(w) == std::vector<double>({0.5, -2.0, 3.0}));
   BOOST_TEST(scaler->get_scale() == 0.0);
+  BOOST_TEST(cerr.count("zero or subnormal") == 1);
 }
 
 BOOST_AUTO_TEST_CASE(unscale_flags_fp16_gradients_that_overflow_fp16_when_unscaled) {
