@@ -110,6 +110,18 @@ void GradScaler::check_options() const {
             ", ", python_repr(hi), "], got ", python_repr(init_scale_));
 }
 
+void GradScaler::check_scale_value(const char* where, const char* name, double value,
+                                   bool allow_zero) const {
+  // The scale is held in fp32: 1e39 is a finite double but would be stored as inf, and 1e-50
+  // would be stored as 0.
+  const auto stored = static_cast<float>(value);
+  AMP_CHECK(std::isfinite(stored) && (allow_zero ? stored >= 0.f : stored > 0.f) &&
+                value >= options_.min_scale && value <= options_.max_scale,
+            where, ": expected a finite ", name, allow_zero ? " >= 0" : " > 0",
+            " (in fp32) within [min_scale, max_scale] = [", python_repr(options_.min_scale), ", ",
+            python_repr(options_.max_scale), "], got ", python_repr(value));
+}
+
 void GradScaler::lazy_init(Device device) {
   AMP_ASSERT(!growth_tracker_.defined(), "_growth_tracker initialized before _scale");
   scale_ = scalar_tensor(init_scale_, {.dtype = DType::Float32, .device = device});
@@ -159,7 +171,7 @@ std::vector<Tensor> GradScaler::scale(const std::vector<Tensor>& losses) {
 
 GradScaler::PerDevice GradScaler::unscale_grads(optimizers::Optimizer& optimizer,
                                                 const Tensor& inv_scale, const Tensor& found_inf,
-                                                bool allow_fp16) {
+                                                bool allow_fp16, bool in_place) {
   // All gradients are collected (and checked) before any kernel runs, so an error leaves them
   // untouched. torch buckets by (device, dtype); the kernel groups dtypes itself, so one call
   // per device does the same work.
@@ -181,10 +193,20 @@ GradScaler::PerDevice GradScaler::unscale_grads(optimizers::Optimizer& optimizer
   for (const auto& [device, grads] : per_device) {
     // to() returns the tensor itself on its own device, so the scale's device keeps found_inf.
     const Tensor device_found_inf = found_inf.to(device);
-    multi_tensor::non_finite_check_and_unscale_(grads, device_found_inf, inv_scale.to(device));
+    if (in_place) {
+      multi_tensor::non_finite_check_and_unscale_(grads, device_found_inf, inv_scale.to(device));
+    } else {
+      multi_tensor::non_finite_check_(grads, device_found_inf, inv_scale.to(device));
+    }
     found_inf_per_device.emplace(device, device_found_inf);
   }
   return found_inf_per_device;
+}
+
+Tensor GradScaler::make_inv_scale() const {
+  // The reciprocal in double, then fp32, as torch does "for imprecise compile options" (and as
+  // the fused optimizers compute it from the scale they are given).
+  return reciprocal(scale_.to(DType::Float64)).to(DType::Float32);
 }
 
 void GradScaler::unscale_(optimizers::Optimizer& optimizer) {
@@ -196,11 +218,9 @@ void GradScaler::unscale_(optimizers::Optimizer& optimizer) {
             "last update().");
   AMP_CHECK(state.stage != Stage::kStepped,
             "GradScaler.unscale_: unscale_() is being called after step().");
-  // The reciprocal in double, then fp32, as torch does "for imprecise compile options".
-  const Tensor inv_scale = reciprocal(scale_.to(DType::Float64)).to(DType::Float32);
   const Tensor found_inf = scalar_tensor(0.0, {.dtype = DType::Float32, .device = scale_.device()});
-  state.found_inf_per_device =
-      unscale_grads(optimizer, inv_scale, found_inf, options_.allow_fp16_grads);
+  state.found_inf_per_device = unscale_grads(optimizer, make_inv_scale(), found_inf,
+                                             options_.allow_fp16_grads, /*in_place=*/true);
   state.stage = Stage::kUnscaled;
 }
 
@@ -265,8 +285,7 @@ GradScalerStepReport GradScaler::skip_report(const optimizers::Optimizer& optimi
         one = ones.emplace(grad.device(), scalar_tensor(1.0, {.device = grad.device()})).first;
       }
       const Tensor flag = scalar_tensor(0.0, {.device = grad.device()});
-      // inv_scale 1: the kernel only checks, the gradient is left as it is.
-      multi_tensor::non_finite_check_and_unscale_({grad}, flag, one->second);
+      multi_tensor::non_finite_check_({grad}, flag, one->second);
       flags.push_back(flag.to(scale_.device()));
       candidates.push_back({g, i, flat, groups[g].params[i].impl()});
     }
@@ -306,11 +325,13 @@ bool GradScaler::step(optimizers::Optimizer& optimizer) {
 
   if (optimizer.supports_amp_scaling()) {
     // torch §3.6 step 5: the optimizer unscales inside its kernels and skips on the device, so
-    // nothing is read on the host. A READY optimizer's grads are only checked (inv_scale 1).
+    // nothing is read on the host. A READY optimizer's grads are only checked, and (beyond
+    // torch, which checks the scaled grads) as the optimizer will unscale them: a finite grad
+    // whose product with 1/scale overflows sets found_inf, so the optimizer skips.
     if (state.stage == Stage::kReady) {
-      const Tensor one = scalar_tensor(1.0, {.device = scale_.device()});
       const Tensor found_inf = scalar_tensor(0.0, {.device = scale_.device()});
-      state.found_inf_per_device = unscale_grads(optimizer, one, found_inf, /*allow_fp16=*/true);
+      state.found_inf_per_device = unscale_grads(optimizer, make_inv_scale(), found_inf,
+                                                 /*allow_fp16=*/true, /*in_place=*/false);
     }
     // A copy, so that the optimizer cannot change the scaler's scale through it.
     const Tensor grad_scale = state.stage == Stage::kUnscaled ? Tensor() : scale_.clone();
@@ -396,10 +417,7 @@ void GradScaler::update(std::optional<double> new_scale) {
   if (!enabled_) return;
   check_scale_growth_tracker("update");
   if (new_scale) {
-    AMP_CHECK(!bounded() || (*new_scale >= options_.min_scale && *new_scale <= options_.max_scale),
-              "GradScaler.update: expected new_scale within [min_scale, max_scale] = [",
-              python_repr(options_.min_scale), ", ", python_repr(options_.max_scale), "], got ",
-              python_repr(*new_scale));
+    check_scale_value("GradScaler.update", "new_scale", *new_scale, /*allow_zero=*/false);
     scale_.fill_(*new_scale);
   } else {
     std::vector<Tensor> found_infs;
@@ -437,7 +455,11 @@ void GradScaler::update(const Tensor& new_scale) {
   AMP_CHECK(!new_scale.requires_grad(), kMessage, " (got a tensor that requires grad)");
   AMP_CHECK(is_floating_point(new_scale.dtype()), kMessage, " (got dtype ",
             dtype_name(new_scale.dtype()), ")");
-  scale_.copy_(new_scale.reshape({}));
+  // The value is checked as the double form's (one host sync; this form is not on the per-step
+  // path). Read after the fp32 rounding the scale will hold.
+  const Tensor value = new_scale.reshape({}).to(DType::Float32);
+  check_scale_value("GradScaler.update", "new_scale", value.item<double>(), /*allow_zero=*/false);
+  scale_.copy_(value);
   per_optimizer_states_.clear();
 }
 
@@ -500,13 +522,8 @@ void GradScaler::load_state_dict(const StateDict& state_dict) {
               options_.hysteresis, "], got ", hysteresis);
   }
   // A scale of 0 is what PyTorch saves after the scale collapsed, so it loads (the bounds,
-  // when set, still apply).
-  AMP_CHECK(std::isfinite(scale) && scale >= 0.0 && scale >= options_.min_scale &&
-                scale <= options_.max_scale,
-            "GradScaler.load_state_dict: expected a finite 'scale' >= 0 within [min_scale, "
-            "max_scale] = [",
-            python_repr(options_.min_scale), ", ", python_repr(options_.max_scale), "], got ",
-            python_repr(scale));
+  // when set, still apply; steps at scale 0 are skipped, docs/grad_scaler.md).
+  check_scale_value("GradScaler.load_state_dict", "'scale'", scale, /*allow_zero=*/true);
   AMP_CHECK(tracker >= 0, "GradScaler.load_state_dict: expected '_growth_tracker' >= 0, got ",
             tracker);
   try {

@@ -165,12 +165,18 @@ class GradScaler {
   static void check_hyperparameters(double growth_factor, double backoff_factor,
                                     int64_t growth_interval);
   void check_options() const;
+  // A scale set by the user (update(new_scale), load_state_dict): finite in fp32, > 0 (>= 0
+  // where allow_zero) and within [min_scale, max_scale]; raises naming `where` and `name`.
+  void check_scale_value(const char* where, const char* name, double value, bool allow_zero) const;
   bool bounded() const;
   void lazy_init(Device device);
   void check_scale_growth_tracker(const char* funcname) const;
   Tensor scale_one(const Tensor& output, PerDevice& replicas, const char* op);
+  Tensor make_inv_scale() const;  // 1/scale, Float32 0-d on the scale's device
+  // Checks every gradient times inv_scale for inf/NaN into one found_inf per device; writes the
+  // products back when in_place.
   PerDevice unscale_grads(optimizers::Optimizer& optimizer, const Tensor& inv_scale,
-                          const Tensor& found_inf, bool allow_fp16);
+                          const Tensor& found_inf, bool allow_fp16, bool in_place);
   Tensor summed_found_inf(const PerDevice& found_inf_per_device) const;
   GradScalerStepReport skip_report(const optimizers::Optimizer& optimizer, double scale) const;
   bool extended_update() const;

@@ -13,6 +13,7 @@
 #include <cstring>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <set>
 #include <system_error>
 #include <utility>
@@ -86,10 +87,55 @@ using FilePtr = std::unique_ptr<std::FILE, FileCloser>;
 // ------------------------------------------------------------------------------------------------
 // Writing
 
+// What save replaces: `path`, or, when `path` is a symbolic link, the file its chain of links
+// ends at (so the link survives and its target gets the new contents, as writing through the
+// link would), with that file's permission bits when it exists. Anything but a regular file or
+// a missing one (a directory, FIFO, device node, socket) is refused: renaming over it would
+// replace a special file with a checkpoint.
+struct SaveTarget {
+  std::string path;
+  std::optional<mode_t> mode;  // the permission bits of the file replaced; none for a new file
+};
+
+const char* file_kind(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISSOCK(mode)) return "a socket";
+  return "a special file";
+}
+
+SaveTarget resolve_save_target(const std::string& path, const std::string& where) {
+  namespace fs = std::filesystem;
+  // The kernel's own limit on links followed in one lookup (MAXSYMLINKS).
+  constexpr int kMaxLinks = 40;
+  fs::path target(path);
+  for (int links = 0;; ++links) {
+    struct stat st {};
+    // An entry that cannot be looked up (missing, or a missing directory) is created; the
+    // temporary file's creation reports a path that cannot be written.
+    if (::lstat(target.c_str(), &st) != 0) return {target.string(), std::nullopt};
+    if (S_ISREG(st.st_mode)) return {target.string(), st.st_mode & 07777};
+    const std::string at =
+        target.string() == path ? std::string() : " ('" + target.string() + "', a link's target)";
+    AMP_CHECK(S_ISLNK(st.st_mode), where, ": expected a regular file to replace, got ",
+              file_kind(st.st_mode), at, "; refusing to replace it");
+    AMP_CHECK(links < kMaxLinks, where, ": too many levels of symbolic links (more than ",
+              kMaxLinks, ")");
+    std::error_code ec;
+    const fs::path next = fs::read_symlink(target, ec);
+    AMP_CHECK(!ec, where, ": reading symbolic link '", target.string(), "' failed: ", ec.message());
+    target = next.is_absolute() ? next : target.parent_path() / next;
+  }
+}
+
 // A temporary file beside the target: removed on destruction unless renamed into place.
 class TempFile {
  public:
-  TempFile(const std::string& target, const std::string& where) {
+  // mode: the permission bits the file gets before anything is written (those of the file it
+  // will replace); none: 0666 under the process umask, as a new file.
+  TempFile(const std::string& target, std::optional<mode_t> mode, const std::string& where) {
     namespace fs = std::filesystem;
     const fs::path p(target);
     const fs::path dir = p.parent_path().empty() ? fs::path(".") : p.parent_path();
@@ -99,8 +145,18 @@ class TempFile {
       const std::string name =
           detail::concat(".", p.filename().string(), ".tmp.", ::getpid(), ".", counter++);
       path_ = (dir / name).string();
-      // 0666 so that the final file gets the usual permissions under the process umask.
-      const int fd = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+      // 0666 so that a new file gets the usual permissions under the process umask; 0600 until
+      // fchmod when the mode is kept, so the contents are never readable more widely than the
+      // replaced file's.
+      const int fd =
+          ::open(path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode ? 0600 : 0666);
+      if (fd >= 0 && mode && ::fchmod(fd, *mode) != 0) {
+        const int err = errno;
+        ::close(fd);
+        ::unlink(path_.c_str());
+        AMP_FAIL(where, ": cannot give the temporary file '", path_, "' the mode of the file it ",
+                 "replaces: ", errno_message(err));
+      }
       if (fd >= 0) {
         file_.reset(::fdopen(fd, "wb"));
         if (!file_) {
@@ -400,7 +456,8 @@ void save(const StateDict& state, const std::string& path, const CheckpointMetad
   // Pad with spaces to a multiple of 8 so the data section starts 8-aligned, as the reference.
   header.append((8 - header.size() % 8) % 8, ' ');
 
-  TempFile tmp(path, where);
+  const SaveTarget target = resolve_save_target(path, where);
+  TempFile tmp(target.path, target.mode, where);
   unsigned char length[8];
   for (int i = 0; i < 8; ++i) length[i] = static_cast<unsigned char>(header.size() >> (8 * i));
   tmp.write(length, sizeof(length), where);
@@ -411,7 +468,7 @@ void save(const StateDict& state, const std::string& path, const CheckpointMetad
     tmp.write(packed.data_ptr(), static_cast<size_t>(packed.numel()) * element_size(packed.dtype()),
               where);
   }
-  tmp.commit(path, where);
+  tmp.commit(target.path, where);
 }
 
 StateDict load(const std::string& path) { return load(path, nullptr); }

@@ -23,10 +23,13 @@ namespace amp {
 using CheckpointMetadata = std::map<std::string, std::string>;
 
 // Writes `state` to `path` atomically: a temporary file in the same directory is written,
-// flushed and fsync'ed, then renamed over `path`, and the directory is fsync'ed. Non-contiguous
-// and CUDA tensors are packed on the CPU first. amp::Error naming the path on any failure (an
-// undefined tensor, a key that is not UTF-8 or is "__metadata__", an I/O error); the temporary
-// file is removed and an existing file at `path` is left untouched.
+// flushed and fsync'ed, then renamed over `path`, and the directory is fsync'ed. An existing
+// file keeps its permission bits; a symbolic link is followed (the file it ends at is replaced
+// atomically and the link stays); a directory, FIFO, device node or socket is refused.
+// Non-contiguous and CUDA tensors are packed on the CPU first. amp::Error naming the path on any
+// failure (an undefined tensor, a key that is not UTF-8 or is "__metadata__", a target that is
+// not a regular file, an I/O error); the temporary file is removed and an existing file at
+// `path` is left untouched.
 void save(const StateDict& state, const std::string& path);
 // Same, with "__metadata__" entries (omitted from the header when empty, as the reference does).
 void save(const StateDict& state, const std::string& path, const CheckpointMetadata& metadata);

@@ -180,10 +180,11 @@ struct KernelsFor {
     });
   }
 
-  static void unscale(const ListsView& v, int64_t cs, float* found_inf, const float* inv_scale) {
+  static void unscale(const ListsView& v, int64_t cs, float* found_inf, const float* inv_scale,
+                      bool in_place) {
     visit_floating(v.dtype[0], [&](auto t) {
       using T = typename decltype(t)::type;
-      L::template apply<T>(v, cs, found_inf, UnscaleOp{{}, inv_scale});
+      L::template apply<T>(v, cs, found_inf, UnscaleOp{{}, inv_scale, in_place});
     });
   }
 

@@ -477,11 +477,18 @@ struct AdagradOp : OpBase<AdagradOp> {
   }
 };
 
-// torch's _amp_foreach_non_finite_check_and_unscale_, list [grads]: flags inf/NaN, then
-// multiplies in place by inv_scale (no multiply when inv_scale == 1, as torch). Computes in the
-// op-math type (fp32 for 16-bit, fp64 for Float64), like torch.
+// torch's _amp_foreach_non_finite_check_and_unscale_, list [grads]: multiplies in place by
+// inv_scale (no multiply when inv_scale == 1, as torch) and flags a value that is inf or NaN
+// after unscaling: torch checks only the scaled input, so a finite grad that overflows when
+// multiplied by a huge 1/scale (a scale collapsed to a subnormal or 0) passed its check and
+// reached the weights as inf or NaN. A non-finite input gives a non-finite output (inf * x,
+// NaN * x, inf * 0), so the output check flags everything torch's does. The output is checked
+// as stored (a Float16 grad can overflow its own range). With in_place false the grads are left
+// alone and only the products are checked (optimizers that unscale inside their own kernels).
+// Computes in the op-math type (fp32 for 16-bit, fp64 for Float64), like torch.
 struct UnscaleOp : OpBase<UnscaleOp> {
   const float* inv_scale_ptr = nullptr;
+  bool in_place = true;
   float inv_scale = 1.f;
 
   AMP_HOST_DEVICE UnscaleOp bind(int64_t) const {
@@ -494,8 +501,12 @@ struct UnscaleOp : OpBase<UnscaleOp> {
   AMP_HOST_DEVICE AMP_FORCEINLINE int operator()(int64_t i, T* g) const {
     using M = opmath_t<T>;
     const M v = convert<M>(g[i]);
-    g[i] = convert<T>(inv_scale == 1.f ? v : v * static_cast<M>(inv_scale));
-    return not_finite(v);
+    if (inv_scale == 1.f) return not_finite(v);
+    const M unscaled = v * static_cast<M>(inv_scale);
+    if (!in_place) return not_finite(unscaled);
+    const T out = convert<T>(unscaled);
+    g[i] = out;
+    return not_finite(convert<M>(out));
   }
 };
 

@@ -64,9 +64,10 @@ struct MultiTensorKernels {
   // Lists [g, p, h].
   void (*adagrad)(const ListsView& lists, int64_t chunk_size, int64_t* noop,
                   const AdagradArgs& args);
-  // List [grads]; sets *found_inf = 1 on inf/NaN.
+  // List [grads]; sets *found_inf = 1 when a grad times *inv_scale is inf/NaN; writes the
+  // products back when in_place.
   void (*unscale)(const ListsView& lists, int64_t chunk_size, float* found_inf,
-                  const float* inv_scale);
+                  const float* inv_scale, bool in_place);
   void (*update_scale)(Device device, float* scale, int64_t* growth_tracker, const float* found_inf,
                        double growth_factor, double backoff_factor, int64_t growth_interval);
 };

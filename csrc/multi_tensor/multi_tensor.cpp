@@ -437,35 +437,37 @@ void adagrad(int64_t chunk_size, const Tensor& noop_flag, const TensorLists& lis
   multi_tensor_kernels_for(view.device).adagrad(view, chunk_size, noop, args);
 }
 
-void non_finite_check_and_unscale_(const std::vector<Tensor>& scaled_grads, const Tensor& found_inf,
-                                   const Tensor& inv_scale) {
-  constexpr const char* kOp = "non_finite_check_and_unscale_";
+namespace {
+
+// non_finite_check_and_unscale_ (in_place) and non_finite_check_ (not), named op in errors.
+void check_and_unscale(const char* op, const std::vector<Tensor>& scaled_grads,
+                       const Tensor& found_inf, const Tensor& inv_scale, bool in_place) {
   if (scaled_grads.empty()) return;  // as torch: no checks at all
-  AMP_CHECK(scaled_grads[0].defined(), kOp, ": one of scaled_grads is undefined (index 0)");
+  AMP_CHECK(scaled_grads[0].defined(), op, ": one of scaled_grads is undefined (index 0)");
   const Device device = scaled_grads[0].device();
   const char* type = device_type_name(device.type);
   // torch's messages, with the device type of the grads.
-  AMP_CHECK(inv_scale.defined() && inv_scale.device() == device, kOp, ": inv_scale must be a ",
-            type, " tensor on ", to_string(device), ".");
-  AMP_CHECK(found_inf.defined() && found_inf.device() == device, kOp, ": found_inf must be a ",
-            type, " tensor on ", to_string(device), ".");
-  AMP_CHECK(inv_scale.numel() == 1, kOp, ": inv_scale must be a 1-element tensor.");
-  AMP_CHECK(found_inf.numel() == 1, kOp, ": found_inf must be a 1-element tensor.");
-  AMP_CHECK(inv_scale.dtype() == DType::Float32, kOp, ": inv_scale must be a float tensor.");
-  AMP_CHECK(found_inf.dtype() == DType::Float32, kOp, ": found_inf must be a float tensor.");
+  AMP_CHECK(inv_scale.defined() && inv_scale.device() == device, op, ": inv_scale must be a ", type,
+            " tensor on ", to_string(device), ".");
+  AMP_CHECK(found_inf.defined() && found_inf.device() == device, op, ": found_inf must be a ", type,
+            " tensor on ", to_string(device), ".");
+  AMP_CHECK(inv_scale.numel() == 1, op, ": inv_scale must be a 1-element tensor.");
+  AMP_CHECK(found_inf.numel() == 1, op, ": found_inf must be a 1-element tensor.");
+  AMP_CHECK(inv_scale.dtype() == DType::Float32, op, ": inv_scale must be a float tensor.");
+  AMP_CHECK(found_inf.dtype() == DType::Float32, op, ": found_inf must be a float tensor.");
 
   // Group by dtype (one launch per dtype); non-contiguous grads run on a contiguous copy that
-  // is copied back (torch's per-tensor fallback).
+  // is copied back when in_place (torch's per-tensor fallback).
   std::map<DType, std::vector<Tensor>> work;
   std::vector<std::pair<Tensor, Tensor>> copy_back;
   for (size_t i = 0; i < scaled_grads.size(); ++i) {
     const Tensor& g = scaled_grads[i];
-    AMP_CHECK(g.defined(), kOp, ": one of scaled_grads is undefined (index ", i, ")");
-    AMP_CHECK(g.device().type == device.type, kOp, ": one of scaled_grads was not a ", type,
+    AMP_CHECK(g.defined(), op, ": one of scaled_grads is undefined (index ", i, ")");
+    AMP_CHECK(g.device().type == device.type, op, ": one of scaled_grads was not a ", type,
               " tensor (index ", i, " is on ", to_string(g.device()), ").");
-    AMP_CHECK(g.device() == device, kOp, ": scaled_grads must be on the same device (",
+    AMP_CHECK(g.device() == device, op, ": scaled_grads must be on the same device (",
               to_string(device), " and ", to_string(g.device()), ").");
-    AMP_CHECK(contains(kFloating, g.dtype()), kOp,
+    AMP_CHECK(contains(kFloating, g.dtype()), op,
               ": expected floating-point grads (Float32, Float16, BFloat16 or Float64), got ",
               dtype_name(g.dtype()), " (index ", i, ")");
     if (g.numel() == 0) continue;
@@ -474,7 +476,7 @@ void non_finite_check_and_unscale_(const std::vector<Tensor>& scaled_grads, cons
     } else {
       Tensor c = g.contiguous();
       work[g.dtype()].push_back(c);
-      copy_back.emplace_back(g, c);
+      if (in_place) copy_back.emplace_back(g, c);
     }
   }
   const MultiTensorKernels& k = multi_tensor_kernels_for(device);
@@ -482,13 +484,26 @@ void non_finite_check_and_unscale_(const std::vector<Tensor>& scaled_grads, cons
   const float* inv = static_cast<const float*>(inv_scale.data_ptr());
   for (const auto& [dtype, grads] : work) {
     const ListsView view =
-        check_lists(kOp, kDefaultChunkSize, {grads}, {{"scaled_grads", kFloating}});
-    k.unscale(view, kDefaultChunkSize, found, inv);
+        check_lists(op, kDefaultChunkSize, {grads}, {{"scaled_grads", kFloating}});
+    k.unscale(view, kDefaultChunkSize, found, inv, in_place);
   }
   for (auto& [original, copy] : copy_back) {
     Tensor target = original;
     target.copy_(copy);
   }
+}
+
+}  // namespace
+
+void non_finite_check_and_unscale_(const std::vector<Tensor>& scaled_grads, const Tensor& found_inf,
+                                   const Tensor& inv_scale) {
+  check_and_unscale("non_finite_check_and_unscale_", scaled_grads, found_inf, inv_scale,
+                    /*in_place=*/true);
+}
+
+void non_finite_check_(const std::vector<Tensor>& scaled_grads, const Tensor& found_inf,
+                       const Tensor& inv_scale) {
+  check_and_unscale("non_finite_check_", scaled_grads, found_inf, inv_scale, /*in_place=*/false);
 }
 
 Tensor update_scale_(const Tensor& scale, const Tensor& growth_tracker, const Tensor& found_inf,

@@ -106,11 +106,18 @@ void adagrad(int64_t chunk_size, const Tensor& noop_flag, const TensorLists& lis
 
 // torch._amp_foreach_non_finite_check_and_unscale_: multiplies every grad in place by
 // *inv_scale (no multiply when it is exactly 1) and sets *found_inf = 1.0 if any grad element
-// was inf or NaN (never clears it). found_inf and inv_scale: 1-element Float32 tensors on the
-// grads' device. Grads may be Float32/Float16/BFloat16/Float64, mixed, and non-contiguous. An
-// empty list returns at once.
+// is inf or NaN after unscaling (never clears it). Beyond torch, which checks only the scaled
+// input: a finite grad whose product overflows (a subnormal or zero scale) is flagged too, so a
+// step that GradScaler lets run never sees a non-finite gradient because of the scale.
+// found_inf and inv_scale: 1-element Float32 tensors on the grads' device. Grads may be
+// Float32/Float16/BFloat16/Float64, mixed, and non-contiguous. An empty list returns at once.
 void non_finite_check_and_unscale_(const std::vector<Tensor>& scaled_grads, const Tensor& found_inf,
                                    const Tensor& inv_scale);
+// The same check without the write: sets *found_inf = 1.0 if any grad * *inv_scale, computed
+// as non_finite_check_and_unscale_ computes it, is inf or NaN; the grads are left as they are.
+// For optimizers that unscale inside their own kernels (GradScaler's supports_amp_scaling path).
+void non_finite_check_(const std::vector<Tensor>& scaled_grads, const Tensor& found_inf,
+                       const Tensor& inv_scale);
 
 // torch._amp_update_scale_: on found_inf != 0, scale *= backoff_factor and the tracker resets;
 // otherwise the tracker counts the step, and when it reaches growth_interval (==) the scale

@@ -1,6 +1,7 @@
 // Specification of amp::GradScaler (reference/torch_amp.md §3, §5.1, §7 items 17-25, and the
 // additions of docs/grad_scaler.md), on the CPU. Expected values come from PyTorch's tests, from
-// the golden update_scale_ data of tests/reference/make_update_scale_golden.py, from hand
+// the golden update_scale_ data of tests/reference/make_update_scale_golden.py (a Python
+// transcription of torch's rule, not torch's output), from hand
 // arithmetic written out in each test, or from a control run without scaling.
 #include <bit>
 #include <boost/test/unit_test.hpp>
@@ -361,16 +362,27 @@ BOOST_AUTO_TEST_CASE(step_without_gradients_and_update_without_checks_raise) {
 }
 
 BOOST_AUTO_TEST_CASE(state_is_kept_per_optimizer) {
-  auto scaler = ready_scaler();
+  auto scaler = ready_scaler({.init_scale = 4.0});
   const Tensor p0 = param({1.0}), p1 = param({1.0});
-  amp::optimizers::SGD o0({p0}, {.lr = 0.0}), o1({p1}, {.lr = 0.0});
-  set_grad(p0, {1.0});
-  set_grad(p1, {1.0});
+  amp::optimizers::SGD o0({p0}, {.lr = 1.0}), o1({p1}, {.lr = 1.0});
+  set_grad(p0, {8.0});
+  set_grad(p1, {kInf});
   scaler->unscale_(o0);
-  scaler->unscale_(o1);  // another optimizer: no error
-  scaler->step(o0);
-  scaler->step(o1);
-  scaler->update();
+  BOOST_TEST(values_of(p0.grad()) == std::vector<double>({2.0}));  // o0 unscaled, o1 not yet
+  check_error([&] { scaler->unscale_(o0); }, {"unscale_() has already been called"});
+  BOOST_CHECK_NO_THROW(scaler->unscale_(o1));  // another optimizer: its own stage
+  BOOST_TEST(values_of(p0.grad()) == std::vector<double>({2.0}));  // not unscaled twice
+  // Each optimizer's found_inf decides its own step: o1's inf skips o1 only.
+  BOOST_TEST(scaler->step(o0));
+  BOOST_TEST(!scaler->step(o1));
+  BOOST_TEST(values_of(p0) == std::vector<double>({-1.0}));
+  BOOST_TEST(values_of(p1) == std::vector<double>({1.0}));
+  BOOST_TEST(scaler->last_step(o0).stepped());
+  BOOST_TEST(scaler->last_step(o1).skipped());
+  check_error([&] { scaler->step(o0); }, {"step() has already been called"});
+  scaler->update();  // one backoff for the two optimizers together
+  BOOST_TEST(scaler->get_scale() == 2.0);
+  BOOST_CHECK_NO_THROW(scaler->unscale_(o0));  // update() returned both to READY
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -403,6 +415,69 @@ BOOST_AUTO_TEST_CASE(grads_broken_between_unscale_and_step_are_not_detected) {
   p.grad().fill_(kInf);
   BOOST_TEST(scaler->step(opt));
   BOOST_TEST(std::isinf(values_of(p)[0]));
+}
+
+BOOST_AUTO_TEST_CASE(finite_grads_that_overflow_when_unscaled_skip_the_step) {
+  // A subnormal scale: 1/2^-140 is inf in fp32, so every unscaled gradient is inf (or NaN for
+  // a zero). torch checks the scaled gradients, finds them finite and steps into inf weights.
+  for (double scale : {std::ldexp(1.0, -140), std::ldexp(1.0, -100)}) {
+    CerrCapture cerr;
+    auto scaler = ready_scaler({.init_scale = scale});
+    const Tensor p = param({1.0, 1.0});
+    amp::optimizers::SGD opt({p}, {.lr = 0.5});
+    set_grad(p, {1073741824.0, 0.0});  // 2^30 * 2^100 overflows fp32 too
+    BOOST_TEST(!scaler->step(opt));
+    BOOST_TEST(values_of(p) == std::vector<double>({1.0, 1.0}));
+    BOOST_TEST(scaler->last_step().skipped());
+    BOOST_TEST((scaler->last_step().flat_index == std::optional<size_t>(0)));
+    scaler->update();
+    BOOST_TEST(scaler->get_scale() == scale / 2);  // an overflow: backed off
+    BOOST_TEST(cerr.count("zero or subnormal") == (scale < 0x1p-126 ? 1 : 0));
+  }
+}
+
+BOOST_AUTO_TEST_CASE(training_at_a_collapsed_scale_never_writes_non_finite_weights) {
+  // The scale of a PyTorch checkpoint saved after the collapse (0), then ordinary iterations:
+  // scaled losses are 0, gradients 0, and 0 * (1/0) is NaN. Every step is skipped.
+  CerrCapture cerr;
+  auto scaler = ready_scaler();
+  amp::StateDict sd = scaler->state_dict();
+  sd["scale"] = amp::scalar_tensor(0.0, {.dtype = DType::Float64});
+  scaler->load_state_dict(sd);
+  const Tensor w = param({0.5, -2.0, 3.0});
+  amp::optimizers::SGD opt({w}, {.lr = 0.1});
+  for (int i = 0; i < 3; ++i) {
+    opt.zero_grad();
+    scaler->scale(amp::sum(amp::mul(w, w))).backward();
+    BOOST_TEST(!scaler->step(opt));
+    scaler->update();
+  }
+  BOOST_TEST(values_of(w) == std::vector<double>({0.5, -2.0, 3.0}));
+  BOOST_TEST(scaler->get_scale() == 0.0);
+  BOOST_TEST(cerr.count("zero or subnormal") == 1);
+}
+
+BOOST_AUTO_TEST_CASE(unscale_flags_fp16_gradients_that_overflow_fp16_when_unscaled) {
+  // 1.0 * 2^17 is finite in fp32 but above fp16's 65504: the stored gradient would be inf.
+  auto scaler = ready_scaler({.init_scale = std::ldexp(1.0, -17), .allow_fp16_grads = true});
+  const Tensor p = param({1.0, 1.0}, DType::Float16);
+  amp::optimizers::SGD opt({p}, {.lr = 1.0});
+  set_grad(p, {1.0, 0.0});
+  BOOST_TEST(!scaler->step(opt));
+  BOOST_TEST(values_of(p) == std::vector<double>({1.0, 1.0}));
+}
+
+BOOST_AUTO_TEST_CASE(amp_scaling_optimizer_gets_found_inf_when_unscaling_would_overflow) {
+  // READY: the scaler checks the gradients as the optimizer will unscale them (ScalingSGD
+  // divides by grad_scale) and leaves them scaled.
+  auto scaler = ready_scaler({.init_scale = std::ldexp(1.0, -140)});
+  const Tensor p = param({1.0, 1.0});
+  ScalingSGD opt({p}, 0.5);
+  set_grad(p, {1.0, 2.0});
+  BOOST_TEST(scaler->step(opt));  // called; the optimizer skips
+  BOOST_TEST(opt.seen_found_inf.item<double>() == 1.0);
+  BOOST_TEST(values_of(p.grad()) == std::vector<double>({1.0, 2.0}));
+  BOOST_TEST(values_of(p) == std::vector<double>({1.0, 1.0}));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -480,7 +555,7 @@ BOOST_AUTO_TEST_CASE(scale_collapses_to_zero_after_166_backoffs_as_in_pytorch) {
   BOOST_TEST(scaler->get_scale() == std::ldexp(1.0, -149));
   iterate(*scaler, opt, p, true);
   BOOST_TEST(scaler->get_scale() == 0.0);
-  iterate(*scaler, opt, p, false);  // stuck at 0: growth is 0 * 2
+  iterate(*scaler, opt, p, false);  // stuck at 0: 1/0 overflows every gradient, a backoff
   BOOST_TEST(scaler->get_scale() == 0.0);
   BOOST_TEST(cerr.count("zero or subnormal") == 1);
 }
@@ -532,13 +607,44 @@ BOOST_AUTO_TEST_CASE(update_with_a_bad_tensor_raises_pytorchs_message) {
   BOOST_TEST(scaler->get_scale() == 65536.0);
 }
 
+BOOST_AUTO_TEST_CASE(update_rejects_a_new_scale_that_is_not_finite_and_positive_in_fp32) {
+  // As load_state_dict rejects such scales; 1e39 is a finite double but inf in fp32, 1e-50 is
+  // positive but 0 in fp32.
+  auto scaler = ready_scaler({.init_scale = 4.0});
+  for (double bad : {0.0, -0.0, -1.0, kNaN, kInf, -kInf, 1e39, 1e-50}) {
+    const std::string got = "got " + amp::optimizers::python_repr(bad);
+    check_error([&] { scaler->update(bad); },
+                {"GradScaler.update: expected a finite new_scale > 0 (in fp32)", got});
+    check_error([&] { scaler->update(amp::full({1}, bad, {.dtype = DType::Float64})); },
+                {"GradScaler.update: expected a finite new_scale > 0 (in fp32)"});
+  }
+  BOOST_TEST(scaler->get_scale() == 4.0);
+  amp::StateDict sd = scaler->state_dict();
+  for (double bad : {-1.0, kInf, 1e39}) {
+    sd["scale"] = amp::scalar_tensor(bad, {.dtype = DType::Float64});
+    check_error([&] { scaler->load_state_dict(sd); },
+                {"GradScaler.load_state_dict: expected a finite 'scale' >= 0 (in fp32)",
+                 "got " + amp::optimizers::python_repr(bad)});
+  }
+  BOOST_TEST(scaler->get_scale() == 4.0);
+}
+
+BOOST_AUTO_TEST_CASE(update_with_a_tensor_applies_the_bounds) {
+  auto scaler = ready_scaler({.init_scale = 4.0, .min_scale = 1.0, .max_scale = 10.0});
+  check_error([&] { scaler->update(amp::full({1}, 100.0)); },
+              {"GradScaler.update", "within [min_scale, max_scale] = [1.0, 10.0]", "got 100.0"});
+  scaler->update(amp::full({1}, 5.0));
+  BOOST_TEST(scaler->get_scale() == 5.0);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Replay of PyTorch's scale / tracker sequences through GradScaler.
 
 namespace {
 
 // tests/data/update_scale_golden.txt (tests/reference/make_update_scale_golden.py): per
-// configuration, a found_inf sequence and torch's scale bits and tracker after each update.
+// configuration, a found_inf sequence and the scale bits and tracker after each update, from a
+// Python transcription of torch's kernel (torch 1.13 has no CPU kernel; not PyTorch's output).
 // found_inf values 0..3 are produced by 3 optimizers, the first found_inf of them with an inf
 // gradient, so the summed found_inf is the file's value.
 void replay_golden(GradScalerOptions extra, const std::string& label) {
@@ -594,9 +700,11 @@ void replay_golden(GradScalerOptions extra, const std::string& label) {
 
 }  // namespace
 
-BOOST_AUTO_TEST_CASE(replays_pytorchs_scale_and_tracker_sequences) { replay_golden({}, "default"); }
+BOOST_AUTO_TEST_CASE(replays_the_python_transcription_of_pytorchs_scale_sequences) {
+  replay_golden({}, "default");
+}
 
-BOOST_AUTO_TEST_CASE(host_side_rule_of_the_extended_options_replays_pytorch_when_not_binding) {
+BOOST_AUTO_TEST_CASE(host_side_rule_replays_the_transcription_of_pytorch_when_not_binding) {
   // A finite max_scale switches update() to the host-side rule (hysteresis and bounds); at
   // FLT_MAX the bound never binds (a grown scale is either finite, so <= FLT_MAX, or rejected),
   // so the sequences must still be torch's bit for bit.
@@ -843,10 +951,11 @@ BOOST_AUTO_TEST_CASE(hysteresis_tracker_round_trips_through_the_state_dict) {
   BOOST_TEST(GradScaler(amp::DeviceType::CPU).state_dict().count("_hysteresis_tracker") == 0u);
 }
 
-BOOST_AUTO_TEST_CASE(hysteresis_and_bounds_replay_the_python_reference) {
+BOOST_AUTO_TEST_CASE(hysteresis_and_bounds_replay_the_python_transcription_of_megatron) {
   // tests/data/grad_scaler_extended_golden.txt (tests/reference/
-  // make_grad_scaler_extended_golden.py): Megatron-LM's hysteresis around torch's fp32 rule,
-  // with the bounds, over long random found_inf sequences.
+  // make_grad_scaler_extended_golden.py): a Python transcription (not Megatron-LM's or
+  // PyTorch's output) of Megatron-LM's hysteresis around torch's fp32 rule, with the bounds,
+  // over long random found_inf sequences.
   std::ifstream in(std::string(AMPCPP_TEST_DATA_DIR) + "/grad_scaler_extended_golden.txt");
   BOOST_REQUIRE_MESSAGE(in, "missing tests/data/grad_scaler_extended_golden.txt");
   CerrCapture cerr;  // the floors warn

@@ -20,13 +20,17 @@ using amp::Tensor;
 constexpr int kSteps = 8;
 constexpr int kInfStep = 3;
 
+using StepOutcome = amp::GradScalerStepReport::Outcome;
+
 // Trains one parameter vector with loss = sum(w * c_t) for step-dependent c_t, scaled by a
 // GradScaler; at kInfStep one gradient element is made inf after backward. Returns the final
-// parameter values and the scaler's final scale.
+// parameter values, the scaler's final scale, each step's reported outcome and whether the
+// parameters were left bit for bit as they were by the kInfStep step.
 struct Outcome {
   std::vector<double> params;
   double scale = 0;
-  int reported_skips = 0;
+  std::vector<StepOutcome> outcomes;
+  bool inf_step_left_params = false;
 };
 
 Outcome train(const std::function<std::unique_ptr<amp::optimizers::Optimizer>(Tensor)>& make) {
@@ -45,8 +49,10 @@ Outcome train(const std::function<std::unique_ptr<amp::optimizers::Optimizer>(Te
       amp::NoGradGuard no_grad;
       w.grad().narrow(0, 17, 1).fill_(std::numeric_limits<double>::infinity());
     }
+    const std::vector<double> before = w.detach().to_vector<double>();
     scaler.step(*optimizer);
-    out.reported_skips += scaler.last_step().skipped() ? 1 : 0;
+    if (step == kInfStep) out.inf_step_left_params = w.detach().to_vector<double>() == before;
+    out.outcomes.push_back(scaler.last_step().outcome);
     scaler.update();
   }
   out.params = w.detach().to_vector<double>();
@@ -54,12 +60,36 @@ Outcome train(const std::function<std::unique_ptr<amp::optimizers::Optimizer>(Te
   return out;
 }
 
+// The reference optimizer steps through the ordinary path: stepped, except at kInfStep.
+void check_reference_outcomes(const Outcome& reference) {
+  BOOST_TEST_REQUIRE(reference.outcomes.size() == size_t(kSteps));
+  for (int step = 0; step < kSteps; ++step) {
+    const StepOutcome want =
+        step == kInfStep ? StepOutcome::kSkippedNonFinite : StepOutcome::kStepped;
+    BOOST_TEST((reference.outcomes[step] == want), "reference step " << step);
+  }
+  BOOST_TEST(reference.inf_step_left_params);
+}
+
+// The fused optimizer decides on the device: every step is reported deferred, and the
+// injected inf must still have left the parameters alone.
+void check_fused_outcomes(const Outcome& fused) {
+  BOOST_TEST_REQUIRE(fused.outcomes.size() == size_t(kSteps));
+  for (int step = 0; step < kSteps; ++step) {
+    BOOST_TEST((fused.outcomes[step] == StepOutcome::kDeferred), "fused step " << step);
+  }
+  BOOST_TEST(fused.inf_step_left_params);
+}
+
 void check_close(const Outcome& fused, const Outcome& reference) {
   BOOST_TEST(fused.scale == reference.scale);
   BOOST_TEST_REQUIRE(fused.params.size() == reference.params.size());
+  // A NaN difference must count as the worst (std::max would drop it).
   double worst = 0;
   for (size_t i = 0; i < fused.params.size(); ++i) {
-    worst = std::max(worst, std::abs(fused.params[i] - reference.params[i]));
+    const double d = std::abs(fused.params[i] - reference.params[i]);
+    if (std::isnan(d) || d > worst) worst = d;
+    if (std::isnan(worst)) break;
   }
   BOOST_TEST(worst <= 1e-5, "max |fused - reference| = " << worst);
 }
@@ -78,8 +108,8 @@ BOOST_AUTO_TEST_CASE(fused_adam_under_grad_scaler_matches_adam_and_skips_the_inf
     return std::make_unique<amp::optimizers::Adam>(std::vector<Tensor>{w},
                                                    amp::optimizers::AdamOptions{.lr = 1e-2});
   });
-  BOOST_TEST(reference.reported_skips == 1);
-  BOOST_TEST(fused.reported_skips == 0);  // the fused optimizer decides on the device
+  check_reference_outcomes(reference);
+  check_fused_outcomes(fused);
   check_close(fused, reference);
 }
 
@@ -92,8 +122,35 @@ BOOST_AUTO_TEST_CASE(fused_sgd_under_grad_scaler_matches_sgd_and_skips_the_inf_s
     return std::make_unique<amp::optimizers::SGD>(
         std::vector<Tensor>{w}, amp::optimizers::SGDOptions{.lr = 0.05, .momentum = 0.9});
   });
-  BOOST_TEST(reference.reported_skips == 1);
+  check_reference_outcomes(reference);
+  check_fused_outcomes(fused);
   check_close(fused, reference);
+}
+
+BOOST_AUTO_TEST_CASE(fused_optimizers_at_a_collapsed_scale_skip_instead_of_writing_inf) {
+  // A subnormal scale: 1/scale is inf in fp32. The gradients are finite, so torch's check
+  // passes and the optimizer's in-kernel unscale would write inf into the weights.
+  const std::vector<std::function<std::unique_ptr<amp::optimizers::Optimizer>(Tensor)>> makers = {
+      [](Tensor w) {
+        return std::make_unique<amp::optimizers::FusedAdam>(
+            std::vector<Tensor>{w}, amp::optimizers::FusedAdamOptions{.lr = 1e-2});
+      },
+      [](Tensor w) {
+        return std::make_unique<amp::optimizers::FusedSGD>(
+            std::vector<Tensor>{w}, amp::optimizers::SGDOptions{.lr = 0.05, .momentum = 0.9});
+      }};
+  for (const auto& make : makers) {
+    Tensor w = amp::full({16}, 0.5);
+    w.requires_grad_();
+    auto optimizer = make(w);
+    amp::GradScaler scaler(DeviceType::CPU, {.init_scale = std::ldexp(1.0, -140)});
+    scaler.scale(amp::sum(amp::mul(w, w))).backward();
+    BOOST_TEST(std::isfinite(w.grad().sum().item<double>()));
+    scaler.step(*optimizer);
+    BOOST_TEST((scaler.last_step().outcome == StepOutcome::kDeferred));
+    BOOST_TEST(w.detach().to_vector<double>() == std::vector<double>(16, 0.5),
+               "weights written at a collapsed scale");
+  }
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "amp/amp.h"
-#include "csrc/cuda/cuda_backend.h"
+#include "tests/support/cuda_precondition.h"
 
 namespace {
 
@@ -190,11 +190,7 @@ BOOST_AUTO_TEST_CASE(views_do_not_allocate) {
   }
 }
 
-BOOST_AUTO_TEST_CASE(cuda_memory_stats_are_zero_without_cuda) {
-  if (amp::cuda_backend::is_available()) {
-    BOOST_TEST_MESSAGE("CUDA is available; this case checks the CUDA-less behaviour only");
-    return;
-  }
+BOOST_AUTO_TEST_CASE(cuda_memory_stats_are_zero_without_cuda, *amp::testing::requires_no_cuda()) {
   BOOST_CHECK_NO_THROW(memory::reset_peak(DeviceType::CUDA));
   BOOST_CHECK_NO_THROW(memory::empty_cache(DeviceType::CUDA));
   BOOST_TEST(memory::allocated(DeviceType::CUDA) == 0);

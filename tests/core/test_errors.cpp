@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "amp/amp.h"
-#include "csrc/cuda/cuda_backend.h"
+#include "tests/support/cuda_precondition.h"
 
 namespace {
 
@@ -190,11 +190,8 @@ BOOST_AUTO_TEST_CASE(using_an_undefined_tensor_is_rejected) {
 // CUDA without a device
 // ---------------------------------------------------------------------------------------------
 
-BOOST_AUTO_TEST_CASE(cuda_tensor_without_a_cuda_device_is_rejected) {
-  if (amp::cuda_backend::is_available()) {
-    BOOST_TEST_MESSAGE("CUDA is available; the CUDA-less error path is not reachable here");
-    return;
-  }
+BOOST_AUTO_TEST_CASE(cuda_tensor_without_a_cuda_device_is_rejected,
+                     *amp::testing::requires_no_cuda()) {
   BOOST_CHECK_EXCEPTION(amp::zeros({2}, {.device = amp::Device::cuda()}), amp::Error,
                         has({"zeros", "CUDA"}));
   BOOST_CHECK_EXCEPTION(amp::randn({2}, {.device = amp::Device::cuda()}), amp::Error,
@@ -203,11 +200,8 @@ BOOST_AUTO_TEST_CASE(cuda_tensor_without_a_cuda_device_is_rejected) {
                         amp::Error, has({"from_vector", "CUDA"}));
 }
 
-BOOST_AUTO_TEST_CASE(moving_a_tensor_to_cuda_without_a_device_is_rejected) {
-  if (amp::cuda_backend::is_available()) {
-    BOOST_TEST_MESSAGE("CUDA is available; the CUDA-less error path is not reachable here");
-    return;
-  }
+BOOST_AUTO_TEST_CASE(moving_a_tensor_to_cuda_without_a_device_is_rejected,
+                     *amp::testing::requires_no_cuda()) {
   const Tensor x = amp::ones({2});
   BOOST_CHECK_EXCEPTION(x.to(amp::Device::cuda()), amp::Error, has({"to", "CUDA"}));
   BOOST_CHECK_EXCEPTION(x.to(amp::Device::cuda(1)), amp::Error, has({"to", "CUDA"}));

@@ -17,11 +17,17 @@ using amp::DType;
 using amp::Tensor;
 namespace F = amp::nn::functional;
 
-// Stated tolerance: the fp16 run's final loss (mean of the last 5 steps) is within 0.05
-// absolute or 20% of the fp32 run's, and both improved on their first steps by at least half.
-// The fp16 runs skip a few steps when the growing scale overflows (that is the scaler at work),
-// so their trajectories differ from fp32's by more than rounding.
-constexpr double kAbsTol = 0.05, kRelTol = 0.20;
+// Stated tolerance: each run's loss reduction is first_loss - final_loss (means of the first and
+// last 5 steps); the fp16 run must achieve between 95% and 105% of the fp32 run's reduction.
+// Measured: 96.7% (multiple_models, 8 skipped steps) to 101.3% (typical). The fp16 runs skip a
+// few steps when the growing scale overflows (that is the scaler at work), so their trajectories
+// differ from fp32's by more than rounding. (An absolute 0.05 on final losses of 0.07-0.6 let
+// 40-70% deviations through.) Measured with the scaler broken on purpose: forgetting to unscale
+// gives NaN in 5 of 6 recipes; unscaling by 2/scale gives 0.79-0.95 in 4 of 6; by 1.3/scale,
+// multiple_models reaches 0.90.
+constexpr double kFractionTol = 0.05;
+
+double reduction(const amp::recipes::RecipeResult& r) { return r.first_loss - r.final_loss; }
 
 }  // namespace
 
@@ -38,9 +44,12 @@ BOOST_AUTO_TEST_CASE(every_recipe_reaches_the_fp32_loss_with_fp16_autocast_and_g
                                      << " (skipped " << mixed.skipped_steps << ", scale "
                                      << mixed.final_scale << ")");
       BOOST_TEST(fp32.final_loss < 0.5 * fp32.first_loss);
-      BOOST_TEST(mixed.final_loss < 0.5 * mixed.first_loss);
-      BOOST_TEST(std::abs(mixed.final_loss - fp32.final_loss) <=
-                 std::max(kAbsTol, kRelTol * fp32.final_loss));
+      const double fraction = reduction(mixed) / reduction(fp32);
+      BOOST_TEST_MESSAGE(recipe.name << ": fp16 reached " << fraction
+                                     << " of the fp32 loss reduction");
+      // Written so that a NaN fraction fails.
+      BOOST_TEST((fraction >= 1.0 - kFractionTol && fraction <= 1.0 + kFractionTol),
+                 "fraction of the fp32 loss reduction " << fraction);
       BOOST_TEST(fp32.skipped_steps == 0);
     }
   }

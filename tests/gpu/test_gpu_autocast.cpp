@@ -1,13 +1,13 @@
 // amp::autocast on CUDA tensors: the CUDA column of the policy table applied by a real CUDA
 // region (the CPU suites check the same column on CPU tensors). Without a usable CUDA device
-// every test prints "[gpu skipped]" and the reason, and ctest reports the suite as skipped.
+// the suite is skipped by its precondition and ctest reports it Skipped.
 #include <boost/test/unit_test.hpp>
-#include <iostream>
 #include <string>
 
 #include "amp/amp.h"
 #include "csrc/cuda/cuda_backend.h"
 #include "tests/autograd/test_util.h"
+#include "tests/support/cuda_precondition.h"
 
 namespace {
 
@@ -17,24 +17,15 @@ using amp::DType;
 using amp::Tensor;
 namespace F = amp::nn::functional;
 
-bool skip_without_cuda() {
-  if (amp::cuda_backend::is_available()) return false;
-  std::cout << "[gpu skipped] " << boost::unit_test::framework::current_test_case().p_name.get()
-            << ": " << amp::cuda_backend::unavailable_reason() << std::endl;
-  BOOST_TEST(!amp::cuda_backend::is_available());
-  return true;
-}
-
 Tensor cuda_randn(amp::Shape shape, DType dtype = DType::Float32) {
   return amp::randn(std::move(shape)).to(dtype).to(Device::cuda(0));
 }
 
 }  // namespace
 
-BOOST_AUTO_TEST_SUITE(gpu_autocast)
+BOOST_AUTO_TEST_SUITE(gpu_autocast, *amp::testing::requires_cuda())
 
 BOOST_AUTO_TEST_CASE(cuda_region_applies_the_cuda_policies) {
-  if (skip_without_cuda()) return;
   const Tensor a = cuda_randn({8, 8}), h = cuda_randn({8, 8}, DType::Float16);
   amp::autocast region(DeviceType::CUDA);
   const Tensor mm = amp::mm(a, a);
@@ -53,7 +44,6 @@ BOOST_AUTO_TEST_CASE(cuda_region_applies_the_cuda_policies) {
 }
 
 BOOST_AUTO_TEST_CASE(cuda_results_match_a_manually_cast_control) {
-  if (skip_without_cuda()) return;
   const Tensor a = cuda_randn({16, 16}), b = cuda_randn({16, 16});
   Tensor out;
   {

@@ -3,16 +3,16 @@
 // 16-bit parameters with fp32 masters, several groups, and step_with_amp_scaling with the scale
 // and found_inf on the device. The kernels share their functors with the CPU, so results agree
 // to within an fp32 ulp or so per step (fused multiply-adds may differ). Without a usable CUDA
-// device every test prints "[gpu skipped]" and ctest reports the suite as skipped.
+// device the suite is skipped by its precondition and ctest reports it Skipped.
 #include <boost/test/unit_test.hpp>
 #include <cmath>
 #include <functional>
-#include <iostream>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "amp/amp.h"
+#include "tests/support/cuda_precondition.h"
 
 namespace {
 
@@ -20,14 +20,6 @@ namespace opt = amp::optimizers;
 using amp::Device;
 using amp::DType;
 using amp::Tensor;
-
-bool skip_without_cuda() {
-  if (amp::cuda::is_available()) return false;
-  std::cout << "[gpu skipped] " << boost::unit_test::framework::current_test_case().p_name.get()
-            << ": " << amp::cuda_backend::unavailable_reason() << std::endl;
-  BOOST_TEST(!amp::cuda::is_available());
-  return true;
-}
 
 const Device kCpu = Device::cpu();
 
@@ -124,10 +116,9 @@ void run_case(const Case& c, DType dtype, bool scaled, const std::string& what) 
 
 }  // namespace
 
-BOOST_AUTO_TEST_SUITE(gpu_fused_optimizers)
+BOOST_AUTO_TEST_SUITE(gpu_fused_optimizers, *amp::testing::requires_cuda())
 
 BOOST_AUTO_TEST_CASE(fused_optimizers_on_cuda_match_the_cpu) {
-  if (skip_without_cuda()) return;
   for (const Case& c : cases()) {
     for (DType dtype : {DType::Float32, DType::Float16, DType::BFloat16}) {
       run_case(c, dtype, false, c.name + " " + amp::dtype_name(dtype));
@@ -136,7 +127,6 @@ BOOST_AUTO_TEST_CASE(fused_optimizers_on_cuda_match_the_cpu) {
 }
 
 BOOST_AUTO_TEST_CASE(step_with_amp_scaling_on_cuda_matches_an_unscaled_cpu_step) {
-  if (skip_without_cuda()) return;
   for (const Case& c : cases()) {
     for (DType dtype : {DType::Float32, DType::Float16}) {
       run_case(c, dtype, true, c.name + " scaled " + amp::dtype_name(dtype));
@@ -145,7 +135,6 @@ BOOST_AUTO_TEST_CASE(step_with_amp_scaling_on_cuda_matches_an_unscaled_cpu_step)
 }
 
 BOOST_AUTO_TEST_CASE(found_inf_on_cuda_skips_the_step) {
-  if (skip_without_cuda()) return;
   const Device cuda = Device::cuda(0);
   for (const Case& c : cases()) {
     Tensor p = amp::rand({5000}).to(cuda);
@@ -161,7 +150,6 @@ BOOST_AUTO_TEST_CASE(found_inf_on_cuda_skips_the_step) {
 }
 
 BOOST_AUTO_TEST_CASE(fused_optimizers_bucket_mixed_devices_and_lamb_rejects_them) {
-  if (skip_without_cuda()) return;
   const Device cuda = Device::cuda(0);
   // One group holding a CPU and a CUDA parameter: two buckets, each updated on its device.
   Tensor a = amp::rand({1000}), b = a.to(cuda), c = a.clone();

@@ -1,13 +1,12 @@
 // amp::GradScaler on CUDA tensors: the scenario ports of tests/amp/grad_scaler_cases.h on the
 // GPU, the scale and tracker sequence of a CUDA scaler against a CPU scaler fed the same
 // overflows (bit for bit: the same update rule runs on both), per-device found_inf with
-// gradients on two devices, and the device checks. Without a usable CUDA device every test
-// prints "[gpu skipped]" and ctest reports the suite as skipped.
+// gradients on two devices, and the device checks. Without a usable CUDA device the suite is
+// skipped by its precondition and ctest reports it Skipped.
 #include <bit>
 #include <boost/test/unit_test.hpp>
 #include <cstdint>
 #include <functional>
-#include <iostream>
 #include <limits>
 #include <random>
 #include <string>
@@ -15,6 +14,7 @@
 
 #include "amp/amp.h"
 #include "tests/amp/grad_scaler_cases.h"
+#include "tests/support/cuda_precondition.h"
 
 namespace {
 
@@ -26,14 +26,6 @@ using amp::Tensor;
 constexpr double kInf = std::numeric_limits<double>::infinity();
 const Device kCuda = Device::cuda(0);
 const Device kCpu = Device::cpu();
-
-bool skip_without_cuda() {
-  if (amp::cuda::is_available()) return false;
-  std::cout << "[gpu skipped] " << boost::unit_test::framework::current_test_case().p_name.get()
-            << ": no usable CUDA device" << std::endl;
-  BOOST_TEST(!amp::cuda::is_available());
-  return true;
-}
 
 Tensor param_on(const std::vector<double>& values, Device device) {
   Tensor p = amp::from_vector(values, {static_cast<int64_t>(values.size())}).to(device);
@@ -58,10 +50,9 @@ std::vector<double> host(const Tensor& t) { return t.to(kCpu).to_vector<double>(
 
 }  // namespace
 
-BOOST_AUTO_TEST_SUITE(gpu_grad_scaler)
+BOOST_AUTO_TEST_SUITE(gpu_grad_scaler, *amp::testing::requires_cuda())
 
 BOOST_AUTO_TEST_CASE(scale_lives_on_the_first_scaled_tensors_device) {
-  if (skip_without_cuda()) return;
   GradScaler scaler(amp::DeviceType::CUDA, {.init_scale = 2.0});
   BOOST_TEST(scaler.is_enabled());
   const Tensor out = scaler.scale(amp::full({3}, 4.0).to(kCuda));
@@ -72,7 +63,6 @@ BOOST_AUTO_TEST_CASE(scale_lives_on_the_first_scaled_tensors_device) {
 }
 
 BOOST_AUTO_TEST_CASE(scale_rejects_a_tensor_of_another_device_type) {
-  if (skip_without_cuda()) return;
   GradScaler cuda_scaler(amp::DeviceType::CUDA);
   const std::string on_cpu = error_of([&] { cuda_scaler.scale(amp::ones({1})); });
   BOOST_TEST(on_cpu.find("expected a tensor on a CUDA device") != std::string::npos, on_cpu);
@@ -82,7 +72,6 @@ BOOST_AUTO_TEST_CASE(scale_rejects_a_tensor_of_another_device_type) {
 }
 
 BOOST_AUTO_TEST_CASE(cuda_scaler_follows_the_cpu_scaler_bit_for_bit) {
-  if (skip_without_cuda()) return;
   std::mt19937 rng(11);
   std::bernoulli_distribution overflow(0.3);
   const amp::GradScalerOptions options = {
@@ -108,7 +97,6 @@ BOOST_AUTO_TEST_CASE(cuda_scaler_follows_the_cpu_scaler_bit_for_bit) {
 }
 
 BOOST_AUTO_TEST_CASE(gradients_on_two_devices_get_one_found_inf_each) {
-  if (skip_without_cuda()) return;
   GradScaler scaler(amp::DeviceType::CUDA, {.init_scale = 4.0});
   scaler.scale(amp::ones({1}).to(kCuda));
   const Tensor on_gpu = param_on({1.0, 1.0}, kCuda), on_cpu = param_on({1.0}, kCpu);
@@ -128,27 +116,22 @@ BOOST_AUTO_TEST_CASE(gradients_on_two_devices_get_one_found_inf_each) {
 }
 
 BOOST_AUTO_TEST_CASE(clipping_scaled_gradients_matches_unscaled_training) {
-  if (skip_without_cuda()) return;
   amp_test::scaler::case_clipping(kCuda);
 }
 
 BOOST_AUTO_TEST_CASE(clipping_after_unscale_matches_unscaled_training) {
-  if (skip_without_cuda()) return;
   amp_test::scaler::case_clipping_separate_unscale(kCuda);
 }
 
 BOOST_AUTO_TEST_CASE(gradient_accumulation_matches_unscaled_training) {
-  if (skip_without_cuda()) return;
   amp_test::scaler::case_accumulation(kCuda);
 }
 
 BOOST_AUTO_TEST_CASE(gradient_penalty_matches_unscaled_training) {
-  if (skip_without_cuda()) return;
   amp_test::scaler::case_penalty(kCuda);
 }
 
 BOOST_AUTO_TEST_CASE(multiple_models_losses_and_optimizers_skip_only_the_overflowing_one) {
-  if (skip_without_cuda()) return;
   amp_test::scaler::case_multiple(kCuda);
 }
 

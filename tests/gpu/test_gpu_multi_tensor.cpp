@@ -1,12 +1,11 @@
 // The CUDA multi-tensor launcher (csrc/cuda/multi_tensor.cu) against the CPU launcher: the same
 // functors run on both, so results agree bit for bit where no fused multiply-add can differ
 // (scale, unscale, l2norm, update_scale) and within an fp32 ulp (before the final rounding)
-// elsewhere. Without a usable CUDA device every test prints "[gpu skipped]" and the reason, and
-// ctest reports the suite as skipped.
+// elsewhere. Without a usable CUDA device the suite is skipped by its precondition and ctest
+// reports it Skipped.
 #include <boost/test/unit_test.hpp>
 #include <cmath>
 #include <cstdint>
-#include <iostream>
 #include <limits>
 #include <random>
 #include <string>
@@ -16,6 +15,7 @@
 #include "csrc/core/tensor.h"
 #include "csrc/cuda/cuda_backend.h"
 #include "csrc/multi_tensor/multi_tensor.h"
+#include "tests/support/cuda_precondition.h"
 
 namespace {
 
@@ -23,15 +23,6 @@ namespace mt = amp::multi_tensor;
 using amp::Device;
 using amp::DType;
 using amp::Tensor;
-
-// Prints the skip line ctest looks for and returns true when there is no usable CUDA device.
-bool skip_without_cuda() {
-  if (amp::cuda_backend::is_available()) return false;
-  std::cout << "[gpu skipped] " << boost::unit_test::framework::current_test_case().p_name.get()
-            << ": " << amp::cuda_backend::unavailable_reason() << std::endl;
-  BOOST_TEST(!amp::cuda_backend::is_available());
-  return true;
-}
 
 const Device kCuda = Device::cuda(0);
 const Device kCpu = Device::cpu();
@@ -118,10 +109,9 @@ int64_t flag_of(const Tensor& flag) { return flag.to(kCpu).item<int64_t>(); }
 
 }  // namespace
 
-BOOST_AUTO_TEST_SUITE(gpu_multi_tensor)
+BOOST_AUTO_TEST_SUITE(gpu_multi_tensor, *amp::testing::requires_cuda())
 
 BOOST_AUTO_TEST_CASE(scale_matches_cpu_bit_for_bit_across_launches) {
-  if (skip_without_cuda()) return;
   const std::vector<DType> dtypes = {DType::Float32, DType::Float16, DType::BFloat16};
   for (DType in : dtypes) {
     for (DType out : dtypes) {
@@ -144,7 +134,6 @@ BOOST_AUTO_TEST_CASE(scale_matches_cpu_bit_for_bit_across_launches) {
 }
 
 BOOST_AUTO_TEST_CASE(axpby_matches_cpu) {
-  if (skip_without_cuda()) return;
   std::mt19937 rng(2);
   const mt::TensorLists cpu =
       random_lists(many_sizes(), {DType::Float16, DType::Float32, DType::BFloat16}, rng, -4, 4);
@@ -155,7 +144,6 @@ BOOST_AUTO_TEST_CASE(axpby_matches_cpu) {
 }
 
 BOOST_AUTO_TEST_CASE(l2norm_matches_cpu_bit_for_bit) {
-  if (skip_without_cuda()) return;
   for (DType dtype : {DType::Float32, DType::Float16, DType::BFloat16}) {
     for (int64_t chunk : {int64_t{333}, int64_t{2048 * 32}}) {
       std::mt19937 rng(3);
@@ -175,7 +163,6 @@ BOOST_AUTO_TEST_CASE(l2norm_matches_cpu_bit_for_bit) {
 }
 
 BOOST_AUTO_TEST_CASE(adam_matches_cpu_with_and_without_master_weights) {
-  if (skip_without_cuda()) return;
   for (mt::AdamMode mode : {mt::AdamMode::L2, mt::AdamMode::AdamW}) {
     std::mt19937 rng(4);
     mt::TensorLists cpu4 = random_lists(
@@ -205,7 +192,6 @@ BOOST_AUTO_TEST_CASE(adam_matches_cpu_with_and_without_master_weights) {
 }
 
 BOOST_AUTO_TEST_CASE(sgd_matches_cpu_and_honours_the_noop_flag) {
-  if (skip_without_cuda()) return;
   std::mt19937 rng(5);
   mt::TensorLists cpu3 =
       random_lists(many_sizes(), {DType::Float16, DType::Float16, DType::Float16}, rng, -1, 1);
@@ -229,7 +215,6 @@ BOOST_AUTO_TEST_CASE(sgd_matches_cpu_and_honours_the_noop_flag) {
 }
 
 BOOST_AUTO_TEST_CASE(lamb_novograd_and_adagrad_match_cpu) {
-  if (skip_without_cuda()) return;
   std::mt19937 rng(6);
   const std::vector<int64_t> sizes = many_sizes();
   mt::TensorLists cpu_lamb = random_lists(
@@ -264,7 +249,6 @@ BOOST_AUTO_TEST_CASE(lamb_novograd_and_adagrad_match_cpu) {
 }
 
 BOOST_AUTO_TEST_CASE(grad_scaler_kernels_match_cpu) {
-  if (skip_without_cuda()) return;
   std::mt19937 rng(7);
   mt::TensorLists cpu = random_lists(many_sizes(), {DType::BFloat16}, rng, -1000, 1000);
   mt::TensorLists gpu = copy_to(cpu, kCuda);
@@ -289,7 +273,6 @@ BOOST_AUTO_TEST_CASE(grad_scaler_kernels_match_cpu) {
 }
 
 BOOST_AUTO_TEST_CASE(cuda_lists_reject_tensors_and_flags_on_other_devices) {
-  if (skip_without_cuda()) return;
   const Tensor a = amp::ones({4}, {.device = kCuda}), b = amp::ones({4});
   try {
     mt::scale(333, mt::make_flag(kCuda), {{a}, {b}}, 1.0);

@@ -1,13 +1,12 @@
 // Specification of the CUDA backend: every op run on a CUDA tensor gives what the same op gives
 // on the CPU (the reference, tested on its own in tests/ops), bit for bit where both sides do
 // one correctly rounded operation per element, within a dtype's rounding otherwise. Without a
-// usable device each gpu_ops test prints one "[gpu skipped] <reason>" line, which ctest reports
-// as Skipped; suite cuda_availability checks the unavailable path itself and runs everywhere.
+// usable device suite gpu_ops is skipped by its precondition and ctest reports it Skipped;
+// suite cuda_availability checks the unavailable path itself and runs everywhere.
 #include <boost/test/unit_test.hpp>
 #include <cmath>
 #include <cstdint>
 #include <functional>
-#include <iostream>
 #include <limits>
 #include <sstream>
 #include <string>
@@ -23,6 +22,7 @@
 #include "csrc/ops/reduce.h"
 #include "csrc/ops/shape_ops.h"
 #include "csrc/ops/softmax.h"
+#include "tests/support/cuda_precondition.h"
 
 namespace {
 
@@ -34,15 +34,6 @@ using amp::Tensor;
 const DType kFloatDTypes[] = {DType::Float32, DType::Float16, DType::BFloat16, DType::Float64};
 const DType kAllDTypes[] = {DType::Float32, DType::Float16, DType::BFloat16,
                             DType::Float64, DType::Int64,   DType::Bool};
-
-// True when a CUDA device can run the test. Otherwise prints the one line ctest's
-// SKIP_REGULAR_EXPRESSION looks for, with the reason, and the caller returns.
-bool has_gpu_or_skip() {
-  if (amp::cuda::is_available()) return true;
-  std::cout << "[gpu skipped] " << boost::unit_test::framework::current_test_case().p_name.get()
-            << ": " << amp::cuda_backend::unavailable_reason() << std::endl;
-  return false;
-}
 
 Tensor gpu(const Tensor& t) { return t.to(Device::cuda()); }
 
@@ -140,8 +131,8 @@ bool contains(const std::string& text, const std::string& part) {
 
 }  // namespace
 
-// Its own suite, labelled unit rather than gpu: ctest reports a gpu suite whose output contains
-// "[gpu skipped]" as Skipped even when a check failed, which would hide a failure here.
+// Its own suite, labelled unit rather than gpu and without a precondition: it must run, and
+// check something, with and without a device.
 BOOST_AUTO_TEST_SUITE(cuda_availability)
 
 // Runs with and without a device: the unavailable path is the one CI exercises.
@@ -170,10 +161,9 @@ BOOST_AUTO_TEST_CASE(cuda_tensors_raise_a_clear_error_when_no_device_is_usable) 
 
 BOOST_AUTO_TEST_SUITE_END()
 
-BOOST_AUTO_TEST_SUITE(gpu_ops)
+BOOST_AUTO_TEST_SUITE(gpu_ops, *amp::testing::requires_cuda())
 
 BOOST_AUTO_TEST_CASE(unary_ops_match_cpu_for_every_float_dtype) {
-  if (!has_gpu_or_skip()) return;
   using Op = std::function<Tensor(const Tensor&)>;
   // Exact: one correctly rounded fp32 (or fp64) operation per element on both devices.
   const std::vector<std::pair<std::string, Op>> exact = {
@@ -214,7 +204,6 @@ BOOST_AUTO_TEST_CASE(unary_ops_match_cpu_for_every_float_dtype) {
 }
 
 BOOST_AUTO_TEST_CASE(binary_ops_broadcast_and_promote_like_cpu) {
-  if (!has_gpu_or_skip()) return;
   using Op = std::function<Tensor(const Tensor&, const Tensor&)>;
   const std::vector<std::pair<std::string, Op>> exact = {
       {"add", [](const Tensor& a, const Tensor& b) { return amp::add(a, b); }},
@@ -258,7 +247,6 @@ BOOST_AUTO_TEST_CASE(binary_ops_broadcast_and_promote_like_cpu) {
 }
 
 BOOST_AUTO_TEST_CASE(where_selects_like_cpu) {
-  if (!has_gpu_or_skip()) return;
   for (DType dtype : kAllDTypes) {
     const Tensor a = samples({5, 1, 6}, DType::Float32);
     const Tensor cond = amp::gt(a, 0.0);
@@ -271,7 +259,6 @@ BOOST_AUTO_TEST_CASE(where_selects_like_cpu) {
 }
 
 BOOST_AUTO_TEST_CASE(copy_converts_every_dtype_pair_like_cpu) {
-  if (!has_gpu_or_skip()) return;
   const double inf = std::numeric_limits<double>::infinity();
   const double nan = std::numeric_limits<double>::quiet_NaN();
   // Values every dtype converts without undefined behaviour (|v| < 2^63, no NaN / inf).
@@ -307,7 +294,6 @@ BOOST_AUTO_TEST_CASE(copy_converts_every_dtype_pair_like_cpu) {
 }
 
 BOOST_AUTO_TEST_CASE(strided_views_match_cpu) {
-  if (!has_gpu_or_skip()) return;
   for (DType dtype : kFloatDTypes) {
     const Tensor x = samples({6, 8, 5}, dtype);
     const Tensor xg = gpu(x);
@@ -340,7 +326,6 @@ BOOST_AUTO_TEST_CASE(strided_views_match_cpu) {
 }
 
 BOOST_AUTO_TEST_CASE(reductions_over_dims_match_cpu) {
-  if (!has_gpu_or_skip()) return;
   for (DType dtype : kFloatDTypes) {
     const Tensor x = samples({7, 300, 9}, dtype);
     const Tensor xg = gpu(x);
@@ -382,7 +367,6 @@ BOOST_AUTO_TEST_CASE(reductions_over_dims_match_cpu) {
 }
 
 BOOST_AUTO_TEST_CASE(softmax_and_log_softmax_match_cpu) {
-  if (!has_gpu_or_skip()) return;
   for (DType dtype : kFloatDTypes) {
     const Tensor x = amp::mul(samples({5, 7, 300}, DType::Float32), 4.0).to(dtype);
     const Tensor xg = gpu(x);
@@ -407,7 +391,6 @@ BOOST_AUTO_TEST_CASE(softmax_and_log_softmax_match_cpu) {
 }
 
 BOOST_AUTO_TEST_CASE(matmul_matches_cpu_for_each_float_dtype) {
-  if (!has_gpu_or_skip()) return;
   for (DType dtype : kFloatDTypes) {
     // Both devices accumulate in fp32 (fp64 for Float64) but in different orders, then round
     // once: a few fp32 ulps of a value of size ~sqrt(k), plus one rounding of the dtype.
@@ -440,7 +423,6 @@ BOOST_AUTO_TEST_CASE(matmul_matches_cpu_for_each_float_dtype) {
 }
 
 BOOST_AUTO_TEST_CASE(device_host_copies_round_trip) {
-  if (!has_gpu_or_skip()) return;
   for (DType dtype : kAllDTypes) {
     const Tensor x = samples({3, 1000}, DType::Float32).to(dtype);
     const Tensor there = gpu(x);
@@ -464,7 +446,6 @@ BOOST_AUTO_TEST_CASE(device_host_copies_round_trip) {
 }
 
 BOOST_AUTO_TEST_CASE(cuda_allocator_counts_rounded_bytes_until_the_tensor_dies) {
-  if (!has_gpu_or_skip()) return;
   const int64_t cpu_before = amp::memory::allocated(DeviceType::CPU);
   const int64_t before = amp::memory::allocated(DeviceType::CUDA);
   amp::memory::reset_peak(DeviceType::CUDA);

@@ -37,7 +37,8 @@ uint64_t header_length(const std::string& file) {
   return n;
 }
 
-// Valid files to start from: the PyTorch-written golden file and a few of our own.
+// Valid files to start from: the hand-serialized golden file (torch's values) and a few of
+// our own.
 std::vector<std::string> corpus(const amp::testing::TempDir& dir) {
   std::vector<std::string> files;
   files.push_back(

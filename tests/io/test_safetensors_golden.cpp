@@ -1,8 +1,13 @@
 // amp::load / amp::save against tests/data/golden_small.safetensors, written by
-// tests/reference/make_safetensors_golden.py with torch's values in the reference serializer's
-// layout; tests/data/golden_small.txt lists every element's raw bits as torch computed them.
+// tests/reference/make_safetensors_golden.py: torch's values, laid out by that script's
+// hand-written serializer (the safetensors library is not packaged for Debian), not by the
+// safetensors library; the file says so in its __metadata__. tests/data/golden_small.txt lists
+// every element's raw bits as torch computed them. Because the layout is hand-written, one test
+// checks it field by field against the format's specification (huggingface/safetensors
+// README.md, "Format") and the reference serializer's conventions (safetensors/src/tensor.rs).
 #include <boost/test/unit_test.hpp>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -86,6 +91,47 @@ Golden read_sidecar() {
   return golden;
 }
 
+// serde_json's escaping of a string (the reference serializer's JSON writer): '"' and '\\'
+// escaped, \b \f \n \r \t by letter, other control characters as \u00xx, the rest verbatim.
+std::string serde_json_string(const std::string& text) {
+  std::string out = "\"";
+  for (const char c : text) {
+    const auto u = static_cast<unsigned char>(c);
+    switch (c) {
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\b':
+        out += "\\b";
+        break;
+      case '\f':
+        out += "\\f";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      default:
+        if (u < 0x20) {
+          char buffer[8];
+          std::snprintf(buffer, sizeof(buffer), "\\u%04x", u);
+          out += buffer;
+        } else {
+          out += c;
+        }
+    }
+  }
+  return out + "\"";
+}
+
 std::string raw(const Tensor& t) {
   return std::string(static_cast<const char*>(t.data_ptr()),
                      static_cast<size_t>(t.numel()) * amp::element_size(t.dtype()));
@@ -95,7 +141,7 @@ std::string raw(const Tensor& t) {
 
 BOOST_AUTO_TEST_SUITE(checkpoint_golden)
 
-BOOST_AUTO_TEST_CASE(load_of_the_pytorch_written_file_gives_torch_values_bit_for_bit) {
+BOOST_AUTO_TEST_CASE(load_of_the_hand_serialized_file_gives_torch_values_bit_for_bit) {
   const Golden golden = read_sidecar();
   BOOST_TEST(golden.tensors.size() == 16u);
   amp::CheckpointMetadata metadata;
@@ -111,6 +157,94 @@ BOOST_AUTO_TEST_CASE(load_of_the_pytorch_written_file_gives_torch_values_bit_for
       BOOST_TEST(raw(got) == raw(expected));
     }
   }
+}
+
+// The hand-written layout, field by field against the specification (README.md "Format"):
+// - 8 bytes: N, an unsigned little-endian 64-bit integer, the size of the header;
+// - N bytes: a UTF-8 JSON header that MUST begin with '{' and MAY be trailing padded with
+//   spaces (0x20); a dict of name -> {"dtype", "shape", "data_offsets": [BEGIN, END]}, offsets
+//   relative to the byte buffer, END one past, END - BEGIN the tensor's byte size; a special key
+//   "__metadata__" holding a string-to-string map; no duplicate keys;
+// - the rest of the file: the byte buffer, little-endian, row-major, covered exactly once;
+// and the reference serializer's conventions (safetensors/src/tensor.rs, `prepare`): compact
+// serde_json, "__metadata__" first, tensors by decreasing dtype alignment then name, the header
+// padded with spaces so the buffer starts at a multiple of 8. Everything expected is rebuilt here
+// from the sidecar, not read back from the file.
+BOOST_AUTO_TEST_CASE(hand_serialized_file_follows_the_safetensors_format_field_by_field) {
+  const Golden golden = read_sidecar();
+  const std::string file = amp::testing::read_bytes(kGolden);
+  BOOST_TEST_REQUIRE(file.size() >= 8u);
+  uint64_t n = 0;
+  for (int i = 7; i >= 0; --i) n = (n << 8) | static_cast<unsigned char>(file[size_t(i)]);
+  BOOST_TEST_REQUIRE(8 + n <= file.size());
+  BOOST_TEST((8 + n) % 8 == 0u, "the byte buffer starts at " << 8 + n);
+  const std::string header = file.substr(8, n);
+  const std::string buffer = file.substr(8 + n);
+  BOOST_TEST_REQUIRE(!header.empty());
+  BOOST_TEST(header.front() == '{');
+  const size_t json_end = header.find_last_not_of(' ') + 1;
+  BOOST_TEST(header[json_end - 1] == '}');
+  BOOST_TEST(n - json_end < 8u, "padding beyond alignment: " << n - json_end << " spaces");
+
+  // Data order: alignment 8 (I64, then F64: the reference's Dtype enum), 4, 2 (BF16, then F16),
+  // 1; by name within a dtype.
+  const std::vector<std::string> dtype_order = {"I64", "F64", "F32", "BF16", "F16", "BOOL"};
+  struct Item {
+    std::string name, dtype;
+    const Tensor* tensor;
+  };
+  std::vector<Item> items;
+  for (const std::string& dtype : dtype_order) {
+    for (const auto& [name, t] : golden.tensors) {  // std::map: byte order of the names
+      const char* spelled = t.dtype() == DType::Int64      ? "I64"
+                            : t.dtype() == DType::Float64  ? "F64"
+                            : t.dtype() == DType::Float32  ? "F32"
+                            : t.dtype() == DType::BFloat16 ? "BF16"
+                            : t.dtype() == DType::Float16  ? "F16"
+                                                           : "BOOL";
+      if (dtype == spelled) items.push_back({name, dtype, &t});
+    }
+  }
+  BOOST_TEST_REQUIRE(items.size() == golden.tensors.size());
+
+  std::string expected = "{\"__metadata__\":{";
+  bool first = true;
+  for (const auto& [key, value] : golden.metadata) {
+    expected += (first ? "" : ",") + serde_json_string(key) + ":" + serde_json_string(value);
+    first = false;
+  }
+  expected += "}";
+  uint64_t offset = 0;
+  std::string expected_buffer;
+  for (const Item& item : items) {
+    const uint64_t bytes = uint64_t(item.tensor->numel()) * amp::element_size(item.tensor->dtype());
+    std::string shape = "[";
+    for (size_t d = 0; d < item.tensor->sizes().size(); ++d) {
+      shape += (d ? "," : "") + std::to_string(item.tensor->sizes()[d]);
+    }
+    shape += "]";
+    const std::string entry = serde_json_string(item.name) + ":{\"dtype\":\"" + item.dtype +
+                              "\",\"shape\":" + shape + ",\"data_offsets\":[" +
+                              std::to_string(offset) + "," + std::to_string(offset + bytes) + "]}";
+    BOOST_TEST_CONTEXT("tensor " << item.name) {
+      // Present exactly once (no duplicate keys), with these fields in this order.
+      const size_t at = header.find(entry);
+      BOOST_TEST(at != std::string::npos, "missing entry " << entry);
+      BOOST_TEST(header.find(serde_json_string(item.name) + ":", at + 1) == std::string::npos);
+      // The sidecar's bits are each element's little-endian bytes (raw() on this host).
+      BOOST_TEST(buffer.substr(offset, bytes) == raw(*item.tensor));
+    }
+    expected += "," + entry;
+    expected_buffer += raw(*item.tensor);
+    offset += bytes;
+  }
+  expected += "}";
+  BOOST_TEST(header.substr(0, json_end) == expected);
+  BOOST_TEST(buffer.size() == offset, "the byte buffer is covered exactly once");
+  BOOST_TEST(buffer == expected_buffer);
+  BOOST_TEST(golden.metadata.count("written_by") == 1u);
+  BOOST_TEST(golden.metadata.at("written_by").find("not written by the safetensors library") !=
+             std::string::npos);
 }
 
 BOOST_AUTO_TEST_CASE(golden_values_read_as_numbers) {

@@ -1390,6 +1390,53 @@ BOOST_AUTO_TEST_CASE(non_finite_check_and_unscale_is_sticky_and_skips_multiply_a
   check_equal(values(g), {1.0, -3.0, kNaN}, "inv_scale 1 leaves values");
 }
 
+BOOST_AUTO_TEST_CASE(non_finite_check_and_unscale_flags_finite_grads_that_overflow_when_unscaled) {
+  // inv_scale 2^100 (a scale of 2^-100): 2^30 * 2^100 overflows fp32, 1.0 does not. torch
+  // checks only the inputs and would let the inf through.
+  for (DType dtype : {DType::Float32, DType::BFloat16}) {
+    const Tensor g = make({1.0, 1073741824.0}, dtype);
+    const Tensor found = amp::zeros({1});
+    mt::non_finite_check_and_unscale_({g}, found, amp::full({1}, std::ldexp(1.0, 100)));
+    BOOST_TEST(found.item<float>() == 1.f, amp::dtype_name(dtype));
+  }
+  // A zero scale gives inv_scale inf: 0 * inf is NaN, flagged as well.
+  const Tensor zeros = make({0.0, 0.0}, DType::Float32);
+  const Tensor found = amp::zeros({1});
+  mt::non_finite_check_and_unscale_({zeros}, found, amp::full({1}, kInf));
+  BOOST_TEST(found.item<float>() == 1.f);
+  // A Float16 grad whose product is finite in fp32 but above fp16's range (65504).
+  const Tensor h = make({1.0, 2.0}, DType::Float16);
+  const Tensor found_h = amp::zeros({1});
+  mt::non_finite_check_and_unscale_({h}, found_h, amp::full({1}, 65536.0));
+  BOOST_TEST(found_h.item<float>() == 1.f);
+  // Float64 grads compute in fp64: 2^30 * 2^100 is finite there.
+  const Tensor d = make({1073741824.0}, DType::Float64);
+  const Tensor found_d = amp::zeros({1});
+  mt::non_finite_check_and_unscale_({d}, found_d, amp::full({1}, std::ldexp(1.0, 100)));
+  BOOST_TEST(found_d.item<float>() == 0.f);
+  check_equal(values(d), {std::ldexp(1.0, 130)}, "double");
+}
+
+BOOST_AUTO_TEST_CASE(non_finite_check_flags_what_unscaling_would_and_leaves_the_grads) {
+  const Tensor a = make({2.0, 4.0, 6.0, 8.0}, DType::Float32).reshape({2, 2});
+  const Tensor at = a.t();  // non-contiguous: checked on a copy that is not written back
+  const Tensor h = make({8.0, 16.0}, DType::Float16);
+  const Tensor found = amp::zeros({1});
+  mt::non_finite_check_({at, h}, found, amp::full({1}, 0.5));
+  BOOST_TEST(found.item<float>() == 0.f);
+  check_equal(values(a.reshape({4})), {2.0, 4.0, 6.0, 8.0}, "strided untouched");
+  check_equal(values(h), {8.0, 16.0}, "half untouched");
+  mt::non_finite_check_({h}, found, amp::full({1}, std::ldexp(1.0, 126)));
+  BOOST_TEST(found.item<float>() == 1.f);  // 8 * 2^126 overflows fp32
+  check_equal(values(h), {8.0, 16.0}, "half still untouched");
+  const Tensor nan = make({kNaN}, DType::Float32);
+  const Tensor found_nan = amp::zeros({1});
+  mt::non_finite_check_({nan}, found_nan, amp::ones({1}));
+  BOOST_TEST(found_nan.item<float>() == 1.f);
+  check_error([&] { mt::non_finite_check_({h}, amp::zeros({2}), amp::ones({1})); },
+              {"non_finite_check_", "found_inf must be a 1-element tensor."});
+}
+
 BOOST_AUTO_TEST_CASE(non_finite_check_and_unscale_handles_mixed_dtypes_and_strided_grads) {
   const Tensor a = make({2.0, 4.0, 6.0, 8.0, 10.0, 12.0}, DType::Float32).reshape({2, 3});
   const Tensor at = a.t();  // non-contiguous view
@@ -1480,7 +1527,9 @@ BOOST_AUTO_TEST_CASE(update_scale_tracker_above_interval_never_grows) {
   BOOST_TEST(s.tracker.item<int64_t>() == 0);
 }
 
-BOOST_AUTO_TEST_CASE(update_scale_replays_golden_sequence) {
+// tests/data/update_scale_golden.txt comes from a Python transcription of torch's kernel (torch
+// 1.13 has no CPU kernel), not from PyTorch itself.
+BOOST_AUTO_TEST_CASE(update_scale_replays_the_python_transcription_of_torchs_rule) {
   std::ifstream in(std::string(AMPCPP_TEST_DATA_DIR) + "/update_scale_golden.txt");
   BOOST_REQUIRE_MESSAGE(in,
                         "missing tests/data/update_scale_golden.txt; run "

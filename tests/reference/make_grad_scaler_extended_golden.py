@@ -90,7 +90,8 @@ def main():
     lines = [
         "# Golden data for GradScaler's hysteresis and bounds, made by",
         "# tests/reference/make_grad_scaler_extended_golden.py (Megatron-LM's hysteresis, torch's",
-        "# fp32 scale rule, docs/grad_scaler.md's clamps)",
+        "# fp32 scale rule, docs/grad_scaler.md's clamps). A Python transcription of those rules:",
+        "# these values were NOT produced by Megatron-LM or PyTorch.",
         "# config <name> <init_scale_bits> <growth_factor> <backoff_factor> <growth_interval>",
         "#        <hysteresis> <min_scale> <max_scale>",
         "# step <found_inf> <scale_bits_after> <growth_tracker_after> <hysteresis_tracker_after>",

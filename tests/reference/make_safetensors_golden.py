@@ -7,7 +7,8 @@ Run with Debian's python3-torch (scripts/setup.sh --reference):
     /usr/bin/python3 tests/reference/make_safetensors_golden.py --verify FILE
 
 The `safetensors` package is not packaged for Debian, so this script lays the file out by hand
-exactly as the reference serializer (huggingface/safetensors, safetensors/src/tensor.rs,
+(the file is NOT written by the safetensors library, and says so in its __metadata__
+"written_by") exactly as the reference serializer (huggingface/safetensors, safetensors/src/tensor.rs,
 `prepare`) does:
   * tensors ordered by decreasing dtype alignment (the reference's Dtype enum order:
     I64 > F64 > F32 > BF16 > F16 > BOOL), then by name (byte order of the UTF-8 name);
@@ -35,7 +36,14 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 DATA_DIR = os.path.join(os.path.dirname(HERE), "data")
 GOLDEN = os.path.join(DATA_DIR, "golden_small.safetensors")
 SIDECAR = os.path.join(DATA_DIR, "golden_small.txt")
-METADATA = {"format": "pt"}  # what transformers' save_pretrained writes
+# "format": what transformers' save_pretrained writes. "written_by": the file's provenance, in
+# the file itself. Keys in byte order, the order amp::save writes a std::map in.
+METADATA = {
+    "format": "pt",
+    "written_by": "tests/reference/make_safetensors_golden.py: values from torch, layout by a "
+                  "hand-written serializer following safetensors/src/tensor.rs; not written by "
+                  "the safetensors library",
+}
 
 # safetensors name, element size, rank in the reference's Dtype enum, bit-view dtype
 DTYPES = {
@@ -155,7 +163,9 @@ def same(a, b):
 def write_sidecar(tensors, path):
     lines = [
         "# Expected contents of golden_small.safetensors (tests/reference/make_safetensors_golden.py,",
-        f"# torch {torch.__version__}). 'metadata <key hex> <value hex>'; 'tensor <UTF-8 name as hex>",
+        f"# torch {torch.__version__}). Values from torch; the file's layout comes from this script's",
+        "# hand-written serializer, not from the safetensors library (not packaged for Debian).",
+        "# 'metadata <key hex> <value hex>'; 'tensor <UTF-8 name as hex>",
         "# <dtype> <ndim> <dims...> <numel> <raw bits of each element as unsigned decimal...>'.",
         "# The '#' line above each tensor shows its values as torch prints them.",
     ]

@@ -91,7 +91,8 @@ def configs():
 def main():
     run, source = torch_kernel()
     if run is None:
-        used = "transcription of torch's rule (torch's own kernel unavailable: %s)" % source
+        used = ("transcription of torch's rule (torch's own kernel unavailable: %s); these values "
+                "were NOT produced by PyTorch" % source)
         run = lambda s, t, f, g, b, i: update_scale_rule(s, t, f, g, b, i)
     else:
         used = source
