@@ -24,7 +24,7 @@ using amp::autograd::Node;
 // above the old limit (whose stack frames were larger there, so it crashed earlier).
 #if defined(AMPCPP_SANITIZE)
 constexpr int64_t kLinks = 2'000'000;
-constexpr int64_t kOps = 300'000;
+constexpr int64_t kOps = 250'000;
 #else
 constexpr int64_t kLinks = 10'000'000;
 constexpr int64_t kOps = 1'000'000;
