@@ -175,7 +175,7 @@ GradScaler::PerDevice GradScaler::unscale_grads(optimizers::Optimizer& optimizer
   // All gradients are collected (and checked) before any kernel runs, so an error leaves them
   // untouched. torch buckets by (device, dtype); the kernel groups dtypes itself, so one call
   // per device does the same work.
-  std::map<Device, std::vector<Tensor>, DeviceLess> per_device;
+  std::map<Device, std::vector<Tensor>> per_device;
   const auto& groups = optimizer.param_groups();
   for (size_t g = 0; g < groups.size(); ++g) {
     for (size_t i = 0; i < groups[g].params.size(); ++i) {

@@ -150,13 +150,7 @@ class GradScaler {
 
  private:
   enum class Stage { kReady, kUnscaled, kStepped };
-  struct DeviceLess {
-    bool operator()(const Device& a, const Device& b) const {
-      return std::make_pair(static_cast<int>(a.type), a.index) <
-             std::make_pair(static_cast<int>(b.type), b.index);
-    }
-  };
-  using PerDevice = std::map<Device, Tensor, DeviceLess>;
+  using PerDevice = std::map<Device, Tensor>;
   struct OptimizerState {
     Stage stage = Stage::kReady;
     PerDevice found_inf_per_device;

@@ -25,14 +25,12 @@ using detail::MasterRegistry;
 using detail::OptimizerStash;
 using optimizers::Optimizer;
 
-bool is_16bit(DType d) { return d == DType::Float16 || d == DType::BFloat16; }
-
 // apex's check_params_fp32: 16-bit parameters and buffers are rejected (Float64 is accepted).
 void check_model_fp32(const nn::Module& model) {
   const auto check = [](const char* kind, const char* plural,
                         const std::vector<std::pair<std::string, Tensor>>& named) {
     for (const auto& [name, t] : named) {
-      AMP_CHECK(!is_16bit(t.dtype()), "Found ", kind, " ", name, " with type ",
+      AMP_CHECK(!is_low_precision(t.dtype()), "Found ", kind, " ", name, " with type ",
                 dtype_name(t.dtype()),
                 ", expected Float32.\nWhen using amp::initialize, you do "
                 "not need to call .to(DType::",
@@ -86,7 +84,7 @@ void check_optimizer_dtypes(const Optimizer& opt) {
   for (const auto& group : opt.param_groups()) {
     for (const Tensor& p : group.params) {
       const DType d = p.dtype();
-      AMP_CHECK(d == DType::Float32 || is_16bit(d),
+      AMP_CHECK(d == DType::Float32 || is_low_precision(d),
                 "Optimizer's parameters must be Float32, Float16 or BFloat16. Received ",
                 dtype_name(d));
     }
@@ -110,41 +108,39 @@ Tensor make_master(const Tensor& value) {
 
 // O2/O3: model.state_dict() reports Float32 (the master weight where there is one, exact), and
 // model.load_state_dict() reloads the masters from the dict (apex's state-dict hook, plus the
-// masters, so that a checkpoint resumes bit for bit).
+// masters, so that a checkpoint resumes bit for bit). Registered on the model itself: its
+// recursive named parameters and buffers are the dict's keys after the prefix the hook gets
+// (non-empty when the model sits inside a larger module whose state_dict() is taken).
 void register_state_dict_hooks(nn::Module& model, std::shared_ptr<MasterRegistry> masters) {
-  std::set<const nn::Module*> done;
-  model.apply([&](nn::Module& m) {
-    if (!done.insert(&m).second) return;
-    m.register_state_dict_hook(
-        [masters](const nn::Module& self, StateDict& sd, const std::string& prefix) {
-          for (const auto& [name, p] : self.named_parameters(false)) {
-            auto it = sd.find(prefix + name);
-            if (it == sd.end()) continue;
-            auto master = masters->find(p.impl());
-            if (master != masters->end()) {
-              it->second = master->second.detach();
-            } else if (is_16bit(it->second.dtype())) {
-              it->second = it->second.to(DType::Float32);
-            }
+  model.register_state_dict_hook(
+      [masters](const nn::Module& self, StateDict& sd, const std::string& prefix) {
+        for (const auto& [name, p] : self.named_parameters()) {
+          auto it = sd.find(prefix + name);
+          if (it == sd.end()) continue;
+          auto master = masters->find(p.impl());
+          if (master != masters->end()) {
+            it->second = master->second.detach();
+          } else if (is_low_precision(it->second.dtype())) {
+            it->second = it->second.to(DType::Float32);
           }
-          for (const auto& [name, b] : self.named_buffers(false)) {
-            auto it = sd.find(prefix + name);
-            if (it != sd.end() && is_16bit(it->second.dtype())) {
-              it->second = it->second.to(DType::Float32);
-            }
+        }
+        for (const auto& [name, b] : self.named_buffers()) {
+          auto it = sd.find(prefix + name);
+          if (it != sd.end() && is_low_precision(it->second.dtype())) {
+            it->second = it->second.to(DType::Float32);
           }
-        });
-    m.register_load_state_dict_post_hook(
-        [masters](nn::Module& self, const StateDict& sd, const std::string& prefix) {
-          NoGradGuard no_grad;
-          for (const auto& [name, p] : self.named_parameters(false)) {
-            auto it = sd.find(prefix + name);
-            auto master = masters->find(p.impl());
-            if (it == sd.end() || master == masters->end()) continue;
-            master->second.copy_(it->second);
-          }
-        });
-  });
+        }
+      });
+  model.register_load_state_dict_post_hook(
+      [masters](nn::Module& self, const StateDict& sd, const std::string& prefix) {
+        NoGradGuard no_grad;
+        for (const auto& [name, p] : self.named_parameters()) {
+          auto it = sd.find(prefix + name);
+          auto master = masters->find(p.impl());
+          if (it == sd.end() || master == masters->end()) continue;
+          master->second.copy_(it->second);
+        }
+      });
 }
 
 // apex's skip_step: after an overflow the next step() of the optimizer does nothing but print
@@ -169,7 +165,7 @@ void add_masters(Optimizer& opt, size_t group, MasterRegistry& masters,
   // A copy of the list: add_master_weight replaces entries of the group.
   const std::vector<Tensor> params = opt.param_groups()[group].params;
   for (const Tensor& p : params) {
-    if (!is_16bit(p.dtype()) || !p.requires_grad()) continue;
+    if (!is_low_precision(p.dtype()) || !p.requires_grad()) continue;
     auto before_cast = fp32_values.find(p.impl());
     const Tensor master = make_master(before_cast != fp32_values.end() ? before_cast->second : p);
     opt.add_master_weight(p, master);

@@ -19,43 +19,11 @@ namespace {
 
 constexpr double kInitScale = 65536.0;  // apex's init_scale, 2^16
 
-// The kernels take one dtype per list and one device per launch: parallel lists are split into
-// buckets of equal (device, dtype of every list).
-struct Bucket {
-  Device device;
-  std::vector<DType> dtypes;
-  mt::TensorLists lists;
-};
-
-std::vector<Bucket> bucketize(const std::vector<const std::vector<Tensor>*>& lists) {
-  std::vector<Bucket> out;
-  const size_t n = lists[0]->size();
-  for (size_t i = 0; i < n; ++i) {
-    std::vector<DType> dtypes;
-    for (const auto* list : lists) dtypes.push_back((*list)[i].dtype());
-    const Device device = (*lists[0])[i].device();
-    auto it = std::find_if(out.begin(), out.end(), [&](const Bucket& b) {
-      return b.device == device && b.dtypes == dtypes;
-    });
-    if (it == out.end()) {
-      out.push_back({device, dtypes, mt::TensorLists(lists.size())});
-      it = std::prev(out.end());
-    }
-    for (size_t l = 0; l < lists.size(); ++l) it->lists[l].push_back((*lists[l])[i]);
-  }
-  return out;
-}
-
 void check_same_length(const char* op, size_t a, size_t b) {
   AMP_CHECK(a == b, op, ": expected lists of equal length, got ", a, " and ", b);
 }
 
 }  // namespace
-
-bool LossScaler::DeviceLess::operator()(const Device& a, const Device& b) const {
-  return std::make_pair(static_cast<int>(a.type), a.index) <
-         std::make_pair(static_cast<int>(b.type), b.index);
-}
 
 LossScaler::LossScaler(const LossScale& loss_scale, std::optional<double> min_loss_scale,
                        double max_loss_scale)
@@ -92,7 +60,7 @@ void LossScaler::clear_overflow_state() {
 
 void LossScaler::check_unscaled(const std::vector<Tensor>& written) {
   if (!dynamic_ || inv_scale() <= 1.0f || written.empty()) return;
-  for (const Bucket& b : bucketize({&written})) {
+  for (const mt::ListBucket& b : mt::bucket_by_device_and_dtype({written})) {
     mt::scale(mt::kDefaultChunkSize, flag(b.device), {b.lists[0], b.lists[0]}, 1.0);
   }
 }
@@ -101,7 +69,7 @@ void LossScaler::unscale(const std::vector<Tensor>& model_grads,
                          const std::vector<Tensor>& master_grads) {
   check_same_length("LossScaler.unscale", model_grads.size(), master_grads.size());
   if (model_grads.empty()) return;
-  for (const Bucket& b : bucketize({&model_grads, &master_grads})) {
+  for (const mt::ListBucket& b : mt::bucket_by_device_and_dtype({model_grads, master_grads})) {
     // A static scale of 1 in place changes nothing and checks nothing (static scalers never
     // read the flag).
     const bool in_place = b.lists[0][0].is_same(b.lists[1][0]);
@@ -117,7 +85,7 @@ void LossScaler::unscale_with_stashed(const std::vector<Tensor>& model_grads,
   check_same_length("LossScaler.unscale_with_stashed", model_grads.size(), stashed.size());
   check_same_length("LossScaler.unscale_with_stashed", model_grads.size(), out.size());
   if (model_grads.empty()) return;
-  for (const Bucket& b : bucketize({&model_grads, &stashed, &out})) {
+  for (const mt::ListBucket& b : mt::bucket_by_device_and_dtype({model_grads, stashed, out})) {
     mt::axpby(mt::kDefaultChunkSize, flag(b.device), b.lists, inv_scale(), 1.0,
               /*arg_to_check=*/0);
   }

@@ -59,9 +59,6 @@ class LossScaler {
   bool had_overflow() const { return has_overflow_; }
 
  private:
-  struct DeviceLess {
-    bool operator()(const Device& a, const Device& b) const;
-  };
   Tensor& flag(Device device);
   float inv_scale() const;
   // Checks `written` for inf/NaN when the scale is below 1 (see the class comment).
@@ -75,7 +72,7 @@ class LossScaler {
   int64_t unskipped_ = 0;
   bool has_overflow_ = false;
   bool warned_degenerate_ = false;
-  std::map<Device, Tensor, DeviceLess> flags_;  // multi_tensor noop/overflow flags
+  std::map<Device, Tensor> flags_;  // multi_tensor noop/overflow flags
 };
 
 }  // namespace amp

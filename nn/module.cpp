@@ -70,9 +70,7 @@ Tensor Module::forward(const Tensor&) {
 
 Tensor Module::operator()(const Tensor& input) {
   Tensor x = input;
-  // Copies: a hook may register or remove hooks.
-  const auto pre = pre_hooks_;
-  for (const auto& [id, hook] : pre) {
+  for (const auto& hook : pre_hooks_.snapshot()) {
     Tensor replaced = hook(*this, x);
     if (replaced.defined()) x = replaced;
   }
@@ -81,8 +79,7 @@ Tensor Module::operator()(const Tensor& input) {
     autograd::ScopedName scope(scope_name());
     out = cast_output(forward(cast_input(x)));
   }
-  const auto post = post_hooks_;
-  for (const auto& [id, hook] : post) {
+  for (const auto& hook : post_hooks_.snapshot()) {
     Tensor replaced = hook(*this, x, out);
     if (replaced.defined()) out = replaced;
   }
@@ -298,8 +295,7 @@ StateDict Module::state_dict() const {
   visit_tensors("", true, true, true, true,
                 [&](const std::string& n, const Tensor& t) { out.emplace(n, t.detach()); });
   visit_modules(*this, [&](const Module& m, const std::string& prefix) {
-    const auto hooks = m.state_dict_hooks_;
-    for (const auto& [id, hook] : hooks) hook(m, out, prefix);
+    for (const auto& hook : m.state_dict_hooks_.snapshot()) hook(m, out, prefix);
   });
   return out;
 }
@@ -358,45 +354,31 @@ void Module::load_state_dict(const StateDict& state_dict, bool strict) {
     }
   }
   visit_modules(*this, [&](Module& m, const std::string& prefix) {
-    const auto hooks = m.load_state_dict_hooks_;
-    for (const auto& [id, hook] : hooks) hook(m, state_dict, prefix);
+    for (const auto& hook : m.load_state_dict_hooks_.snapshot()) hook(m, state_dict, prefix);
   });
 }
 
 Module::HookId Module::register_forward_pre_hook(ForwardPreHook hook) {
-  AMP_CHECK(hook != nullptr, name_, "::register_forward_pre_hook: empty hook");
-  pre_hooks_.emplace_back(next_hook_id_, std::move(hook));
-  return next_hook_id_++;
+  return pre_hooks_.add(std::move(hook), next_hook_id_, name_ + "::register_forward_pre_hook");
 }
 
 Module::HookId Module::register_forward_hook(ForwardHook hook) {
-  AMP_CHECK(hook != nullptr, name_, "::register_forward_hook: empty hook");
-  post_hooks_.emplace_back(next_hook_id_, std::move(hook));
-  return next_hook_id_++;
+  return post_hooks_.add(std::move(hook), next_hook_id_, name_ + "::register_forward_hook");
 }
 
 Module::HookId Module::register_state_dict_hook(StateDictHook hook) {
-  AMP_CHECK(hook != nullptr, name_, "::register_state_dict_hook: empty hook");
-  state_dict_hooks_.emplace_back(next_hook_id_, std::move(hook));
-  return next_hook_id_++;
+  return state_dict_hooks_.add(std::move(hook), next_hook_id_,
+                               name_ + "::register_state_dict_hook");
 }
 
 Module::HookId Module::register_load_state_dict_post_hook(LoadStateDictHook hook) {
-  AMP_CHECK(hook != nullptr, name_, "::register_load_state_dict_post_hook: empty hook");
-  load_state_dict_hooks_.emplace_back(next_hook_id_, std::move(hook));
-  return next_hook_id_++;
+  return load_state_dict_hooks_.add(std::move(hook), next_hook_id_,
+                                    name_ + "::register_load_state_dict_post_hook");
 }
 
 bool Module::remove_hook(HookId id) {
-  const auto remove = [id](auto& hooks) {
-    auto it =
-        std::find_if(hooks.begin(), hooks.end(), [id](const auto& h) { return h.first == id; });
-    if (it == hooks.end()) return false;
-    hooks.erase(it);
-    return true;
-  };
-  return remove(pre_hooks_) || remove(post_hooks_) || remove(state_dict_hooks_) ||
-         remove(load_state_dict_hooks_);
+  return pre_hooks_.remove(id) || post_hooks_.remove(id) || state_dict_hooks_.remove(id) ||
+         load_state_dict_hooks_.remove(id);
 }
 
 std::string Module::repr() const {

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "csrc/core/error.h"
+#include "csrc/core/hook_list.h"
 #include "csrc/core/tensor.h"
 #include "csrc/io/state_dict.h"
 
@@ -47,7 +48,7 @@ class Module : public std::enable_shared_from_this<Module> {
   // dict that was loaded and that module's key prefix (amp's O2 reloads master weights).
   using LoadStateDictHook =
       std::function<void(Module&, const StateDict& state_dict, const std::string& prefix)>;
-  using HookId = uint64_t;
+  using HookId = amp::HookId;
   // Selects modules of a tree (to(dtype, select)).
   using ModulePredicate = std::function<bool(const Module&)>;
 
@@ -174,10 +175,10 @@ class Module : public std::enable_shared_from_this<Module> {
   std::vector<std::unique_ptr<Slot>> params_;
   std::vector<std::unique_ptr<Slot>> buffers_;
   std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;
-  std::vector<std::pair<HookId, ForwardPreHook>> pre_hooks_;
-  std::vector<std::pair<HookId, ForwardHook>> post_hooks_;
-  std::vector<std::pair<HookId, StateDictHook>> state_dict_hooks_;
-  std::vector<std::pair<HookId, LoadStateDictHook>> load_state_dict_hooks_;
+  HookList<ForwardPreHook> pre_hooks_;
+  HookList<ForwardHook> post_hooks_;
+  HookList<StateDictHook> state_dict_hooks_;
+  HookList<LoadStateDictHook> load_state_dict_hooks_;
   CallCasts call_casts_;
   HookId next_hook_id_ = 1;
 };

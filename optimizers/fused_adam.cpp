@@ -64,13 +64,18 @@ void FusedAdam::run_step(const Tensor& inv_scale, const Tensor& found_inf) {
         m.push_back(state_tensor(p, "exp_avg"));
         v.push_back(state_tensor(p, "exp_avg_sq"));
       }
-      mt::TensorLists lists = {b.grads(), b.params, m, v};
-      // 16-bit parameters: the 5-list form updates the fp32 masters and writes their rounding
-      // into the parameters in the same pass. The same form serves master weights added with
-      // add_master_weight: the group holds the fp32 masters (with fp32 grads), `copies` their
-      // 16-bit parameters.
-      if (b.is_16bit()) lists.push_back(updated_weights(b));
-      if (!b.copies.empty()) lists = {b.grads(), b.copies, m, v, b.params};
+      // The 5-list form [g, p16, m, v, master] updates fp32 masters and writes their rounding
+      // into the 16-bit parameters in the same pass: for 16-bit parameters (the optimizer's own
+      // masters), and for master weights added with add_master_weight (the group holds the fp32
+      // masters, `copies` their 16-bit parameters).
+      mt::TensorLists lists;
+      if (!b.copies.empty()) {
+        lists = {b.grads(), b.copies, m, v, b.params};
+      } else if (b.is_16bit()) {
+        lists = {b.grads(), b.params, m, v, updated_weights(b)};
+      } else {
+        lists = {b.grads(), b.params, m, v};
+      }
       const mt::GradScaling scaling{device_copy(inv_scale, b.device),
                                     device_copy(found_inf, b.device)};
       mt::adam(mt::kDefaultChunkSize, mt::make_flag(b.device), lists, lr, beta1, beta2, eps, step,

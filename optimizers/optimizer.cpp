@@ -5,7 +5,6 @@
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
-#include <iterator>
 #include <optional>
 #include <set>
 #include <utility>
@@ -116,9 +115,7 @@ void Optimizer::update_with_amp_scaling(const Tensor&, const Tensor&) {
 }
 
 void Optimizer::step_between_hooks(const std::function<void()>& body) {
-  // Copies: a hook may register or remove hooks.
-  const auto pre_hooks = step_pre_hooks_;
-  for (const auto& [id, hook] : pre_hooks) {
+  for (const auto& hook : step_pre_hooks_.snapshot()) {
     if (!hook(*this)) return;
   }
   {
@@ -129,68 +126,43 @@ void Optimizer::step_between_hooks(const std::function<void()>& body) {
     body();
     if (!writes_master_params()) write_master_params();
   }
-  const auto post_hooks = step_post_hooks_;
-  for (const auto& [id, hook] : post_hooks) hook(*this);
+  for (const auto& hook : step_post_hooks_.snapshot()) hook(*this);
 }
 
 void Optimizer::write_master_params() {
   // A master without a gradient was not updated, and its parameter already holds its rounding.
-  struct Bucket {
-    Device device;
-    DType dtype;
-    std::vector<Tensor> masters, params;
-  };
-  std::vector<Bucket> buckets;
+  multi_tensor::TensorLists lists(2);
   for (const MasterWeight& mw : masters_) {
     if (!mw.master.grad().defined()) continue;
-    if (!mw.param.is_contiguous()) {
+    if (!mw.param.is_contiguous()) {  // the kernels take contiguous tensors
       Tensor param = mw.param;
       param.copy_(mw.master);
       continue;
     }
-    auto it = std::find_if(buckets.begin(), buckets.end(), [&](const Bucket& b) {
-      return b.device == mw.param.device() && b.dtype == mw.param.dtype();
-    });
-    if (it == buckets.end()) {
-      buckets.push_back({mw.param.device(), mw.param.dtype(), {}, {}});
-      it = std::prev(buckets.end());
-    }
-    it->masters.push_back(mw.master);
-    it->params.push_back(mw.param);
+    lists[0].push_back(mw.master);
+    lists[1].push_back(mw.param);
   }
-  for (const Bucket& b : buckets) {
-    multi_tensor::scale(multi_tensor::kDefaultChunkSize, multi_tensor::make_flag(b.device),
-                        {b.masters, b.params}, 1.0);
+  for (const multi_tensor::ListBucket& b : multi_tensor::bucket_by_device_and_dtype(lists)) {
+    multi_tensor::scale(multi_tensor::kDefaultChunkSize, multi_tensor::make_flag(b.device), b.lists,
+                        1.0);
   }
 }
 
 Optimizer::HookId Optimizer::register_step_pre_hook(StepPreHook hook) {
-  AMP_CHECK(hook != nullptr, "Optimizer.register_step_pre_hook: empty hook");
-  step_pre_hooks_.emplace_back(next_hook_id_, std::move(hook));
-  return next_hook_id_++;
+  return step_pre_hooks_.add(std::move(hook), next_hook_id_, "Optimizer.register_step_pre_hook");
 }
 
 Optimizer::HookId Optimizer::register_step_post_hook(StepPostHook hook) {
-  AMP_CHECK(hook != nullptr, "Optimizer.register_step_post_hook: empty hook");
-  step_post_hooks_.emplace_back(next_hook_id_, std::move(hook));
-  return next_hook_id_++;
+  return step_post_hooks_.add(std::move(hook), next_hook_id_, "Optimizer.register_step_post_hook");
 }
 
 Optimizer::HookId Optimizer::register_param_group_hook(ParamGroupHook hook) {
-  AMP_CHECK(hook != nullptr, "Optimizer.register_param_group_hook: empty hook");
-  param_group_hooks_.emplace_back(next_hook_id_, std::move(hook));
-  return next_hook_id_++;
+  return param_group_hooks_.add(std::move(hook), next_hook_id_,
+                                "Optimizer.register_param_group_hook");
 }
 
 bool Optimizer::remove_hook(HookId id) {
-  const auto remove = [id](auto& hooks) {
-    auto it =
-        std::find_if(hooks.begin(), hooks.end(), [id](const auto& h) { return h.first == id; });
-    if (it == hooks.end()) return false;
-    hooks.erase(it);
-    return true;
-  };
-  return remove(step_pre_hooks_) || remove(step_post_hooks_) || remove(param_group_hooks_);
+  return step_pre_hooks_.remove(id) || step_post_hooks_.remove(id) || param_group_hooks_.remove(id);
 }
 
 std::pair<size_t, size_t> Optimizer::position_of(const Tensor& param) const {
@@ -240,7 +212,7 @@ void Optimizer::recast_state() {
 void Optimizer::add_master_weight(const Tensor& param, const Tensor& master) {
   constexpr const char* kOp = "Optimizer.add_master_weight";
   AMP_CHECK(param.defined() && master.defined(), kOp, ": expected defined tensors");
-  AMP_CHECK(param.dtype() == DType::Float16 || param.dtype() == DType::BFloat16, kOp,
+  AMP_CHECK(is_low_precision(param.dtype()), kOp,
             ": expected a Float16 or BFloat16 parameter, got ", dtype_name(param.dtype()));
   AMP_CHECK(master.dtype() == DType::Float32, kOp, ": expected a Float32 master, got ",
             dtype_name(master.dtype()));
@@ -292,8 +264,7 @@ void Optimizer::add_param_group(ParamGroup group) {
     }
   }
   param_groups_.push_back(std::move(group));
-  const auto hooks = param_group_hooks_;
-  for (const auto& [id, hook] : hooks) hook(*this, param_groups_.size() - 1);
+  for (const auto& hook : param_group_hooks_.snapshot()) hook(*this, param_groups_.size() - 1);
 }
 
 double Optimizer::option(size_t group, const std::string& name) const {

@@ -29,6 +29,7 @@
 #include <utility>
 #include <vector>
 
+#include "csrc/core/hook_list.h"
 #include "csrc/core/tensor.h"
 #include "csrc/io/state_dict.h"
 
@@ -62,7 +63,7 @@ class Optimizer {
   using StepPostHook = std::function<void(Optimizer&)>;
   // Runs after add_param_group added (and checked) a group, with the group's index.
   using ParamGroupHook = std::function<void(Optimizer&, size_t group)>;
-  using HookId = uint64_t;
+  using HookId = amp::HookId;
 
   // One update of every parameter that has a gradient: the pre-hooks, update() with autocast
   // (and amp's O1 casting) off and without recording gradients, the write of every master
@@ -184,9 +185,9 @@ class Optimizer {
   std::unordered_map<const TensorImpl*, ParamState> state_;
   std::vector<MasterWeight> masters_;
   std::unordered_map<const TensorImpl*, size_t> master_index_;  // master -> masters_ index
-  std::vector<std::pair<HookId, StepPreHook>> step_pre_hooks_;
-  std::vector<std::pair<HookId, StepPostHook>> step_post_hooks_;
-  std::vector<std::pair<HookId, ParamGroupHook>> param_group_hooks_;
+  HookList<StepPreHook> step_pre_hooks_;
+  HookList<StepPostHook> step_post_hooks_;
+  HookList<ParamGroupHook> param_group_hooks_;
   HookId next_hook_id_ = 1;
 };
 

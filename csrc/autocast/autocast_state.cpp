@@ -5,14 +5,23 @@ namespace amp::autocast_state {
 namespace detail {
 thread_local bool any_enabled = false;
 thread_local bool excluded = false;
-std::atomic<bool> process_enabled{false};
+std::atomic<uint32_t> process_word{0};
 }  // namespace detail
 
 namespace {
 
-// The process-wide casting, read by every thread; written by amp::initialize.
-std::atomic<DeviceType> process_device{DeviceType::CPU};
-std::atomic<DType> process_dtype{DType::Float16};
+// The process-wide casting lives in one atomic word (detail::process_word), so a thread never
+// sees the enabled flag of one initialize with the device or dtype of another:
+// bit 0 enabled, bits 8-15 the device type, bits 16-23 the dtype.
+uint32_t encode(const ProcessCasting& c) {
+  return static_cast<uint32_t>(c.enabled) | static_cast<uint32_t>(c.device) << 8 |
+         static_cast<uint32_t>(c.dtype) << 16;
+}
+
+ProcessCasting decode(uint32_t word) {
+  return {(word & 1u) != 0, static_cast<DeviceType>((word >> 8) & 0xffu),
+          static_cast<DType>((word >> 16) & 0xffu)};
+}
 
 DType default_dtype(DeviceType type) {
   return type == DeviceType::CPU ? DType::BFloat16 : DType::Float16;
@@ -32,18 +41,12 @@ thread_local int nesting = 0;
 
 DeviceState& slot(DeviceType type) { return current.devices[static_cast<int>(type)]; }
 
-bool process_applies_to(DeviceType type) {
-  return detail::process_enabled.load(std::memory_order_relaxed) &&
-         process_device.load(std::memory_order_relaxed) == type;
-}
-
 // The state a slot stands for, resolved against the process-wide casting.
 DeviceState resolved(DeviceType type) {
   const DeviceState& s = slot(type);
   if (!s.follows_process) return s;
-  if (process_applies_to(type)) {
-    return {true, process_dtype.load(std::memory_order_relaxed), false};
-  }
+  const ProcessCasting process = process_casting();
+  if (process.enabled && process.device == type) return {true, process.dtype, false};
   return {false, s.dtype, false};
 }
 
@@ -55,8 +58,8 @@ void refresh_any_enabled() {
 
 }  // namespace
 
-bool detail::process_casting_applies() {
-  return slot(process_device.load(std::memory_order_relaxed)).follows_process;
+bool detail::process_casting_applies(uint32_t word) {
+  return slot(decode(word).device).follows_process;
 }
 
 bool is_enabled(DeviceType type) { return resolved(type).enabled; }
@@ -82,15 +85,11 @@ void set_slot_state(DeviceType type, const DeviceState& state) {
 }
 
 void set_process_casting(const ProcessCasting& casting) {
-  // The device and dtype are published before the flag that makes threads read them.
-  detail::process_enabled.store(false);
-  process_device.store(casting.device);
-  process_dtype.store(casting.dtype);
-  detail::process_enabled.store(casting.enabled);
+  detail::process_word.store(encode(casting), std::memory_order_relaxed);
 }
 
 ProcessCasting process_casting() {
-  return {detail::process_enabled.load(), process_device.load(), process_dtype.load()};
+  return decode(detail::process_word.load(std::memory_order_relaxed));
 }
 
 bool is_cache_enabled() { return cache_enabled; }

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <atomic>
+#include <cstdint>
 
 #include "csrc/core/device.h"
 #include "csrc/core/dtype.h"
@@ -96,14 +97,17 @@ class ExcludeGuard {
 namespace detail {
 extern thread_local bool any_enabled;  // some explicit slot of this thread is enabled
 extern thread_local bool excluded;     // inside an autocast op
-extern std::atomic<bool> process_enabled;
-bool process_casting_applies();  // process casting is on and this thread follows it
+// The process-wide casting, encoded (autocast_state.cpp); bit 0 is the enabled flag.
+extern std::atomic<uint32_t> process_word;
+// Whether this thread's slot for the device type in `word` follows the process-wide casting.
+bool process_casting_applies(uint32_t word);
 }  // namespace detail
 
 inline bool is_active() {
   if (detail::excluded) return false;
-  return detail::any_enabled || (detail::process_enabled.load(std::memory_order_relaxed) &&
-                                 detail::process_casting_applies());
+  if (detail::any_enabled) return true;
+  const uint32_t word = detail::process_word.load(std::memory_order_relaxed);
+  return (word & 1u) != 0 && detail::process_casting_applies(word);
 }
 
 }  // namespace amp::autocast_state

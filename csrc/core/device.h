@@ -1,6 +1,7 @@
 // Devices: where a tensor's storage lives.
 #pragma once
 
+#include <compare>
 #include <string>
 
 namespace amp {
@@ -16,7 +17,8 @@ struct Device {
   static Device cuda(int index = 0) { return Device{DeviceType::CUDA, index}; }
   bool is_cpu() const { return type == DeviceType::CPU; }
   bool is_cuda() const { return type == DeviceType::CUDA; }
-  bool operator==(const Device&) const = default;
+  // Ordered by (type, index), so a Device can key a std::map.
+  auto operator<=>(const Device&) const = default;
 };
 
 const char* device_type_name(DeviceType type);  // "CPU", "CUDA"

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <initializer_list>
+#include <iterator>
 #include <limits>
 #include <map>
 #include <sstream>
@@ -213,6 +214,33 @@ void resolve_scaling(const char* op, const GradScaling& scaling, Device device,
 }  // namespace
 
 Tensor make_flag(Device device) { return zeros({1}, {.dtype = DType::Int64, .device = device}); }
+
+std::vector<ListBucket> bucket_by_device_and_dtype(const TensorLists& lists) {
+  std::vector<ListBucket> out;
+  if (lists.empty()) return out;
+  const size_t n = lists[0].size();
+  for (const auto& list : lists) {
+    AMP_CHECK(list.size() == n, "multi_tensor::bucket_by_device_and_dtype: expected lists of ",
+              "equal length, got ", n, " and ", list.size());
+  }
+  const auto matches = [&](const ListBucket& b, size_t i) {
+    if (b.device != lists[0][i].device()) return false;
+    for (size_t l = 0; l < lists.size(); ++l) {
+      if (b.lists[l][0].dtype() != lists[l][i].dtype()) return false;
+    }
+    return true;
+  };
+  for (size_t i = 0; i < n; ++i) {
+    auto it =
+        std::find_if(out.begin(), out.end(), [&](const ListBucket& b) { return matches(b, i); });
+    if (it == out.end()) {
+      out.push_back({lists[0][i].device(), TensorLists(lists.size())});
+      it = std::prev(out.end());
+    }
+    for (size_t l = 0; l < lists.size(); ++l) it->lists[l].push_back(lists[l][i]);
+  }
+  return out;
+}
 
 void scale(int64_t chunk_size, const Tensor& noop_flag, const TensorLists& lists, double scale) {
   constexpr const char* kOp = "multi_tensor::scale";

@@ -41,6 +41,16 @@ constexpr int64_t kDefaultChunkSize = 2048 * 32;
 // A zeroed noop/overflow flag: a 1-element Int64 tensor on `device`.
 Tensor make_flag(Device device = Device::cpu());
 
+// Parallel lists split into what one launch accepts (one device, one dtype per list): tensor i
+// of every list goes to the bucket of (tensor i's device in the first list, the dtype of tensor i
+// in each list). Buckets come in order of first appearance and keep the lists' order. The lists
+// must have equal lengths; an empty input gives no bucket.
+struct ListBucket {
+  Device device;
+  TensorLists lists;
+};
+std::vector<ListBucket> bucket_by_device_and_dtype(const TensorLists& lists);
+
 // Device-side loss-scaling inputs of the fused optimizers (both optional, 1-element Float32
 // tensors on the lists' device). found_inf != 0 skips the whole update (nothing is written);
 // otherwise, with inv_scale, each grad is multiplied by *inv_scale inside the kernel and the
