@@ -13,17 +13,9 @@
 
 #include "amp/amp.h"
 #include "amp/amp_state.h"
+#include "tests/support/message_has.h"
 
 namespace amp_test {
-
-inline std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const amp::Error& e) {
-    return e.what();
-  }
-  return "";
-}
 
 // Requires fn to throw amp::Error whose message contains every part.
 inline void check_error(const std::function<void()>& fn, const std::vector<std::string>& parts) {

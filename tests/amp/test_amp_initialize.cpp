@@ -174,13 +174,21 @@ BOOST_FIXTURE_TEST_CASE(o2_optimizer_state_is_recast_and_moved_to_the_masters, F
 BOOST_FIXTURE_TEST_CASE(multi_input_modules_get_their_inputs_cast, FreshAmpState) {
   amp::manual_seed(9);
   auto mha = std::make_shared<amp::nn::MultiheadAttention>(8, 2);
+  amp::manual_seed(9);
+  auto by_hand = std::make_shared<amp::nn::MultiheadAttention>(8, 2);
   amp::initialize(*mha, "O2", quiet());
+  // The reference: the same weights cast by hand, fed Float16 inputs, output widened.
+  by_hand->to(DType::Float16);
   const Tensor q = amp::randn({2, 3, 8});
+  const Tensor q16 = q.to(DType::Float16);
+  const Tensor expected = by_hand->forward(q16, q16, q16).first.to(DType::Float32);
   const auto [out, weights] = mha->forward(q, q, q);
   BOOST_TEST((out.dtype() == DType::Float32));
+  BOOST_TEST((weights.dtype() == DType::Float32));
+  BOOST_TEST(bit_equal(out, expected));
   const auto [out2, weights2] = amp::nn::call(*mha, q, q, q);
-  BOOST_TEST(bit_equal(out, out2));
-  BOOST_TEST(((*mha)(q).dtype() == DType::Float32));
+  BOOST_TEST(bit_equal(out2, expected));
+  BOOST_TEST(bit_equal((*mha)(q), expected));
 }
 
 BOOST_FIXTURE_TEST_CASE(o1_casts_every_thread_until_the_next_initialize, FreshAmpState) {

@@ -8,25 +8,9 @@
 #include <vector>
 
 #include "amp/amp.h"
-
-namespace amp {
-// Lets BOOST_TEST print dtypes in failure messages.
-inline std::ostream& boost_test_print_type(std::ostream& out, DType dtype) {
-  return out << dtype_name(dtype);
-}
-}  // namespace amp
+#include "tests/support/message_has.h"
 
 namespace amp_test {
-
-// The message of the amp::Error that fn throws, or "" when it throws none.
-inline std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const amp::Error& e) {
-    return e.what();
-  }
-  return "";
-}
 
 inline bool contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;

@@ -9,27 +9,14 @@
 
 #include "amp/amp.h"
 #include "tests/support/cuda_precondition.h"
+#include "tests/support/message_has.h"
 
 namespace {
 
 using amp::DType;
 using amp::Tensor;
 
-// A predicate for BOOST_CHECK_EXCEPTION: the message holds every one of `words`.
-struct MessageHas {
-  std::vector<std::string> words;
-  bool operator()(const amp::Error& e) const {
-    const std::string m = e.what();
-    for (const auto& w : words) {
-      if (m.find(w) == std::string::npos) {
-        BOOST_TEST_MESSAGE("message \"" << m << "\" lacks \"" << w << "\"");
-        return false;
-      }
-    }
-    return true;
-  }
-};
-MessageHas has(std::initializer_list<std::string> words) { return MessageHas{words}; }
+using amp_test::has;
 
 Tensor iota(amp::Shape shape) {
   const int64_t n = amp::shape_numel(shape);

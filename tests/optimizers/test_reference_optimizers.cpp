@@ -17,13 +17,6 @@
 
 #include "amp/amp.h"
 
-namespace amp {
-// Lets BOOST_TEST print dtypes in failure messages.
-inline std::ostream& boost_test_print_type(std::ostream& out, DType dtype) {
-  return out << dtype_name(dtype);
-}
-}  // namespace amp
-
 namespace {
 
 using amp::DType;

@@ -1,10 +1,13 @@
-// A predicate for BOOST_CHECK_EXCEPTION on amp::Error: the message holds every one of `words`
-// (on a mismatch the message is logged, so a failing check shows what was said instead).
+// Checking amp::Error messages in tests. `has`: a predicate for BOOST_CHECK_EXCEPTION, true when
+// the message holds every one of `words` (on a mismatch the message is logged, so a failing check
+// shows what was said instead). `error_of`: the message a call throws, "" when it throws none.
 //
 //   BOOST_CHECK_EXCEPTION(x.size(0), amp::Error, amp_test::has({"size", "no dimensions"}));
+//   BOOST_TEST(amp_test::error_of([&] { x.size(0); }).find("size") == 0);
 #pragma once
 
 #include <boost/test/unit_test.hpp>
+#include <functional>
 #include <initializer_list>
 #include <string>
 #include <vector>
@@ -28,5 +31,14 @@ struct MessageHas {
 };
 
 inline MessageHas has(std::initializer_list<std::string> words) { return MessageHas{words}; }
+
+inline std::string error_of(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const amp::Error& e) {
+    return e.what();
+  }
+  return "";
+}
 
 }  // namespace amp_test
