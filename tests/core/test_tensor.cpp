@@ -593,4 +593,26 @@ BOOST_AUTO_TEST_CASE(undefined_tensor_is_not_defined_and_raises_on_use) {
   BOOST_TEST(out.str().find("undefined") != std::string::npos);
 }
 
+BOOST_AUTO_TEST_CASE(set_data_replaces_data_and_dtype_for_every_handle_keeping_autograd_flags) {
+  Tensor t = iota({2, 3}).requires_grad_(true);
+  const Tensor held = t;  // another handle, as an optimizer keeps one
+  const uint64_t version = t.storage()->version();
+  const Tensor replacement = iota({3}, DType::Float16);
+  t.set_data(replacement);
+  BOOST_TEST(name_of(held.dtype()) == "Float16");
+  BOOST_TEST(held.sizes() == Shape({3}), boost::test_tools::per_element());
+  BOOST_TEST(held.to_vector<double>() == iota_values(3), boost::test_tools::per_element());
+  BOOST_TEST(held.requires_grad());
+  BOOST_TEST(held.is_leaf());
+  // The storage is the replacement's, and its version moved past the old storage's.
+  BOOST_TEST(held.storage() == replacement.storage());
+  BOOST_TEST(held.storage()->version() > version);
+  BOOST_CHECK_EXCEPTION(t.set_data(Tensor()), amp::Error, is_amp_error);
+  BOOST_CHECK_EXCEPTION(t.set_data(iota({2}, DType::Int64)), amp::Error, is_amp_error);
+  const Tensor derived = t * 2.0;
+  Tensor non_leaf = derived;
+  BOOST_CHECK_EXCEPTION(non_leaf.set_data(iota({2})), amp::Error, is_amp_error);
+  BOOST_TEST(name_of(held.dtype()) == "Float16");  // the failed calls changed nothing
+}
+
 BOOST_AUTO_TEST_SUITE_END()

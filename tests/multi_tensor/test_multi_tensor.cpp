@@ -220,6 +220,24 @@ std::vector<Plant> plantings(const std::vector<int64_t>& sizes) {
 
 BOOST_AUTO_TEST_SUITE(multi_tensor)
 
+BOOST_AUTO_TEST_CASE(lists_are_bucketed_by_device_and_the_dtype_of_each_list) {
+  const auto t = [](DType d) { return amp::zeros({1}, {.dtype = d}); };
+  const Tensor a = t(DType::Float16), b = t(DType::Float32), c = t(DType::Float16);
+  const Tensor x = t(DType::Float32), y = t(DType::Float32), z = t(DType::BFloat16);
+  // Pairs (a, x) and (c, y) share (Float16, Float32); (b, z) is its own bucket.
+  const std::vector<mt::ListBucket> buckets =
+      mt::bucket_by_device_and_dtype({{a, b, c}, {x, z, y}});
+  BOOST_TEST_REQUIRE(buckets.size() == 2u);
+  BOOST_TEST(buckets[0].lists[0].size() == 2u);
+  BOOST_TEST(buckets[0].lists[0][0].is_same(a));
+  BOOST_TEST(buckets[0].lists[0][1].is_same(c));
+  BOOST_TEST(buckets[0].lists[1][1].is_same(y));
+  BOOST_TEST(buckets[1].lists[0][0].is_same(b));
+  BOOST_TEST(buckets[1].lists[1][0].is_same(z));
+  BOOST_TEST(mt::bucket_by_device_and_dtype({{}, {}}).empty());
+  BOOST_CHECK_THROW(mt::bucket_by_device_and_dtype({{a, b}, {x}}), amp::Error);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Packing (csrc/multi_tensor/launch_plan.h), used by the CUDA launcher.
 

@@ -275,4 +275,98 @@ BOOST_AUTO_TEST_CASE(base_forward_raises_and_repr_prints_the_tree) {
   BOOST_CHECK_THROW((*bare)(ones({1})), Error);
 }
 
+BOOST_AUTO_TEST_CASE(to_with_a_predicate_casts_only_what_the_selected_modules_own) {
+  auto net = std::make_shared<Net>();
+  const nn::Module* selected = net->fc1.get();
+  net->to(DType::Float16, [&](const nn::Module& m) { return &m == selected; });
+  BOOST_TEST(dtype_name(net->fc1->weight.dtype()) == "Float16");
+  BOOST_TEST(dtype_name(net->fc1->bias.dtype()) == "Float16");
+  // The root's buffer and the other Linear are not owned by the selected module.
+  BOOST_TEST(dtype_name(net->scale.dtype()) == "Float32");
+  BOOST_TEST(dtype_name(net->head->parameters()[0].dtype()) == "Float32");
+  BOOST_TEST(dtype_name(net->steps.dtype()) == "Int64");
+  BOOST_CHECK_THROW(net->to(DType::Int64, [](const nn::Module&) { return true; }), Error);
+  BOOST_CHECK_THROW(net->to(DType::Float16, nn::Module::ModulePredicate()), Error);
+}
+
+BOOST_AUTO_TEST_CASE(apply_visits_the_children_before_their_parent) {
+  auto net = std::make_shared<Net>();
+  std::vector<std::string> order;
+  net->apply([&](nn::Module& m) { order.push_back(m.name()); });
+  const std::vector<std::string> expected{"Linear", "ReLU", "Linear", "Sequential", "Net"};
+  BOOST_TEST(order == expected, boost::test_tools::per_element());
+}
+
+BOOST_AUTO_TEST_CASE(state_dict_hooks_see_every_module_with_its_key_prefix) {
+  auto net = std::make_shared<Net>();
+  std::vector<std::string> prefixes;
+  const auto id = net->head->register_state_dict_hook(
+      [&](const nn::Module& m, StateDict& sd, const std::string& prefix) {
+        prefixes.push_back(prefix + m.name());
+        sd.at(prefix + "1.weight") = zeros({2, 3}, {.dtype = DType::Float64});
+      });
+  net->fc1->register_state_dict_hook([&](const nn::Module& m, StateDict&, const std::string& p) {
+    prefixes.push_back(p + m.name());
+  });
+  const StateDict sd = net->state_dict();
+  const std::vector<std::string> expected{"fc1.Linear", "head.Sequential"};
+  BOOST_TEST(prefixes == expected, boost::test_tools::per_element());
+  BOOST_TEST(dtype_name(sd.at("head.1.weight").dtype()) == "Float64");
+  BOOST_TEST(dtype_name(sd.at("fc1.weight").dtype()) == "Float32");
+  BOOST_TEST(net->head->remove_hook(id));
+  BOOST_TEST(dtype_name(net->state_dict().at("head.1.weight").dtype()) == "Float32");
+  BOOST_CHECK_THROW(net->register_state_dict_hook(nn::Module::StateDictHook()), Error);
+}
+
+BOOST_AUTO_TEST_CASE(load_state_dict_post_hooks_run_after_the_values_are_copied) {
+  auto net = std::make_shared<Net>();
+  StateDict sd = net->state_dict();
+  sd["fc1.bias"] = full({3}, 7.0);
+  double seen = 0;
+  std::string seen_prefix = "unset";
+  net->fc1->register_load_state_dict_post_hook(
+      [&](nn::Module& m, const StateDict& loaded, const std::string& prefix) {
+        seen = m.named_parameters()[1].second.to_vector<double>()[0];
+        seen_prefix = prefix;
+        BOOST_TEST(loaded.count(prefix + "bias") == 1u);
+      });
+  net->load_state_dict(sd);
+  BOOST_TEST(seen == 7.0);
+  BOOST_TEST(seen_prefix == "fc1.");
+}
+
+BOOST_AUTO_TEST_CASE(call_casts_convert_floating_inputs_and_outputs_only) {
+  // Two inputs: a floating one and an integer one; returns both unchanged.
+  struct Echo : nn::Module {
+    Echo() : Module("Echo") {}
+    std::pair<Tensor, Tensor> forward(const Tensor& x, const Tensor& labels) {
+      seen_x = x.dtype();
+      seen_labels = labels.dtype();
+      return {x * 2.0, labels};
+    }
+    Tensor forward(const Tensor& x) override {
+      seen_x = x.dtype();
+      return x * 2.0;
+    }
+    DType seen_x = DType::Bool, seen_labels = DType::Bool;
+  };
+  auto echo = std::make_shared<Echo>();
+  echo->set_call_casts({DType::Float16, DType::Float64});
+  const Tensor x = full({2}, 1.5);
+  const Tensor labels = zeros({2}, {.dtype = DType::Int64});
+  const auto [y, l] = nn::call(*echo, x, labels);
+  BOOST_TEST(dtype_name(echo->seen_x) == "Float16");
+  BOOST_TEST(dtype_name(echo->seen_labels) == "Int64");
+  BOOST_TEST(dtype_name(y.dtype()) == "Float64");
+  BOOST_TEST(dtype_name(l.dtype()) == "Int64");
+  BOOST_TEST(y.to_vector<double>() == std::vector<double>({3.0, 3.0}),
+             boost::test_tools::per_element());
+  const Tensor z = (*echo)(x);
+  BOOST_TEST(dtype_name(echo->seen_x) == "Float16");
+  BOOST_TEST(dtype_name(z.dtype()) == "Float64");
+  // Without call casts nothing converts.
+  echo->set_call_casts({});
+  BOOST_TEST(dtype_name((*echo)(x).dtype()) == "Float32");
+}
+
 BOOST_AUTO_TEST_SUITE_END()
