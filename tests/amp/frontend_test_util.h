@@ -17,16 +17,6 @@
 
 namespace amp_test {
 
-// Requires fn to throw amp::Error whose message contains every part.
-inline void check_error(const std::function<void()>& fn, const std::vector<std::string>& parts) {
-  const std::string message = error_of(fn);
-  BOOST_TEST_REQUIRE(!message.empty(), "expected an amp::Error containing '" << parts[0] << "'");
-  for (const std::string& part : parts) {
-    BOOST_TEST(message.find(part) != std::string::npos,
-               "message '" << message << "' lacks '" << part << "'");
-  }
-}
-
 // Captures std::cout (where amp's apex messages go) while alive.
 class CoutCapture {
  public:

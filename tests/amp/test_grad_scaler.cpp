@@ -19,6 +19,7 @@
 #include "amp/amp.h"
 #include "tests/amp/grad_scaler_cases.h"
 #include "tests/io/temp_dir.h"
+#include "tests/support/message_has.h"
 
 namespace {
 
@@ -34,23 +35,8 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 const Device kCpu = Device::cpu();
 
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const amp::Error& e) {
-    return e.what();
-  }
-  return "";
-}
-
-void check_error(const std::function<void()>& fn, const std::vector<std::string>& parts) {
-  const std::string message = error_of(fn);
-  BOOST_TEST_REQUIRE(!message.empty(), "expected an amp::Error containing '" << parts[0] << "'");
-  for (const std::string& part : parts) {
-    BOOST_TEST(message.find(part) != std::string::npos,
-               "message '" << message << "' lacks '" << part << "'");
-  }
-}
+using amp_test::check_error;
+using amp_test::error_of;
 
 // Captures std::cerr (where amp::warn prints without a handler) while alive.
 class CerrCapture {
