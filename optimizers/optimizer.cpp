@@ -115,6 +115,10 @@ void Optimizer::update_with_amp_scaling(const Tensor&, const Tensor&) {
 }
 
 void Optimizer::step_between_hooks(const std::function<void()>& body) {
+  // Options may have been written through param_groups() since the last step.
+  for (size_t g = 0; g < param_groups_.size(); ++g) {
+    check_group_options(param_groups_[g].options, "step: parameter group " + std::to_string(g));
+  }
   for (const auto& hook : step_pre_hooks_.snapshot()) {
     if (!hook(*this)) return;
   }
@@ -245,7 +249,7 @@ void Optimizer::add_param_groups(std::vector<ParamGroup> groups) {
 
 void Optimizer::add_param_group(ParamGroup group) {
   for (const auto& [name, value] : defaults_) group.options.emplace(name, value);
-  check_options(group.options);
+  check_group_options(group.options, "add_param_group");
   std::set<const TensorImpl*> in_group;
   for (size_t i = 0; i < group.params.size(); ++i) {
     const Tensor& p = group.params[i];
@@ -318,6 +322,16 @@ ParamState& Optimizer::state(const Tensor& param) { return state_[param.impl()];
 const ParamState* Optimizer::find_state(const Tensor& param) const {
   auto it = state_.find(param.impl());
   return it == state_.end() ? nullptr : &it->second;
+}
+
+void Optimizer::check_group_options(const Options& options, const std::string& where) const {
+  check_options(options);
+  for (const auto& [name, value] : options) {
+    if (defaults_.count(name) != 0) continue;
+    std::string valid;
+    for (const auto& [known, v] : defaults_) valid += (valid.empty() ? "'" : ", '") + known + "'";
+    AMP_FAIL(where, ": unknown option '", name, "' (this optimizer's options are ", valid, ")");
+  }
 }
 
 void Optimizer::check_options(const Options& options) const {
@@ -420,7 +434,20 @@ void Optimizer::load_state_dict(const StateDict& state_dict) {
                 "load_state_dict: parameter index ", ids[i], " appears more than once");
     }
     new_options[g] = loaded_options[g];
-    for (const auto& [name, value] : defaults_) new_options[g].emplace(name, value);
+    const std::string where = "load_state_dict: parameter group " + std::to_string(g);
+    // Every option, and no other: a dict of another optimizer (SGD's into Adam) fails here.
+    std::string missing, unknown;
+    for (const auto& [name, value] : defaults_) {
+      if (new_options[g].count(name) == 0) missing += (missing.empty() ? "'" : ", '") + name + "'";
+    }
+    for (const auto& [name, value] : new_options[g]) {
+      if (defaults_.count(name) == 0) unknown += (unknown.empty() ? "'" : ", '") + name + "'";
+    }
+    AMP_CHECK(missing.empty() && unknown.empty(), where,
+              ": expected this optimizer's options, got ",
+              missing.empty() ? "" : "none for " + missing,
+              missing.empty() || unknown.empty() ? "" : " and ",
+              unknown.empty() ? "" : "unknown option(s) " + unknown);
     check_options(new_options[g]);
   }
   // 3. State: each entry belongs to a listed parameter and fits it; copies are made here so

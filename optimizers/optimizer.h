@@ -93,6 +93,8 @@ class Optimizer {
   // can apply its own set_grad_none policy, as apex's do.
   virtual void zero_grad(bool set_to_none = true);
 
+  // Options written here are checked by the next step() (values and names, as
+  // add_param_group checks them).
   std::vector<ParamGroup>& param_groups();
   const std::vector<ParamGroup>& param_groups() const;
   // Fills the group's missing options from the defaults, checks them and the parameters:
@@ -177,6 +179,9 @@ class Optimizer {
   void step_between_hooks(const std::function<void()>& body);
   // Writes the rounding of every master that has a gradient into its parameter.
   void write_master_params();
+  // check_options, then that every option name is one of the defaults' (a group may omit some:
+  // option() answers those from the defaults). `where` starts the message about names.
+  void check_group_options(const Options& options, const std::string& where) const;
   // Where a parameter sits in the groups; {npos, npos} when it is not there.
   std::pair<size_t, size_t> position_of(const Tensor& param) const;
 

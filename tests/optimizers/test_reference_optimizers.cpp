@@ -504,6 +504,53 @@ BOOST_AUTO_TEST_CASE(load_state_dict_keeps_the_optimizers_state_dtype) {
   BOOST_TEST(target.state(b).step == 1);
 }
 
+BOOST_AUTO_TEST_CASE(options_written_through_param_groups_are_checked_at_the_next_step) {
+  Tensor a = param({1.0f}, {1});
+  Adam opt({a}, {.lr = 0.1});
+  set_grad(a, {1.0f});
+  const std::vector<float> before = values(a);
+  opt.param_groups()[0].options["beta1"] = 1.0;  // would divide by 1 - beta1^t = 0
+  check_error([&] { opt.step(); }, "Invalid beta parameter at index 0: 1.0");
+  opt.param_groups()[0].options["beta1"] = 0.9;
+  opt.param_groups()[0].options["lr"] = -1.0;  // would ascend
+  check_error([&] { opt.step(); }, "Invalid learning rate: -1.0");
+  opt.param_groups()[0].options["lr"] = 0.1;
+  opt.param_groups()[0].options["betas"] = 0.5;  // torch's name: not an option here
+  check_error([&] { opt.step(); },
+              "step: parameter group 0: unknown option 'betas' (this optimizer's options are "
+              "'amsgrad', 'beta1', 'beta2', 'eps', 'lr', 'weight_decay')");
+  BOOST_TEST(values(a) == before, boost::test_tools::per_element());  // no step was taken
+  BOOST_TEST(opt.find_state(a) == nullptr);
+  opt.param_groups()[0].options.erase("betas");
+  opt.step();
+  BOOST_TEST(values(a)[0] != before[0]);
+  check_error(
+      [&] {
+        opt.add_param_group({{param({1.0f}, {1})}, {{"momentum", 0.9}}});
+      },
+      "add_param_group: unknown option 'momentum'");
+}
+
+BOOST_AUTO_TEST_CASE(load_state_dict_needs_exactly_this_optimizers_options) {
+  Tensor a = param({1.0f}, {1});
+  Adam adam({a}, {.lr = 0.1});
+  const StateDict good = adam.state_dict();
+  StateDict missing = good;
+  missing.erase("param_groups.0.beta2");
+  missing.erase("param_groups.0.eps");
+  check_error([&] { adam.load_state_dict(missing); },
+              "load_state_dict: parameter group 0: expected this optimizer's options, got none "
+              "for 'beta2', 'eps'");
+  // An SGD state dict has SGD's options: Adam's are missing and SGD's are unknown.
+  Tensor b = param({1.0f}, {1});
+  SGD sgd({b}, {.lr = 0.5, .momentum = 0.9});
+  check_error([&] { adam.load_state_dict(sgd.state_dict()); },
+              "got none for 'amsgrad', 'beta1', 'beta2', 'eps' and unknown option(s) "
+              "'dampening', 'momentum', 'nesterov'");
+  BOOST_TEST(adam.lr(0) == 0.1);
+  BOOST_TEST(adam.option(0, "beta2") == 0.999);
+}
+
 BOOST_AUTO_TEST_CASE(load_state_dict_rejects_mismatches_and_changes_nothing) {
   Tensor a = param({1.0f, 2.0f}, {2});
   Tensor b = param({1.0f}, {1});
