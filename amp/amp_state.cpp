@@ -1,8 +1,8 @@
 // The apex front end's process-wide state and the gradient bookkeeping around scale_loss.
 #include "amp/amp_state.h"
 
-#include "csrc/autograd/grad_mode.h"
-#include "csrc/core/factories.h"
+#include "csrc/graph/grad_mode.h"
+#include "csrc/ops/factories.h"
 
 namespace amp::detail {
 

@@ -9,13 +9,13 @@
 #include <utility>
 
 #include "csrc/core/dtype.h"
-#include "csrc/core/factories.h"
 #include "csrc/core/macros.h"
 #include "csrc/core/warning.h"
 #include "csrc/cuda/cuda.h"
-#include "csrc/multi_tensor/functors.h"
+#include "csrc/kernels/multi_tensor_functors.h"
 #include "csrc/multi_tensor/multi_tensor.h"
 #include "csrc/ops/elementwise.h"
+#include "csrc/ops/factories.h"
 #include "csrc/ops/shape_ops.h"
 
 namespace amp {

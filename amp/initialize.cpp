@@ -11,9 +11,9 @@
 #include "amp/amp_state.h"
 #include "csrc/autocast/autocast_state.h"
 #include "csrc/autocast/cast.h"
-#include "csrc/autograd/grad_mode.h"
-#include "csrc/core/factories.h"
 #include "csrc/core/macros.h"
+#include "csrc/graph/grad_mode.h"
+#include "csrc/ops/factories.h"
 #include "nn/batchnorm.h"
 
 namespace amp {

@@ -7,8 +7,8 @@
 
 #include "amp/amp_state.h"
 #include "amp/initialize.h"
-#include "csrc/core/factories.h"
 #include "csrc/core/macros.h"
+#include "csrc/ops/factories.h"
 
 namespace amp {
 

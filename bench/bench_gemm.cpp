@@ -28,10 +28,10 @@
 #include <string>
 #include <vector>
 
-#include "csrc/core/factories.h"
 #include "csrc/core/tensor.h"
 #include "csrc/cpu/gemm.h"
-#include "csrc/ops/kernels.h"
+#include "csrc/kernels/kernels.h"
+#include "csrc/ops/factories.h"
 #include "csrc/ops/linalg.h"
 
 namespace {

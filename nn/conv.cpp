@@ -3,10 +3,10 @@
 #include <cmath>
 #include <sstream>
 
-#include "csrc/autograd/grad_mode.h"
-#include "csrc/core/factories.h"
 #include "csrc/core/macros.h"
+#include "csrc/graph/grad_mode.h"
 #include "csrc/ops/elementwise.h"
+#include "csrc/ops/factories.h"
 #include "nn/functional_conv.h"
 
 namespace amp::nn {

@@ -1,8 +1,8 @@
 // amp::nn::Embedding.
 #include "nn/embedding.h"
 
-#include "csrc/core/factories.h"
 #include "csrc/core/macros.h"
+#include "csrc/ops/factories.h"
 #include "nn/functional.h"
 #include "nn/init.h"
 

@@ -8,14 +8,14 @@
 #include <vector>
 
 #include "csrc/autocast/cast.h"
-#include "csrc/autograd/formulas.h"
-#include "csrc/autograd/grad_mode.h"
-#include "csrc/autograd/node.h"
 #include "csrc/core/dtype.h"
-#include "csrc/core/factories.h"
 #include "csrc/core/macros.h"
 #include "csrc/cpu/parallel.h"
+#include "csrc/graph/grad_mode.h"
+#include "csrc/graph/node.h"
 #include "csrc/ops/elementwise.h"
+#include "csrc/ops/factories.h"
+#include "csrc/ops/formulas.h"
 #include "csrc/ops/linalg.h"
 #include "csrc/ops/reduce.h"
 #include "csrc/ops/softmax.h"

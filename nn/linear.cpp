@@ -3,8 +3,8 @@
 
 #include <cmath>
 
-#include "csrc/core/factories.h"
 #include "csrc/core/macros.h"
+#include "csrc/ops/factories.h"
 #include "nn/functional.h"
 #include "nn/init.h"
 

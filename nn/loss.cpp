@@ -5,10 +5,10 @@
 
 #include "csrc/autocast/cast.h"
 #include "csrc/autograd/autograd.h"
-#include "csrc/autograd/formulas.h"
-#include "csrc/core/factories.h"
 #include "csrc/core/macros.h"
 #include "csrc/ops/elementwise.h"
+#include "csrc/ops/factories.h"
+#include "csrc/ops/formulas.h"
 #include "csrc/ops/reduce.h"
 #include "csrc/ops/softmax.h"
 #include "nn/functional.h"

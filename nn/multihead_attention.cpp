@@ -3,10 +3,10 @@
 #include <cmath>
 #include <limits>
 
-#include "csrc/autograd/grad_mode.h"
-#include "csrc/core/factories.h"
 #include "csrc/core/macros.h"
+#include "csrc/graph/grad_mode.h"
 #include "csrc/ops/elementwise.h"
+#include "csrc/ops/factories.h"
 #include "csrc/ops/linalg.h"
 #include "csrc/ops/reduce.h"
 #include "csrc/ops/softmax.h"

@@ -3,8 +3,8 @@
 
 #include <sstream>
 
-#include "csrc/core/factories.h"
 #include "csrc/core/macros.h"
+#include "csrc/ops/factories.h"
 #include "nn/functional.h"
 
 namespace amp::nn {

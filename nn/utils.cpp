@@ -5,8 +5,8 @@
 #include <map>
 #include <tuple>
 
-#include "csrc/autograd/grad_mode.h"
 #include "csrc/core/macros.h"
+#include "csrc/graph/grad_mode.h"
 #include "csrc/multi_tensor/multi_tensor.h"
 #include "csrc/ops/elementwise.h"
 #include "csrc/ops/reduce.h"

@@ -4,9 +4,9 @@
 #include <cmath>
 #include <utility>
 
-#include "csrc/core/factories.h"
 #include "csrc/core/macros.h"
 #include "csrc/ops/elementwise.h"
+#include "csrc/ops/factories.h"
 
 namespace amp::optimizers {
 

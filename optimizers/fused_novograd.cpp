@@ -3,10 +3,10 @@
 
 #include <utility>
 
-#include "csrc/core/factories.h"
 #include "csrc/core/macros.h"
 #include "csrc/multi_tensor/multi_tensor.h"
 #include "csrc/ops/elementwise.h"
+#include "csrc/ops/factories.h"
 #include "csrc/ops/reduce.h"
 #include "csrc/ops/shape_ops.h"
 

@@ -5,10 +5,10 @@
 #include <cmath>
 #include <utility>
 
-#include "csrc/core/factories.h"
 #include "csrc/core/macros.h"
 #include "csrc/multi_tensor/multi_tensor.h"
 #include "csrc/ops/elementwise.h"
+#include "csrc/ops/factories.h"
 #include "optimizers/adam.h"
 
 namespace amp::optimizers {

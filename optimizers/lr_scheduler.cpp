@@ -5,8 +5,8 @@
 #include <numbers>
 #include <utility>
 
-#include "csrc/core/factories.h"
 #include "csrc/core/macros.h"
+#include "csrc/ops/factories.h"
 
 namespace amp::optimizers {
 

@@ -10,10 +10,10 @@
 #include <utility>
 
 #include "csrc/autocast/autocast_state.h"
-#include "csrc/autograd/grad_mode.h"
-#include "csrc/core/factories.h"
 #include "csrc/core/macros.h"
+#include "csrc/graph/grad_mode.h"
 #include "csrc/multi_tensor/multi_tensor.h"
+#include "csrc/ops/factories.h"
 
 namespace amp::optimizers {
 

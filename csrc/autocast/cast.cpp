@@ -4,8 +4,8 @@
 #include <mutex>
 #include <utility>
 
-#include "csrc/autograd/grad_mode.h"
 #include "csrc/core/macros.h"
+#include "csrc/graph/grad_mode.h"
 
 namespace amp::autocast_cast {
 

@@ -4,6 +4,6 @@
 
 #include "csrc/autograd/engine.h"
 #include "csrc/autograd/function.h"
-#include "csrc/autograd/grad_mode.h"
 #include "csrc/autograd/gradcheck.h"
-#include "csrc/autograd/node.h"
+#include "csrc/graph/grad_mode.h"
+#include "csrc/graph/node.h"

@@ -5,11 +5,11 @@
 #include <unordered_set>
 
 #include "csrc/autocast/autocast_state.h"
-#include "csrc/autograd/grad_mode.h"
-#include "csrc/autograd/node.h"
-#include "csrc/core/factories.h"
 #include "csrc/core/macros.h"
+#include "csrc/graph/grad_mode.h"
+#include "csrc/graph/node.h"
 #include "csrc/ops/elementwise.h"
+#include "csrc/ops/factories.h"
 
 namespace amp::autograd {
 

@@ -29,8 +29,8 @@
 #include <vector>
 
 #include "csrc/autocast/autocast_state.h"
-#include "csrc/autograd/node.h"
 #include "csrc/core/macros.h"
+#include "csrc/graph/node.h"
 
 namespace amp::autograd {
 

@@ -4,9 +4,9 @@
 #include <sstream>
 
 #include "csrc/autograd/engine.h"
-#include "csrc/autograd/grad_mode.h"
-#include "csrc/core/factories.h"
 #include "csrc/core/macros.h"
+#include "csrc/graph/grad_mode.h"
+#include "csrc/ops/factories.h"
 #include "csrc/ops/shape_ops.h"
 
 namespace amp::autograd {

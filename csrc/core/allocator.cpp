@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "csrc/core/cuda_backend.h"
 #include "csrc/core/macros.h"
-#include "csrc/cuda/cuda_backend.h"
 
 namespace amp {
 

@@ -43,7 +43,7 @@ struct TensorImpl {
   Shape strides;       // in elements
   int64_t offset = 0;  // in elements
   DType dtype = DType::Float32;
-  // Gradient bookkeeping (csrc/autograd/autograd_meta.h); null for tensors autograd never saw.
+  // Gradient bookkeeping (csrc/graph/autograd_meta.h); null for tensors autograd never saw.
   std::shared_ptr<autograd::AutogradMeta> autograd;
 };
 

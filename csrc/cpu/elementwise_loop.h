@@ -1,4 +1,4 @@
-// The CPU elementwise launcher: runs a functor from csrc/ops/functors.h over an
+// The CPU elementwise launcher: runs a functor from csrc/kernels/functors.h over an
 // ElementwisePlan with OpenMP. Inputs are converted to the op-math type before the call and the
 // result is rounded once into the output type.
 #pragma once
@@ -10,7 +10,7 @@
 
 #include "csrc/core/dtype.h"
 #include "csrc/cpu/parallel.h"
-#include "csrc/ops/elementwise_plan.h"
+#include "csrc/kernels/elementwise_plan.h"
 
 namespace amp::cpu {
 

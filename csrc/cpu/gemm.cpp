@@ -50,7 +50,7 @@
 #include "csrc/core/half.h"
 #include "csrc/core/macros.h"
 #include "csrc/cpu/parallel.h"
-#include "csrc/ops/kernels.h"
+#include "csrc/kernels/kernels.h"
 
 namespace amp::cpu {
 namespace {

@@ -13,7 +13,7 @@ struct GemmArgs;
 namespace amp::cpu {
 
 // C[b] = A[b] @ B[b] for every batch b, with the stride contract of GemmArgs
-// (csrc/ops/kernels.h). Raises amp::Error naming "matmul" when oneDNN fails.
+// (csrc/kernels/kernels.h). Raises amp::Error naming "matmul" when oneDNN fails.
 void gemm(const GemmArgs& args);
 
 // The implementation gemm(args) runs, e.g. "brg:avx512_core_bf16" (oneDNN's impl_info_str),

@@ -1,6 +1,6 @@
 // The CPU kernel table: each family dispatches on dtype, picks the functor from
-// csrc/ops/functors.h and runs it with the OpenMP launcher.
-#include "csrc/ops/kernels.h"
+// csrc/kernels/functors.h and runs it with the OpenMP launcher.
+#include "csrc/cpu/kernels.h"
 
 #include <omp.h>
 
@@ -11,7 +11,7 @@
 #include "csrc/cpu/elementwise_loop.h"
 #include "csrc/cpu/gemm.h"
 #include "csrc/cpu/parallel.h"
-#include "csrc/ops/row_kernels.h"
+#include "csrc/kernels/row_kernels.h"
 
 namespace amp::cpu {
 

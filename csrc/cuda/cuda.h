@@ -2,12 +2,12 @@
 //
 //   if (amp::cuda::is_available()) x = x.to(amp::Device::cuda());
 //
-// Thin inline wrappers over csrc/cuda/cuda_backend.h: inline because csrc/cuda/*.cpp is left
+// Thin inline wrappers over csrc/core/cuda_backend.h: inline because csrc/cuda/*.cpp is left
 // out of the library's sources (the CUDA and the CPU-only builds each compile their own backend
 // file there), and these two functions must exist in both builds.
 #pragma once
 
-#include "csrc/cuda/cuda_backend.h"
+#include "csrc/core/cuda_backend.h"
 
 namespace amp::cuda {
 

@@ -2,11 +2,11 @@
 // amp::Error naming the op that asked for it.
 #include <cstring>
 
+#include "csrc/core/cuda_backend.h"
 #include "csrc/core/macros.h"
-#include "csrc/cuda/cuda_backend.h"
-#include "csrc/multi_tensor/kernels.h"
-#include "csrc/multi_tensor/multi_tensor.h"
-#include "csrc/ops/kernels.h"
+#include "csrc/cuda/kernels.h"
+#include "csrc/kernels/kernels.h"
+#include "csrc/kernels/multi_tensor_kernels.h"
 
 namespace amp::cuda_backend {
 

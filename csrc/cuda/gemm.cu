@@ -17,7 +17,7 @@
 #include "csrc/core/dtype.h"
 #include "csrc/core/macros.h"
 #include "csrc/cuda/cuda_check.cuh"
-#include "csrc/ops/kernels.h"
+#include "csrc/kernels/kernels.h"
 
 namespace amp::cuda_backend {
 

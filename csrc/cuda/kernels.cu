@@ -1,6 +1,6 @@
-// The CUDA kernel table (csrc/ops/kernels.h): the same dtype dispatch and the same functors as
+// The CUDA kernel table (csrc/kernels/kernels.h): the same dtype dispatch and the same functors as
 // the CPU table (csrc/cpu/kernels.cpp), run from CUDA kernels instead of OpenMP loops. Only the
-// launch code lives here; the math is in csrc/ops/functors.h and is tested on the CPU.
+// launch code lives here; the math is in csrc/kernels/functors.h and is tested on the CPU.
 //
 // Every kernel runs on the legacy default stream of the current device, so launches are ordered
 // with each other and with the cudaMemcpy calls of copy_bytes; nothing here synchronizes.
@@ -18,11 +18,11 @@
 #include <type_traits>
 #include <utility>
 
+#include "csrc/core/cuda_backend.h"
 #include "csrc/core/dtype.h"
-#include "csrc/cuda/cuda_backend.h"
 #include "csrc/cuda/cuda_check.cuh"
-#include "csrc/ops/kernels.h"
-#include "csrc/ops/row_kernels.h"
+#include "csrc/cuda/kernels.h"
+#include "csrc/kernels/row_kernels.h"
 
 namespace amp::cuda_backend {
 

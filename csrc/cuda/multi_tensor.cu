@@ -1,8 +1,8 @@
 // The CUDA multi-tensor launcher: apex's multi_tensor_apply (csrc/multi_tensor_apply.cuh;
-// reference/apex_amp.md §6.1) running the functors of csrc/multi_tensor/functors.h, which the
-// CPU launcher runs too. Only the launch code lives here: the packing is plan_launches()
-// (csrc/multi_tensor/launch_plan.h, tested on the CPU), the dtype dispatch is
-// csrc/multi_tensor/dispatch.h, and the math is shared.
+// reference/apex_amp.md §6.1) running the functors of csrc/kernels/multi_tensor_functors.h, which
+// the CPU launcher runs too. Only the launch code lives here: the packing is plan_launches()
+// (csrc/kernels/multi_tensor_launch_plan.h, tested on the CPU), the dtype dispatch is
+// csrc/kernels/multi_tensor_dispatch.h, and the math is shared.
 //
 // Per launch, a metadata struct passed by value (under the 4 KB kernel-argument limit) holds the
 // tensors' addresses per list, their sizes, and for each of up to 320 blocks the slot of its
@@ -16,12 +16,12 @@
 #include <cstdint>
 #include <utility>
 
-#include "csrc/cuda/cuda_backend.h"
+#include "csrc/core/cuda_backend.h"
 #include "csrc/cuda/cuda_check.cuh"
-#include "csrc/multi_tensor/dispatch.h"
-#include "csrc/multi_tensor/kernels.h"
-#include "csrc/multi_tensor/launch_plan.h"
-#include "csrc/multi_tensor/multi_tensor.h"
+#include "csrc/cuda/kernels.h"
+#include "csrc/kernels/multi_tensor_dispatch.h"
+#include "csrc/kernels/multi_tensor_kernels.h"
+#include "csrc/kernels/multi_tensor_launch_plan.h"
 
 namespace amp::cuda_backend {
 

@@ -1,4 +1,4 @@
-// The CUDA backend's runtime entry points (csrc/cuda/cuda_backend.h) in a CUDA build: device
+// The CUDA backend's runtime entry points (csrc/core/cuda_backend.h) in a CUDA build: device
 // discovery, raw device memory for the caching allocator, and copies between devices. Replaces
 // csrc/cuda/cuda_unavailable.cpp when CMake builds the CUDA backend.
 #include <cuda_runtime.h>
@@ -6,8 +6,8 @@
 #include <cstring>
 #include <string>
 
+#include "csrc/core/cuda_backend.h"
 #include "csrc/core/macros.h"
-#include "csrc/cuda/cuda_backend.h"
 #include "csrc/cuda/cuda_check.cuh"
 
 namespace amp::cuda_backend {

@@ -19,9 +19,9 @@
 #include <utility>
 #include <vector>
 
+#include "csrc/core/limits.h"
 #include "csrc/core/macros.h"
 #include "csrc/io/json_reader.h"
-#include "csrc/ops/elementwise_plan.h"  // kMaxDims, the tensor core's rank limit
 
 namespace amp {
 

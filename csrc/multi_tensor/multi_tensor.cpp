@@ -12,9 +12,10 @@
 #include <sstream>
 #include <string>
 
-#include "csrc/core/factories.h"
 #include "csrc/core/macros.h"
-#include "csrc/multi_tensor/kernels.h"
+#include "csrc/kernels/multi_tensor_kernels.h"
+#include "csrc/ops/dispatch.h"
+#include "csrc/ops/factories.h"
 
 namespace amp::multi_tensor {
 
@@ -29,10 +30,6 @@ ListsView ListsView::slice(int first, int count) const {
     out.ptr[l] = ptr[first + l];
   }
   return out;
-}
-
-const MultiTensorKernels& multi_tensor_kernels_for(Device device) {
-  return device.is_cpu() ? cpu::multi_tensor_kernels() : cuda_backend::multi_tensor_kernels();
 }
 
 namespace {

@@ -30,7 +30,7 @@
 #include <vector>
 
 #include "csrc/core/tensor.h"
-#include "csrc/multi_tensor/modes.h"
+#include "csrc/kernels/multi_tensor_modes.h"
 
 namespace amp::multi_tensor {
 
@@ -137,12 +137,4 @@ void non_finite_check_(const std::vector<Tensor>& scaled_grads, const Tensor& fo
 Tensor update_scale_(const Tensor& scale, const Tensor& growth_tracker, const Tensor& found_inf,
                      double growth_factor, double backoff_factor, int64_t growth_interval);
 
-struct MultiTensorKernels;  // csrc/multi_tensor/kernels.h
-
 }  // namespace amp::multi_tensor
-
-namespace amp::cuda_backend {
-// The CUDA multi-tensor table (csrc/cuda/multi_tensor.cu); raises amp::Error when CUDA is
-// unavailable (csrc/cuda/cuda_unavailable.cpp in a CPU-only build).
-const multi_tensor::MultiTensorKernels& multi_tensor_kernels();
-}  // namespace amp::cuda_backend

@@ -6,11 +6,11 @@
 #include <limits>
 
 #include "csrc/autocast/cast.h"
-#include "csrc/autograd/formulas.h"
-#include "csrc/autograd/node.h"
-#include "csrc/core/factories.h"
 #include "csrc/core/macros.h"
-#include "csrc/ops/kernels.h"
+#include "csrc/graph/node.h"
+#include "csrc/ops/dispatch.h"
+#include "csrc/ops/factories.h"
+#include "csrc/ops/formulas.h"
 #include "csrc/ops/reduce.h"
 
 namespace amp {

@@ -2,11 +2,11 @@
 #include "csrc/ops/linalg.h"
 
 #include "csrc/autocast/cast.h"
-#include "csrc/autograd/node.h"
-#include "csrc/core/factories.h"
 #include "csrc/core/macros.h"
+#include "csrc/graph/node.h"
+#include "csrc/ops/dispatch.h"
 #include "csrc/ops/elementwise.h"
-#include "csrc/ops/kernels.h"
+#include "csrc/ops/factories.h"
 
 namespace amp {
 

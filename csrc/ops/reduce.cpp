@@ -5,12 +5,12 @@
 #include <algorithm>
 
 #include "csrc/autocast/cast.h"
-#include "csrc/autograd/formulas.h"
-#include "csrc/autograd/node.h"
-#include "csrc/core/factories.h"
 #include "csrc/core/macros.h"
+#include "csrc/graph/node.h"
+#include "csrc/ops/dispatch.h"
 #include "csrc/ops/elementwise.h"
-#include "csrc/ops/kernels.h"
+#include "csrc/ops/factories.h"
+#include "csrc/ops/formulas.h"
 
 namespace amp {
 

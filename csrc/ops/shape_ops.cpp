@@ -1,8 +1,8 @@
 #include "csrc/ops/shape_ops.h"
 
 #include "csrc/autocast/cast.h"
-#include "csrc/autograd/node.h"
 #include "csrc/core/macros.h"
+#include "csrc/graph/node.h"
 #include "csrc/ops/elementwise.h"
 
 namespace amp {

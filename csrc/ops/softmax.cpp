@@ -1,10 +1,10 @@
 #include "csrc/ops/softmax.h"
 
 #include "csrc/autocast/cast.h"
-#include "csrc/autograd/node.h"
 #include "csrc/core/macros.h"
+#include "csrc/graph/node.h"
+#include "csrc/ops/dispatch.h"
 #include "csrc/ops/elementwise.h"
-#include "csrc/ops/kernels.h"
 #include "csrc/ops/reduce.h"
 
 namespace amp {

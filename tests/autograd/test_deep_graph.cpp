@@ -1,4 +1,4 @@
-// Specification of how autograd graphs are freed (csrc/autograd/node.cpp): dropping the last
+// Specification of how autograd graphs are freed (csrc/graph/node.cpp): dropping the last
 // reference to a graph millions of nodes deep returns without overflowing the stack, before and
 // after backward, and frees only what nothing else still owns. Freeing used to recurse once per
 // node and crashed (SIGSEGV) from about 200k nodes: a loss accumulated over many steps without
@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "amp/amp.h"
-#include "csrc/autograd/node.h"
+#include "csrc/graph/node.h"
 
 namespace {
 

@@ -1,5 +1,6 @@
 // Specification of the autograd engine and of Tensor's autograd members (csrc/autograd/engine.h,
-// csrc/autograd/tensor_autograd.cpp): gradient accumulation, dependency order, retain_graph,
+// csrc/graph/tensor_graph.cpp, csrc/autograd/tensor_autograd.cpp): gradient accumulation,
+// dependency order, retain_graph,
 // non-scalar outputs, saved-tensor version checks, NoGradGuard, autograd::grad (higher order,
 // allow_unused, retain_graph default), gradient dtypes, hooks, retain_grad, detach,
 // requires_grad_/set_grad checks and DetectAnomaly with ScopedName. Every expected value is

@@ -1,4 +1,4 @@
-// Specification of the tensor factories (csrc/core/factories.h): constant tensors in every dtype,
+// Specification of the tensor factories (csrc/ops/factories.h): constant tensors in every dtype,
 // arange, from_vector with one round-to-nearest-even conversion, and the global Philox generator
 // behind rand/randn, whose samples are checked against the distributions' own moments and CDFs.
 #include <omp.h>

@@ -5,7 +5,7 @@
 #include <string>
 
 #include "amp/amp.h"
-#include "csrc/cuda/cuda_backend.h"
+#include "csrc/core/cuda_backend.h"
 #include "tests/autograd/test_util.h"
 #include "tests/support/cuda_precondition.h"
 

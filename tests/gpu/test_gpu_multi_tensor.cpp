@@ -11,10 +11,10 @@
 #include <string>
 #include <vector>
 
-#include "csrc/core/factories.h"
+#include "csrc/core/cuda_backend.h"
 #include "csrc/core/tensor.h"
-#include "csrc/cuda/cuda_backend.h"
 #include "csrc/multi_tensor/multi_tensor.h"
+#include "csrc/ops/factories.h"
 #include "tests/support/cuda_precondition.h"
 
 namespace {

@@ -13,11 +13,11 @@
 #include <vector>
 
 #include "csrc/core/allocator.h"
-#include "csrc/core/factories.h"
+#include "csrc/core/cuda_backend.h"
 #include "csrc/core/tensor.h"
 #include "csrc/cuda/cuda.h"
-#include "csrc/cuda/cuda_backend.h"
 #include "csrc/ops/elementwise.h"
+#include "csrc/ops/factories.h"
 #include "csrc/ops/linalg.h"
 #include "csrc/ops/reduce.h"
 #include "csrc/ops/shape_ops.h"

@@ -20,11 +20,11 @@
 #include <utility>
 #include <vector>
 
-#include "csrc/core/factories.h"
 #include "csrc/core/half.h"
 #include "csrc/core/tensor.h"
-#include "csrc/multi_tensor/launch_plan.h"
+#include "csrc/kernels/multi_tensor_launch_plan.h"
 #include "csrc/multi_tensor/multi_tensor.h"
+#include "csrc/ops/factories.h"
 
 namespace {
 
@@ -239,7 +239,7 @@ BOOST_AUTO_TEST_CASE(lists_are_bucketed_by_device_and_the_dtype_of_each_list) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Packing (csrc/multi_tensor/launch_plan.h), used by the CUDA launcher.
+// Packing (csrc/kernels/multi_tensor_launch_plan.h), used by the CUDA launcher.
 
 BOOST_AUTO_TEST_CASE(launch_plan_emits_every_chunk_once_in_tensor_order) {
   std::mt19937 rng(7);

@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "csrc/autograd/autograd.h"
-#include "csrc/core/factories.h"
 #include "csrc/ops/elementwise.h"
+#include "csrc/ops/factories.h"
 #include "csrc/ops/reduce.h"
 #include "nn/batchnorm.h"
 #include "nn/conv.h"

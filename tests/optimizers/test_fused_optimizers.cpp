@@ -861,8 +861,8 @@ BOOST_AUTO_TEST_CASE(bad_parameters_and_scaling_inputs_raise_clear_errors) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The CPU kernels' vectorisable fp16 conversions (csrc/multi_tensor/functors.h), which every
-// 16-bit fused step goes through, against amp::Half (F16C where available).
+// The CPU kernels' vectorisable fp16 conversions (csrc/kernels/multi_tensor_functors.h), which
+// every 16-bit fused step goes through, against amp::Half (F16C where available).
 
 BOOST_AUTO_TEST_CASE(fp16_kernel_loads_and_stores_match_amp_half_bit_for_bit) {
   namespace mt = amp::multi_tensor;

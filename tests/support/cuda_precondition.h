@@ -9,8 +9,8 @@
 
 #include <boost/test/unit_test.hpp>
 
+#include "csrc/core/cuda_backend.h"
 #include "csrc/cuda/cuda.h"
-#include "csrc/cuda/cuda_backend.h"
 
 namespace amp::testing {
 

@@ -1,5 +1,6 @@
-// The kernel table: every device backend provides one DeviceKernels, and each public op calls
-// kernels_for(device).<family>(...) after checking its arguments (DESIGN.md §4). Kernels receive
+// The kernel table: every device backend provides one DeviceKernels (csrc/cpu/kernels.h,
+// csrc/cuda/kernels.h), and each public op calls kernels_for(device).<family>(...)
+// (csrc/ops/dispatch.h) after checking its arguments (DESIGN.md §4). Kernels receive
 // raw geometry only; they never allocate tensors or check user input.
 #pragma once
 
@@ -7,8 +8,8 @@
 
 #include "csrc/core/device.h"
 #include "csrc/core/dtype.h"
-#include "csrc/ops/elementwise_plan.h"
-#include "csrc/ops/functors.h"
+#include "csrc/kernels/elementwise_plan.h"
+#include "csrc/kernels/functors.h"
 
 namespace amp {
 
@@ -45,15 +46,6 @@ struct DeviceKernels {
   void (*softmax)(bool log, DType dtype, const void* in, void* out, int64_t rows, int64_t cols);
   void (*gemm)(const GemmArgs& args);
 };
-
-namespace cpu {
-const DeviceKernels& kernels();
-}
-namespace cuda_backend {
-const DeviceKernels& kernels();  // raises amp::Error when CUDA is unavailable
-}
-
-const DeviceKernels& kernels_for(Device device);
 
 // The output dtype of a reduction of a tensor of `in_dtype`.
 DType reduce_output_dtype(ReduceOp op, DType in_dtype);

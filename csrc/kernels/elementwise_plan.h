@@ -6,13 +6,13 @@
 
 #include <cstdint>
 
+#include "csrc/core/limits.h"
 #include "csrc/core/macros.h"
 
 namespace amp {
 
 class Tensor;
 
-constexpr int kMaxDims = 12;
 constexpr int kMaxOperands = 4;
 
 struct ElementwisePlan {

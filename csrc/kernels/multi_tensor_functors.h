@@ -22,7 +22,7 @@
 #include "csrc/core/dtype.h"
 #include "csrc/core/half.h"
 #include "csrc/core/macros.h"
-#include "csrc/multi_tensor/modes.h"
+#include "csrc/kernels/multi_tensor_modes.h"
 
 namespace amp::multi_tensor {
 

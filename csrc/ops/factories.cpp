@@ -1,12 +1,12 @@
-#include "csrc/core/factories.h"
+#include "csrc/ops/factories.h"
 
 #include <cmath>
 #include <mutex>
 
+#include "csrc/core/cuda_backend.h"
 #include "csrc/core/macros.h"
 #include "csrc/core/philox.h"
 #include "csrc/cpu/parallel.h"
-#include "csrc/cuda/cuda_backend.h"
 
 namespace amp {
 

@@ -1,4 +1,4 @@
-#include "csrc/autograd/grad_mode.h"
+#include "csrc/graph/grad_mode.h"
 
 namespace amp {
 

@@ -1,7 +1,7 @@
-#include "csrc/autograd/formulas.h"
+#include "csrc/ops/formulas.h"
 
-#include "csrc/autograd/node.h"
-#include "csrc/core/factories.h"
+#include "csrc/graph/node.h"
+#include "csrc/ops/factories.h"
 #include "csrc/ops/reduce.h"
 
 namespace amp::autograd {

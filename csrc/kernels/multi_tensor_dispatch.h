@@ -14,7 +14,7 @@
 #include <type_traits>
 
 #include "csrc/core/macros.h"
-#include "csrc/multi_tensor/kernels.h"
+#include "csrc/kernels/multi_tensor_kernels.h"
 
 namespace amp::multi_tensor::detail {
 

@@ -11,8 +11,8 @@
 
 #include "csrc/core/device.h"
 #include "csrc/core/dtype.h"
-#include "csrc/multi_tensor/functors.h"
-#include "csrc/multi_tensor/launch_plan.h"
+#include "csrc/kernels/multi_tensor_functors.h"
+#include "csrc/kernels/multi_tensor_launch_plan.h"
 
 namespace amp::multi_tensor {
 
@@ -72,10 +72,4 @@ struct MultiTensorKernels {
                        double growth_factor, double backoff_factor, int64_t growth_interval);
 };
 
-const MultiTensorKernels& multi_tensor_kernels_for(Device device);
-
 }  // namespace amp::multi_tensor
-
-namespace amp::cpu {
-const multi_tensor::MultiTensorKernels& multi_tensor_kernels();
-}

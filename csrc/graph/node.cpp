@@ -1,9 +1,8 @@
-#include "csrc/autograd/node.h"
+#include "csrc/graph/node.h"
 
 #include <atomic>
 
 #include "csrc/core/macros.h"
-#include "csrc/ops/elementwise.h"
 
 namespace amp::autograd {
 
@@ -86,27 +85,6 @@ void SavedVariable::reset() { data_ = Tensor(); }
 
 AccumulateGrad::AccumulateGrad(Tensor variable) : variable_(std::move(variable)) {
   output_meta.push_back(TensorMeta::of(variable_));
-}
-
-std::vector<Tensor> AccumulateGrad::apply(std::vector<Tensor>&& grads) {
-  // The leaf's tensor hooks already ran in the engine (see run_backward).
-  Tensor grad = std::move(grads[0]);
-  AutogradMeta& meta = meta_of(variable_);
-  if (!meta.grad.defined()) {
-    if (GradMode::is_enabled()) {
-      meta.grad = grad;  // create_graph: keep the history for higher derivatives
-    } else {
-      // A fresh contiguous tensor: incoming gradients may alias another leaf's gradient or be
-      // broadcast views, and optimizers update grads in place.
-      meta.grad = grad.detach().clone();
-    }
-  } else {
-    meta.grad = GradMode::is_enabled() ? add(meta.grad, grad) : add(meta.grad, grad).detach();
-  }
-  // A copy: a hook may register another.
-  const std::vector<PostAccumulateGradHook> post_hooks = meta.post_accumulate_hooks;
-  for (const auto& hook : post_hooks) hook(variable_);
-  return {};
 }
 
 std::vector<Tensor> FunctionNode::apply(std::vector<Tensor>&& grads) {

@@ -1,4 +1,4 @@
-#include "csrc/ops/elementwise_plan.h"
+#include "csrc/kernels/elementwise_plan.h"
 
 #include "csrc/core/tensor.h"
 

@@ -9,9 +9,9 @@
 #include <utility>
 #include <vector>
 
+#include "csrc/cpu/kernels.h"
 #include "csrc/cpu/parallel.h"
-#include "csrc/multi_tensor/dispatch.h"
-#include "csrc/multi_tensor/kernels.h"
+#include "csrc/kernels/multi_tensor_dispatch.h"
 
 namespace amp::cpu {
 

@@ -1,10 +1,6 @@
-#include "csrc/ops/kernels.h"
+#include "csrc/kernels/kernels.h"
 
 namespace amp {
-
-const DeviceKernels& kernels_for(Device device) {
-  return device.is_cpu() ? cpu::kernels() : cuda_backend::kernels();
-}
 
 DType reduce_output_dtype(ReduceOp op, DType in_dtype) {
   if (op == ReduceOp::ArgMax || op == ReduceOp::ArgMin) return DType::Int64;

@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "csrc/autograd/autograd_meta.h"
-#include "csrc/autograd/grad_mode.h"
 #include "csrc/core/tensor.h"
+#include "csrc/graph/autograd_meta.h"
+#include "csrc/graph/grad_mode.h"
 
 namespace amp::autograd {
 

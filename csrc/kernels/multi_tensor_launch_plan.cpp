@@ -1,4 +1,4 @@
-#include "csrc/multi_tensor/launch_plan.h"
+#include "csrc/kernels/multi_tensor_launch_plan.h"
 
 #include "csrc/core/macros.h"
 

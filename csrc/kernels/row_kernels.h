@@ -9,7 +9,7 @@
 #include <type_traits>
 
 #include "csrc/core/dtype.h"
-#include "csrc/ops/functors.h"
+#include "csrc/kernels/functors.h"
 
 namespace amp::rows {
 
