@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds and runs every test with ctest.
-#   scripts/run_tests.sh             release build in build/, all tests (gpu ones skip without a GPU)
+#   scripts/run_tests.sh             release build in build/, all tests (gpu ones skip without a GPU),
+#                                    then the unit and golden tests at the lowest CPU level and a
+#                                    sample under valgrind
 #   scripts/run_tests.sh --sanitize  AddressSanitizer + UndefinedBehaviorSanitizer build in
 #                                    build-asan/ (CPU backend), unit tests
 set -euo pipefail
@@ -16,4 +18,9 @@ if [[ "${1:-}" == "--sanitize" ]]; then
 else
   bash scripts/build.sh build
   ctest --test-dir build --output-on-failure -j "$(nproc)"
+  # The CPU kernels at the lowest dispatch level (docs/building.md, "One binary for every
+  # x86-64 CPU"); the run above used the highest level this CPU supports.
+  echo "run_tests: unit and golden tests again with AMPCPP_CPU_LEVEL=scalar"
+  AMPCPP_CPU_LEVEL=scalar ctest --test-dir build --output-on-failure -j "$(nproc)" -L 'unit|golden'
+  bash scripts/check_valgrind.sh build
 fi

@@ -12,10 +12,6 @@
 #if defined(__CUDACC__)
 #include <cuda_fp16.h>
 #endif
-#if !defined(__CUDA_ARCH__) && defined(__F16C__)
-#include <immintrin.h>
-#define AMP_HAS_F16C 1
-#endif
 
 namespace amp {
 
@@ -117,23 +113,59 @@ AMP_HOST_DEVICE inline float half_bits_to_float_portable(uint16_t h) {
   return bits_float(sign | (static_cast<uint32_t>(e) << 23) | ((mant & 0x3FFu) << 13));
 }
 
+// The host conversions: branch-free, so GCC vectorises a loop of them at any instruction-set
+// level (with F16C's scalar intrinsics it kept such loops scalar, and a binary built for one CPU
+// could not run on an older one). Same bits as float_to_half_bits_portable and F16C: RNE,
+// subnormals, overflow to inf, quiet NaN with its payload (tests/core/test_half.cpp checks every
+// fp16 value and the float values around every rounding tie).
+AMP_HOST_DEVICE AMP_FORCEINLINE float half_bits_to_float_branchless(uint16_t bits) {
+  const uint32_t h = bits;
+  const uint32_t sign = (h & 0x8000u) << 16;
+  const uint32_t em = h & 0x7FFFu;
+  // Normal values: rebias the exponent (integer add). Subnormal ones: mantissa * 2^-24 from an
+  // int conversion (no arithmetic on denormal floats, which costs a microcode assist). The
+  // choices are made with bit masks: with ternaries GCC moves the float conversion into a
+  // branch (it may trap, so it is not executed speculatively) and the loop stays scalar.
+  const uint32_t normal = (em << 13) + (112u << 23);
+  const uint32_t subnormal = float_bits(static_cast<float>(static_cast<int32_t>(em)) * 0x1p-24f);
+  const uint32_t is_subnormal = 0u - static_cast<uint32_t>(em < 0x400u);
+  const uint32_t finite = (subnormal & is_subnormal) | (normal & ~is_subnormal);
+  const uint32_t special = 0x7F800000u | ((em & 0x3FFu) << 13) |
+                           (0x00400000u & (0u - static_cast<uint32_t>(em > 0x7C00u)));
+  const uint32_t is_special = 0u - static_cast<uint32_t>(em >= 0x7C00u);
+  return bits_float(sign | (special & is_special) | (finite & ~is_special));
+}
+
+AMP_HOST_DEVICE AMP_FORCEINLINE uint16_t float_to_half_bits_branchless(float v) {
+  const uint32_t u = float_bits(v);
+  const uint32_t sign = (u >> 16) & 0x8000u;
+  const uint32_t a = u & 0x7FFFFFFFu;
+  // Normal results: rebias and round to nearest even on the dropped 13 bits (a carry into the
+  // exponent gives the next binade or inf).
+  const uint32_t normal = (a + 0xC8000FFFu + ((a >> 13) & 1u)) >> 13;
+  // Subnormal results (|v| < 2^-14): adding 0.5 lets the FPU round the value to a multiple of
+  // 2^-24 (RNE), which lands in the low mantissa bits.
+  const uint32_t subnormal = float_bits(bits_float(a) + 0.5f) - float_bits(0.5f);
+  const uint32_t nan = 0x7E00u | ((a >> 13) & 0x3FFu);
+  uint32_t h = a < (113u << 23) ? subnormal : normal;
+  h = a >= (143u << 23) ? 0x7C00u : h;  // overflow to inf
+  h = a > 0x7F800000u ? nan : h;
+  return static_cast<uint16_t>(sign | h);
+}
+
 AMP_HOST_DEVICE AMP_FORCEINLINE uint16_t float_to_half_bits(float f) {
 #if defined(__CUDA_ARCH__)
   return __half_as_ushort(__float2half_rn(f));  // the hardware conversion, also RNE
-#elif defined(AMP_HAS_F16C)
-  return static_cast<uint16_t>(_cvtss_sh(f, _MM_FROUND_TO_NEAREST_INT));
 #else
-  return float_to_half_bits_portable(f);
+  return float_to_half_bits_branchless(f);
 #endif
 }
 
 AMP_HOST_DEVICE AMP_FORCEINLINE float half_bits_to_float(uint16_t h) {
 #if defined(__CUDA_ARCH__)
   return __half2float(__ushort_as_half(h));
-#elif defined(AMP_HAS_F16C)
-  return _cvtsh_ss(h);
 #else
-  return half_bits_to_float_portable(h);
+  return half_bits_to_float_branchless(h);
 #endif
 }
 

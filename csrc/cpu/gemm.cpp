@@ -19,15 +19,15 @@
 //     its slow reference kernel: a packed contiguous copy in thread-local scratch.
 
 // GCC 12 reports -Wmaybe-uninitialized inside its own AVX-512 intrinsics (the self-initialised
-// _mm512_undefined_* values, GCC bug 105593) wherever they are inlined: here and in Eigen's
-// packet math. The warning is spurious; it is silenced before any header brings them in.
+// _mm512_undefined_* values, GCC bug 105593) wherever they are inlined: in Eigen's packet math
+// when built with AMPCPP_NATIVE on an AVX-512 machine. The warning is spurious; it is silenced
+// before any header brings them in.
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
 
 #include "csrc/cpu/gemm.h"
 
-#include <immintrin.h>
 #include <omp.h>
 
 #include <Eigen/Core>
@@ -49,6 +49,7 @@
 #include "csrc/core/dtype.h"
 #include "csrc/core/half.h"
 #include "csrc/core/macros.h"
+#include "csrc/cpu/kernels.h"
 #include "csrc/cpu/parallel.h"
 #include "csrc/kernels/kernels.h"
 
@@ -148,43 +149,6 @@ void pack(const T* src, T* dst, int64_t count, int64_t bs, int64_t rows, int64_t
 // ---------------------------------------------------------------------------------------------
 // fp16 <-> fp32 runs
 
-// fp16 -> fp32 is exact, so the vector instruction and amp::Half agree on every value.
-void widen_run(const Half* src, float* dst, int64_t n) {
-  int64_t i = 0;
-#if defined(__AVX512F__)
-  for (; i + 16 <= n; i += 16) {
-    const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i));
-    _mm512_storeu_ps(dst + i, _mm512_cvtph_ps(h));
-  }
-#elif defined(__F16C__)
-  for (; i + 8 <= n; i += 8) {
-    const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i));
-    _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(h));
-  }
-#endif
-  for (; i < n; ++i) dst[i] = static_cast<float>(src[i]);
-}
-
-// fp32 -> fp16 rounds to nearest even, overflows to inf and keeps NaN a NaN: the same hardware
-// conversion amp::Half(float) uses, so results are bit-identical to the scalar path.
-void narrow_run(const float* src, Half* dst, int64_t n) {
-  int64_t i = 0;
-#if defined(__AVX512F__)
-  for (; i + 16 <= n; i += 16) {
-    const __m256i h =
-        _mm512_cvtps_ph(_mm512_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + i), h);
-  }
-#elif defined(__F16C__)
-  for (; i + 8 <= n; i += 8) {
-    const __m128i h =
-        _mm256_cvtps_ph(_mm256_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i), h);
-  }
-#endif
-  for (; i < n; ++i) dst[i] = Half(src[i]);
-}
-
 // An operand as the fp32 GEMM sees it.
 struct Operand {
   const void* data = nullptr;
@@ -224,7 +188,7 @@ Operand widen(const Half* src, int64_t batch, int64_t bs, int64_t rows, int64_t 
   const int64_t line_stride = by_rows ? l.rs : l.cs;
   parallel_for(count * lines, row_grain(len), [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) {
-      widen_run(src + (r / lines) * bs + (r % lines) * line_stride, dst + r * len, len);
+      half_runs().widen(src + (r / lines) * bs + (r % lines) * line_stride, dst + r * len, len);
     }
   });
   return out;
@@ -544,8 +508,9 @@ void gemm_half(const GemmArgs& args) {
   auto* c = static_cast<Half*>(args.c);
   parallel_for(args.batch * args.m, row_grain(args.n), [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) {
-      narrow_run(c32 + r * args.n,
-                 c + (r / args.m) * args.c_batch_stride + (r % args.m) * args.c_row_stride, args.n);
+      half_runs().narrow(c32 + r * args.n,
+                         c + (r / args.m) * args.c_batch_stride + (r % args.m) * args.c_row_stride,
+                         args.n);
     }
   });
 }

@@ -1,5 +1,9 @@
 // The CPU kernel table: each family dispatches on dtype, picks the functor from
 // csrc/kernels/functors.h and runs it with the OpenMP launcher.
+#ifndef AMP_CPU_CAPABILITY
+#error "compiled once per CPU level by CMakeLists.txt, which defines AMP_CPU_CAPABILITY"
+#endif
+
 #include "csrc/cpu/kernels.h"
 
 #include <omp.h>
@@ -13,7 +17,7 @@
 #include "csrc/cpu/parallel.h"
 #include "csrc/kernels/row_kernels.h"
 
-namespace amp::cpu {
+namespace amp::cpu::AMP_CPU_CAPABILITY {
 
 namespace {
 
@@ -132,4 +136,4 @@ const DeviceKernels& kernels() {
   return table;
 }
 
-}  // namespace amp::cpu
+}  // namespace amp::cpu::AMP_CPU_CAPABILITY

@@ -4,6 +4,10 @@
 // functors.h on each chunk with a plain loop over contiguous pointers that GCC vectorises.
 // Results do not depend on the number of threads: elementwise kernels touch each element once,
 // and norms keep one partial per chunk, combined in a fixed order.
+#ifndef AMP_CPU_CAPABILITY
+#error "compiled once per CPU level by CMakeLists.txt, which defines AMP_CPU_CAPABILITY"
+#endif
+
 #include <algorithm>
 #include <atomic>
 #include <utility>
@@ -13,7 +17,7 @@
 #include "csrc/cpu/parallel.h"
 #include "csrc/kernels/multi_tensor_dispatch.h"
 
-namespace amp::cpu {
+namespace amp::cpu::AMP_CPU_CAPABILITY {
 
 namespace {
 
@@ -148,4 +152,4 @@ const MultiTensorKernels& multi_tensor_kernels() {
   return table;
 }
 
-}  // namespace amp::cpu
+}  // namespace amp::cpu::AMP_CPU_CAPABILITY

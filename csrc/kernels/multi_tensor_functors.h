@@ -50,55 +50,6 @@ AMP_HOST_DEVICE AMP_FORCEINLINE void store(T* p, int64_t i, float v) {
   p[i] = convert<T>(v);
 }
 
-// Float16 loads and stores without the F16C scalar intrinsics of half.h on the host: those stop
-// GCC from vectorising a chunk loop (fp16 Adam ran 20x slower than fp32). These branch-free
-// forms vectorise and give the same bits (RNE, subnormals, inf, quiet NaN with its payload);
-// tests/optimizers/test_fused_optimizers.cpp compares them with amp::Half on every fp16 value
-// and on float values around every fp16 rounding tie.
-AMP_HOST_DEVICE AMP_FORCEINLINE float load(const Half* p, int64_t i) {
-#if defined(__CUDA_ARCH__)
-  return convert<float>(p[i]);
-#else
-  const uint32_t h = p[i].x;
-  const uint32_t sign = (h & 0x8000u) << 16;
-  const uint32_t em = h & 0x7FFFu;
-  // Normal values: rebias the exponent (integer add). Subnormal ones: mantissa * 2^-24 from an
-  // int conversion (no arithmetic on denormal floats, which costs a microcode assist). The
-  // choices are made with bit masks: with ternaries GCC moves the float conversion into a
-  // branch (it may trap, so it is not executed speculatively) and the loop stays scalar.
-  const uint32_t normal = (em << 13) + (112u << 23);
-  const uint32_t subnormal =
-      detail::float_bits(static_cast<float>(static_cast<int32_t>(em)) * 0x1p-24f);
-  const uint32_t is_subnormal = 0u - static_cast<uint32_t>(em < 0x400u);
-  const uint32_t finite = (subnormal & is_subnormal) | (normal & ~is_subnormal);
-  const uint32_t special = 0x7F800000u | ((em & 0x3FFu) << 13) |
-                           (0x00400000u & (0u - static_cast<uint32_t>(em > 0x7C00u)));
-  const uint32_t is_special = 0u - static_cast<uint32_t>(em >= 0x7C00u);
-  return detail::bits_float(sign | (special & is_special) | (finite & ~is_special));
-#endif
-}
-AMP_HOST_DEVICE AMP_FORCEINLINE void store(Half* p, int64_t i, float v) {
-#if defined(__CUDA_ARCH__)
-  p[i] = convert<Half>(v);
-#else
-  const uint32_t u = detail::float_bits(v);
-  const uint32_t sign = (u >> 16) & 0x8000u;
-  const uint32_t a = u & 0x7FFFFFFFu;
-  // Normal results: rebias and round to nearest even on the dropped 13 bits (a carry into the
-  // exponent gives the next binade or inf).
-  const uint32_t normal = (a + 0xC8000FFFu + ((a >> 13) & 1u)) >> 13;
-  // Subnormal results (|v| < 2^-14): adding 0.5 lets the FPU round the value to a multiple of
-  // 2^-24 (RNE), which lands in the low mantissa bits.
-  const uint32_t subnormal =
-      detail::float_bits(detail::bits_float(a) + 0.5f) - detail::float_bits(0.5f);
-  const uint32_t nan = 0x7E00u | ((a >> 13) & 0x3FFu);
-  uint32_t h = a < (113u << 23) ? subnormal : normal;
-  h = a >= (143u << 23) ? 0x7C00u : h;  // overflow to inf
-  h = a > 0x7F800000u ? nan : h;
-  p[i] = Half::from_bits(static_cast<uint16_t>(sign | h));
-#endif
-}
-
 // Runs op over elements first, first + kStride, ... < n of one chunk. The CPU calls it with
 // kStride 1 and first 0 (a plain loop GCC vectorises); a CUDA block calls it with kStride =
 // kBlockSize and first = threadIdx.x. The op is copied into a local so that the compiler knows

@@ -2,9 +2,9 @@
 // amp::convert between element types (csrc/core/dtype.h). Every conversion is checked bit for bit
 // against a reference that shares no code with the library: binary16 <-> float conversions
 // written here on the integer fields of the IEEE formats, or the IEEE definition of
-// round-to-nearest-even written here as a search over all 16-bit values. The library's Half uses
-// the CPU's F16C instructions when built with -march=native, so F16C is never the reference for
-// the library; it only cross-checks the references of this file where the CPU has it.
+// round-to-nearest-even written here as a search over all 16-bit values. F16C is never the
+// reference for the library (whose host conversions are branch-free integer code at every CPU
+// level); it only cross-checks the references of this file where the CPU has it.
 #include <algorithm>
 #include <bit>
 #include <boost/test/unit_test.hpp>
@@ -365,7 +365,7 @@ double random_double_near_range(std::mt19937_64& rng, const Format& f) {
 }
 
 // Checks x -> binary16 against the bit-level reference, for the portable routine and for
-// Half(float) (F16C under -march=native).
+// Half(float) (the branch-free host conversion).
 struct VersusReference {
   Tally portable{"float_to_half_bits_portable vs the bit-level reference"};
   Tally by_default{"Half(float) vs the bit-level reference"};

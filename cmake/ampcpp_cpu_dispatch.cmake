@@ -1,0 +1,36 @@
+# Runtime CPU dispatch (csrc/cpu/capability.h, docs/architecture.md): the hot CPU kernels are
+# compiled once per instruction-set level, each copy in namespace amp::cpu::<level>, and linked
+# into the library after every other object. The rest of the library is built for the
+# architecture's baseline, so the binary runs on any x86-64 CPU.
+#
+# Why last in the link: the per-level objects also instantiate inline functions of shared
+# headers (std::, amp::Half, ...). The linker keeps the first copy of each such function it
+# sees, so the baseline copies from the other objects win and no avx2/avx512 code can be reached
+# from a baseline path. The kernels' own code lives in the per-level namespaces and is not shared.
+set(AMPCPP_DISPATCHED_SOURCES
+    ${CMAKE_CURRENT_SOURCE_DIR}/csrc/cpu/kernels.cpp
+    ${CMAKE_CURRENT_SOURCE_DIR}/csrc/cpu/multi_tensor_kernels.cpp
+    ${CMAKE_CURRENT_SOURCE_DIR}/csrc/cpu/half_runs.cpp)
+list(REMOVE_ITEM AMPCPP_SOURCES ${AMPCPP_DISPATCHED_SOURCES})
+
+if(CMAKE_SYSTEM_PROCESSOR MATCHES "^(x86_64|AMD64|amd64)$")
+  set(AMPCPP_CPU_LEVELS scalar avx2 avx512)
+else()
+  set(AMPCPP_CPU_LEVELS scalar)  # one copy, for the architecture's baseline
+endif()
+set(AMPCPP_CPU_FLAGS_scalar "")
+set(AMPCPP_CPU_FLAGS_avx2 -march=x86-64-v3)
+set(AMPCPP_CPU_FLAGS_avx512 -march=x86-64-v4)
+
+# Adds the per-level objects to `target`; call after its other sources so they link last.
+function(ampcpp_add_cpu_levels target)
+  foreach(level IN LISTS AMPCPP_CPU_LEVELS)
+    set(objects ${target}_cpu_${level})
+    add_library(${objects} OBJECT ${AMPCPP_DISPATCHED_SOURCES})
+    target_compile_definitions(${objects} PRIVATE AMP_CPU_CAPABILITY=${level})
+    target_compile_options(${objects} PRIVATE ${AMPCPP_CPU_FLAGS_${level}})
+    target_include_directories(${objects} PRIVATE ${PROJECT_SOURCE_DIR})
+    target_link_libraries(${objects} PRIVATE OpenMP::OpenMP_CXX)
+    target_sources(${target} PRIVATE $<TARGET_OBJECTS:${objects}>)
+  endforeach()
+endfunction()

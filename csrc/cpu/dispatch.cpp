@@ -1,0 +1,44 @@
+// Picks the active CPU level's kernel tables (csrc/cpu/capability.h).
+#include "csrc/cpu/capability.h"
+#include "csrc/cpu/kernels.h"
+
+namespace amp::cpu {
+
+namespace {
+
+#if defined(__x86_64__)
+#define AMP_PICK(getter) pick(scalar::getter, avx2::getter, avx512::getter)
+template <class Scalar, class Avx2, class Avx512>
+auto& pick(Scalar scalar_table, Avx2 avx2_table, Avx512 avx512_table) {
+  switch (active_level()) {
+    case CpuLevel::Avx512:
+      return avx512_table();
+    case CpuLevel::Avx2:
+      return avx2_table();
+    case CpuLevel::Scalar:
+      break;
+  }
+  return scalar_table();
+}
+#else
+#define AMP_PICK(getter) scalar::getter()
+#endif
+
+}  // namespace
+
+const DeviceKernels& kernels() {
+  static const DeviceKernels& table = AMP_PICK(kernels);
+  return table;
+}
+
+const multi_tensor::MultiTensorKernels& multi_tensor_kernels() {
+  static const multi_tensor::MultiTensorKernels& table = AMP_PICK(multi_tensor_kernels);
+  return table;
+}
+
+const HalfRuns& half_runs() {
+  static const HalfRuns& table = AMP_PICK(half_runs);
+  return table;
+}
+
+}  // namespace amp::cpu

@@ -1,0 +1,239 @@
+// Specification of runtime CPU dispatch (csrc/cpu/capability.h, csrc/cpu/kernels.h): how the
+// level is chosen from the CPU and AMPCPP_CPU_LEVEL, and that every level this CPU can run gives
+// the same bits as the scalar level for each kernel family (the library is built without FMA
+// contraction and without reassociation, so vector code may not change a result). The tests of
+// every other suite run once at the highest level and once with AMPCPP_CPU_LEVEL=scalar
+// (scripts/run_tests.sh), which checks each level against the suites' own references.
+#include <boost/test/unit_test.hpp>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "amp/amp.h"
+#include "csrc/cpu/capability.h"
+#include "csrc/cpu/kernels.h"
+#include "csrc/kernels/elementwise_plan.h"
+#include "csrc/multi_tensor/multi_tensor.h"
+#include "csrc/ops/factories.h"
+#include "tests/support/message_has.h"
+
+namespace {
+
+using amp::DType;
+using amp::Tensor;
+using amp::cpu::CpuLevel;
+using amp_test::error_of;
+using amp_test::has;
+
+struct LevelTables {
+  CpuLevel level;
+  const amp::DeviceKernels* kernels;
+  const amp::multi_tensor::MultiTensorKernels* multi_tensor;
+  const amp::cpu::HalfRuns* half_runs;
+};
+
+// The per-level tables this CPU can run, scalar first.
+std::vector<LevelTables> runnable_levels() {
+  namespace cpu = amp::cpu;
+  std::vector<LevelTables> out{{CpuLevel::Scalar, &cpu::scalar::kernels(),
+                                &cpu::scalar::multi_tensor_kernels(), &cpu::scalar::half_runs()}};
+#if defined(__x86_64__)
+  const CpuLevel highest = cpu::highest_supported_level();
+  if (highest >= CpuLevel::Avx2) {
+    out.push_back({CpuLevel::Avx2, &cpu::avx2::kernels(), &cpu::avx2::multi_tensor_kernels(),
+                   &cpu::avx2::half_runs()});
+  }
+  if (highest >= CpuLevel::Avx512) {
+    out.push_back({CpuLevel::Avx512, &cpu::avx512::kernels(), &cpu::avx512::multi_tensor_kernels(),
+                   &cpu::avx512::half_runs()});
+  }
+#endif
+  return out;
+}
+
+bool same_bytes(const Tensor& a, const Tensor& b) {
+  const size_t bytes = static_cast<size_t>(a.numel()) * amp::element_size(a.dtype());
+  return a.dtype() == b.dtype() && a.numel() == b.numel() &&
+         std::memcmp(a.data_ptr(), b.data_ptr(), bytes) == 0;
+}
+
+// Runs `fill(tables, out)` for every runnable level into a fresh copy of `like` and checks that
+// each level's bytes equal the scalar level's.
+void check_levels_agree(const std::string& what, const Tensor& like,
+                        const std::function<void(const LevelTables&, Tensor&)>& fill) {
+  const std::vector<LevelTables> levels = runnable_levels();
+  Tensor scalar_out = amp::zeros(like.sizes(), {.dtype = like.dtype()});
+  fill(levels[0], scalar_out);
+  for (size_t i = 1; i < levels.size(); ++i) {
+    Tensor out = amp::zeros(like.sizes(), {.dtype = like.dtype()});
+    fill(levels[i], out);
+    BOOST_TEST(same_bytes(out, scalar_out),
+               what << ": " << amp::cpu::level_name(levels[i].level) << " differs from scalar");
+  }
+}
+
+// Values that exercise rounding, subnormals, overflow and the special values of every dtype.
+Tensor awkward_values(DType dtype, int64_t n, uint64_t seed) {
+  amp::manual_seed(seed);
+  Tensor x = amp::randn({n}) * 3.0;
+  std::vector<float> v = x.to_vector<float>();
+  const float specials[] = {0.0f, -0.0f, 1e-8f, -3e-6f,   6e-5f,     65504.0f,
+                            7e4f, -7e4f, 1e38f, INFINITY, -INFINITY, NAN,
+                            0.5f, 1.5f,  2.5f,  1e-40f,   -1e-45f,   3.0f};
+  for (size_t i = 0; i < std::size(specials) && i < v.size(); ++i)
+    v[i * 7 % v.size()] = specials[i];
+  return amp::from_vector(v, {n}).to(dtype);
+}
+
+const DType kFloatTypes[] = {DType::Float32, DType::Float16, DType::BFloat16};
+constexpr int64_t kCount = 4099;  // not a multiple of any vector width
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(cpu_dispatch)
+
+BOOST_AUTO_TEST_CASE(the_level_follows_the_environment_or_the_highest_the_cpu_supports) {
+  using amp::cpu::select_level;
+  BOOST_TEST((select_level(nullptr, CpuLevel::Avx512) == CpuLevel::Avx512));
+  BOOST_TEST((select_level("", CpuLevel::Avx2) == CpuLevel::Avx2));
+  BOOST_TEST((select_level("scalar", CpuLevel::Avx512) == CpuLevel::Scalar));
+  BOOST_TEST((select_level("avx2", CpuLevel::Avx512) == CpuLevel::Avx2));
+  BOOST_TEST((select_level("avx512", CpuLevel::Avx512) == CpuLevel::Avx512));
+  BOOST_TEST(error_of([] { select_level("avx512", CpuLevel::Avx2); }) ==
+             "AMPCPP_CPU_LEVEL: expected a level this CPU supports (scalar, avx2), got avx512");
+  BOOST_TEST(error_of([] { select_level("avx2", CpuLevel::Scalar); }) ==
+             "AMPCPP_CPU_LEVEL: expected a level this CPU supports (scalar), got avx2");
+  BOOST_TEST(error_of([] { select_level("sse4", CpuLevel::Avx512); }) ==
+             "AMPCPP_CPU_LEVEL: expected scalar, avx2 or avx512, got 'sse4'");
+
+  const char* env = std::getenv("AMPCPP_CPU_LEVEL");
+  const CpuLevel want = env != nullptr && *env != '\0'
+                            ? select_level(env, amp::cpu::highest_supported_level())
+                            : amp::cpu::highest_supported_level();
+  BOOST_TEST(amp::cpu::level_name(amp::cpu::active_level()) == amp::cpu::level_name(want));
+  BOOST_TEST_MESSAGE("this process runs the CPU kernels at level "
+                     << amp::cpu::level_name(amp::cpu::active_level()));
+}
+
+BOOST_AUTO_TEST_CASE(unary_ops_give_the_same_bits_at_every_level) {
+  using amp::UnaryOp;
+  for (DType dtype : kFloatTypes) {
+    const Tensor x = awkward_values(dtype, kCount, 1);
+    for (int op = 0; op <= static_cast<int>(UnaryOp::IsFinite); ++op) {
+      const auto u = static_cast<UnaryOp>(op);
+      const DType out_dtype = u == UnaryOp::IsFinite ? DType::Bool : dtype;
+      const amp::UnaryParams params{u == UnaryOp::Clamp ? -1.5 : 2.5, 1.25};
+      check_levels_agree(std::string(amp::unary_op_name(u)) + " " + amp::dtype_name(dtype),
+                         amp::empty({kCount}, {.dtype = out_dtype}),
+                         [&](const LevelTables& t, Tensor& out) {
+                           const amp::ElementwisePlan plan = amp::make_elementwise_plan(out, &x, 1);
+                           t.kernels->unary(u, params, plan, dtype);
+                         });
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(binary_ops_and_conversions_give_the_same_bits_at_every_level) {
+  using amp::BinaryOp;
+  for (DType dtype : kFloatTypes) {
+    const Tensor ab[] = {awkward_values(dtype, kCount, 2), awkward_values(dtype, kCount, 3)};
+    for (int op = 0; op <= static_cast<int>(BinaryOp::Ge); ++op) {
+      const auto b = static_cast<BinaryOp>(op);
+      const DType out_dtype = b >= BinaryOp::Eq ? DType::Bool : dtype;
+      check_levels_agree(std::string(amp::binary_op_name(b)) + " " + amp::dtype_name(dtype),
+                         amp::empty({kCount}, {.dtype = out_dtype}),
+                         [&](const LevelTables& t, Tensor& out) {
+                           t.kernels->binary(b, amp::make_elementwise_plan(out, ab, 2), dtype);
+                         });
+    }
+    for (DType to : {DType::Float32, DType::Float16, DType::BFloat16, DType::Float64}) {
+      check_levels_agree(
+          std::string("copy ") + amp::dtype_name(dtype) + " -> " + amp::dtype_name(to),
+          amp::empty({kCount}, {.dtype = to}), [&](const LevelTables& t, Tensor& out) {
+            t.kernels->copy(amp::make_elementwise_plan(out, ab, 1), to, dtype);
+          });
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(reductions_and_softmax_give_the_same_bits_at_every_level) {
+  using amp::ReduceOp;
+  // One long row takes the split-row path of sums; several short rows the row-parallel one.
+  for (auto [rows, cols] : {std::pair<int64_t, int64_t>{1, 70001}, {5, 999}}) {
+    for (DType dtype : kFloatTypes) {
+      amp::manual_seed(4);
+      const Tensor x = amp::randn({rows, cols}).to(dtype);
+      for (int op = 0; op <= static_cast<int>(ReduceOp::ArgMin); ++op) {
+        const auto r = static_cast<ReduceOp>(op);
+        check_levels_agree(std::string(amp::reduce_op_name(r)) + " " + amp::dtype_name(dtype),
+                           amp::empty({rows}, {.dtype = amp::reduce_output_dtype(r, dtype)}),
+                           [&](const LevelTables& t, Tensor& out) {
+                             t.kernels->reduce(r, dtype, x.data_ptr(), out.data_ptr(), rows, cols);
+                           });
+      }
+      for (bool log : {false, true}) {
+        check_levels_agree(std::string(log ? "log_softmax " : "softmax ") + amp::dtype_name(dtype),
+                           x, [&](const LevelTables& t, Tensor& out) {
+                             t.kernels->softmax(log, dtype, x.data_ptr(), out.data_ptr(), rows,
+                                                cols);
+                           });
+      }
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(fp16_runs_give_the_same_bits_at_every_level) {
+  Tensor every_half = amp::empty({65536}, {.dtype = DType::Float16});
+  for (uint32_t i = 0; i < 65536; ++i) every_half.data<amp::Half>()[i] = amp::Half::from_bits(i);
+  check_levels_agree("widen every fp16 value", amp::empty({65536}),
+                     [&](const LevelTables& t, Tensor& out) {
+                       t.half_runs->widen(every_half.data<amp::Half>(), out.data<float>(), 65536);
+                     });
+  const Tensor x = awkward_values(DType::Float32, kCount, 5);
+  check_levels_agree("narrow to fp16", amp::empty({kCount}, {.dtype = DType::Float16}),
+                     [&](const LevelTables& t, Tensor& out) {
+                       t.half_runs->narrow(x.data<float>(), out.data<amp::Half>(), kCount);
+                     });
+}
+
+BOOST_AUTO_TEST_CASE(fused_adam_over_fp16_params_gives_the_same_bits_at_every_level) {
+  namespace mt = amp::multi_tensor;
+  const Tensor grad = awkward_values(DType::Float16, kCount, 6);
+  amp::manual_seed(7);
+  const Tensor param0 = amp::randn({kCount}).to(DType::Float16);
+  const Tensor m0 = amp::randn({kCount}) * 0.1;
+  const Tensor v0 = amp::rand({kCount});
+  // The step writes params, m and v in place; each level gets fresh copies and the comparison
+  // concatenates all three results.
+  check_levels_agree("adam", amp::empty({3 * kCount}), [&](const LevelTables& t, Tensor& out) {
+    Tensor g = grad.clone(), p = param0.clone(), m = m0.clone(), v = v0.clone();
+    mt::ListsView view;
+    view.device = amp::Device::cpu();
+    view.depth = 4;
+    view.ntensors = 1;
+    view.numel = {kCount};
+    const Tensor* lists[] = {&g, &p, &m, &v};
+    for (int l = 0; l < 4; ++l) {
+      view.dtype[l] = lists[l]->dtype();
+      view.ptr[l] = {lists[l]->data_ptr()};
+    }
+    int64_t noop = 0;
+    mt::AdamArgs args;
+    args.lr = 1e-3f;
+    args.beta1 = 0.9f;
+    args.beta2 = 0.999f;
+    args.eps = 1e-8f;
+    args.bias_correction1 = 0.1f;
+    args.bias_correction2 = 0.001f;
+    args.weight_decay = 0.01f;
+    t.multi_tensor->adam(view, mt::kDefaultChunkSize, &noop, args);
+    out.narrow(0, 0, kCount).copy_(p);
+    out.narrow(0, kCount, kCount).copy_(m);
+    out.narrow(0, 2 * kCount, kCount).copy_(v);
+  });
+}
+
+BOOST_AUTO_TEST_SUITE_END()
