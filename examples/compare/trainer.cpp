@@ -51,6 +51,10 @@ RunResult train_run(const RunSpec& spec, const CompareOptions& options, const Co
   const Device device = device_of(options);
   RunResult r;
   r.spec = spec;
+  // O1's evaluation of the previous run (outside scale_loss, which clears it) leaves 16-bit
+  // copies of that model's weights in the cast cache; freed during this run, they would hide
+  // part of its peak.
+  clear_autocast_cache();
   memory::reset_peak(device.type);
   const int64_t live_before = memory::allocated(device.type);
 
