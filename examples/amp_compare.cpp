@@ -52,7 +52,7 @@ void print_plan(const compare::CompareOptions& o, const compare::ComparisonData&
   const int64_t limit = o.train_limit.value_or(data.train.labels.size(0));
   std::printf(
       "amp_compare: %s (width %lld), %s workflow, %s lr %g, %lld epoch(s) of %lld samples, batch "
-      "%lld, %lld test samples, %d thread(s), %s, seed %llu: %zu runs\n",
+      "%lld, %lld test samples, %d thread(s), %s, seed %llu: %zu run(s)\n",
       o.model.c_str(), static_cast<long long>(o.width), o.workflow.c_str(), o.optimizer.c_str(),
       o.lr, static_cast<long long>(o.epochs),
       static_cast<long long>(std::min(limit, data.train.labels.size(0))),

@@ -6,4 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 bash scripts/build.sh build
+# Idle OpenMP threads sleep instead of spinning: on a 2-core machine where another process holds
+# a core, a spinning 2-thread team trains several times slower (docs/amp_compare.md).
+export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
 ./build/examples/amp_compare "$@"

@@ -1,5 +1,6 @@
 #include "examples/compare/progress.h"
 
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -26,6 +27,13 @@ constexpr std::chrono::milliseconds kRedrawInterval{100};
 constexpr int64_t kPlainLinesPerRun = 10;
 
 }  // namespace
+
+Progress::Progress(std::ostream& out, Mode mode, int runs) : out_(out), mode_(mode), runs_(runs) {
+  winsize size{};
+  if (mode == Mode::kTerminal && ioctl(STDOUT_FILENO, TIOCGWINSZ, &size) == 0 && size.ws_col > 1) {
+    max_width_ = size.ws_col - 1u;
+  }
+}
 
 Progress::Mode progress_mode_for_stdout(bool quiet) {
   if (quiet) return Progress::Mode::kQuiet;
@@ -54,11 +62,12 @@ void Progress::step(int64_t epoch, int64_t step, int64_t samples, double loss, d
   last_draw_ = now;
   const double elapsed = std::chrono::duration<double>(now - start_).count();
   const double eta = elapsed / static_cast<double>(step) * static_cast<double>(steps_ - step);
-  write(format("%s  epoch %lld/%lld  step %lld/%lld  loss %.4f  scale %g  %.0f samples/s  ETA %s",
+  // The ETA comes early: on a narrow terminal the line's end is cut.
+  write(format("%s  epoch %lld/%lld  step %lld/%lld  ETA %s  loss %.4f  scale %g  %.0f samples/s",
                label_.c_str(), static_cast<long long>(epoch), static_cast<long long>(epochs_),
-               static_cast<long long>(step), static_cast<long long>(steps_), loss, loss_scale,
-               elapsed > 0 ? static_cast<double>(samples) / elapsed : 0.0,
-               minutes_seconds(eta).c_str()));
+               static_cast<long long>(step), static_cast<long long>(steps_),
+               minutes_seconds(eta).c_str(), loss, loss_scale,
+               elapsed > 0 ? static_cast<double>(samples) / elapsed : 0.0));
 }
 
 void Progress::finish_run(const RunResult& result) {
@@ -75,10 +84,11 @@ void Progress::write(const std::string& line) {
     out_ << line << std::endl;
     return;
   }
-  out_ << '\r' << line;
-  if (line.size() < drawn_width_) out_ << std::string(drawn_width_ - line.size(), ' ');
+  const std::string shown = max_width_ > 0 ? line.substr(0, max_width_) : line;
+  out_ << '\r' << shown;
+  if (shown.size() < drawn_width_) out_ << std::string(drawn_width_ - shown.size(), ' ');
   out_ << std::flush;
-  drawn_width_ = line.size();
+  drawn_width_ = shown.size();
 }
 
 }  // namespace amp::compare

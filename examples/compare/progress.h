@@ -2,7 +2,7 @@
 // line at every tenth of a run when stdout is a file or a pipe (logs stay readable); nothing at
 // all when quiet.
 //
-//   [2/7] apex O1 fp16  epoch 1/2  step 120/470  loss 0.4123  scale 65536  5230 samples/s  ETA 0:12
+//   [2/7] apex O1 fp16  epoch 1/2  step 120/470  ETA 0:12  loss 0.4123  scale 65536  5230 samples/s
 #pragma once
 
 #include <chrono>
@@ -18,7 +18,7 @@ class Progress {
  public:
   enum class Mode { kTerminal, kPlain, kQuiet };
   // `runs`: how many runs the comparison has (the "/7" of "[2/7]").
-  Progress(std::ostream& out, Mode mode, int runs) : out_(out), mode_(mode), runs_(runs) {}
+  Progress(std::ostream& out, Mode mode, int runs);
 
   void start_run(const RunSpec& spec, int64_t steps, int64_t epochs);
   // After step `step` (1-based, counted over the whole run) of epoch `epoch` (1-based).
@@ -38,6 +38,9 @@ class Progress {
   std::string label_;
   Clock::time_point start_, last_draw_;
   size_t drawn_width_ = 0;  // the terminal line's length, to blank what a shorter one leaves
+  // A redrawn line longer than the terminal wraps, and \r then redraws only its last part; it
+  // is cut to this many characters (0: the width is unknown, no cut).
+  size_t max_width_ = 0;
 };
 
 // kTerminal when stdout is a terminal, kPlain otherwise, kQuiet when quiet.

@@ -64,8 +64,9 @@ double nice_step(double span, int target) {
   return 10 * magnitude;
 }
 
-std::vector<double> linear_ticks(Range r, int target) {
-  const double step = nice_step(r.span(), target);
+// Ticks at multiples of a nice step, at least min_step apart (1 for step numbers).
+std::vector<double> linear_ticks(Range r, int target, double min_step = 0) {
+  const double step = std::max(min_step, nice_step(r.span(), target));
   std::vector<double> ticks;
   for (double t = std::ceil(r.lo / step) * step; t <= r.hi + step * 1e-9; t += step) {
     ticks.push_back(std::abs(t) < step * 1e-9 ? 0.0 : t);
@@ -128,7 +129,7 @@ class ChartWriter {
 
   void axes() {
     out_ << "<g class=\"grid\" stroke=\"#dddddd\">\n";
-    const std::vector<double> xt = linear_ticks(x_, 8);
+    const std::vector<double> xt = linear_ticks(x_, 8, 1);
     const std::vector<double> yt = y_ticks();
     for (double t : xt) {
       out_ << "<line x1=\"" << number(px(t)) << "\" y1=\"" << kTop << "\" x2=\"" << number(px(t))
@@ -148,9 +149,8 @@ class ChartWriter {
            << "\" text-anchor=\"middle\">" << number(t, "%g") << "</text>\n";
     }
     for (double t : yt) {
-      const double value = chart_.log2_y ? std::exp2(t) : t;
       out_ << "<text x=\"" << kLeft - 6 << "\" y=\"" << number(py(t) + 4)
-           << "\" text-anchor=\"end\">" << number(value, "%g") << "</text>\n";
+           << "\" text-anchor=\"end\">" << y_tick_label(t) << "</text>\n";
     }
     out_ << "</g>\n<text x=\"" << (kLeft + kRight) / 2 << "\" y=\"" << kHeight - 18
          << "\" text-anchor=\"middle\">" << escaped(chart_.x_label) << "</text>\n"
@@ -158,12 +158,21 @@ class ChartWriter {
          << ") rotate(-90)\" text-anchor=\"middle\">" << escaped(chart_.y_label) << "</text>\n";
   }
 
-  // Log axes: whole exponents, every one while they fit, else evenly thinned.
+  // Powers of two from 1 to 2^20 in full (loss scales people recognise), others as 2^e so that
+  // a collapsed scale (2^-56) still fits left of the axis.
+  std::string y_tick_label(double t) const {
+    if (!chart_.log2_y) return number(t, "%g");
+    if (t >= 0 && t <= 20) return number(std::exp2(t), "%.0f");
+    return "2^" + number(t, "%.0f");
+  }
+
+  // Log axes: whole exponents, every one while they fit, else multiples of a step (so 2^16,
+  // the dynamic scales' start, stays labelled with a step of 2).
   std::vector<double> y_ticks() const {
     if (!chart_.log2_y) return linear_ticks(y_, 6);
-    const double every = std::max(1.0, std::ceil(y_.span() / 8));
+    const double every = std::max(1.0, std::ceil(y_.span() / 9));
     std::vector<double> ticks;
-    for (double e = std::ceil(y_.lo); e <= y_.hi; e += every) ticks.push_back(e);
+    for (double e = std::ceil(y_.lo / every) * every; e <= y_.hi; e += every) ticks.push_back(e);
     return ticks;
   }
 
