@@ -1,8 +1,7 @@
 // The apex workflow: amp::initialize at the run's opt level, backward inside amp::scale_loss.
 #include <memory>
 
-#include "amp/initialize.h"
-#include "amp/scale_loss.h"
+#include "amp/amp.h"
 #include "examples/compare/workflow.h"
 
 namespace amp::compare {

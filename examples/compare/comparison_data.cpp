@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "csrc/ops/elementwise.h"
+#include "amp/amp.h"
 
 namespace amp::compare {
 

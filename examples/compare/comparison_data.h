@@ -2,7 +2,7 @@
 // see the same values in the same order.
 #pragma once
 
-#include "csrc/data/dataset.h"
+#include "amp/amp.h"
 #include "examples/compare/options.h"
 
 namespace amp::compare {

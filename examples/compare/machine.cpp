@@ -5,8 +5,7 @@
 #include <fstream>
 #include <thread>
 
-#include "csrc/core/device.h"
-#include "csrc/cuda/cuda.h"
+#include "amp/amp.h"
 
 namespace amp::compare {
 

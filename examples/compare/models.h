@@ -6,7 +6,7 @@
 #include <memory>
 #include <string>
 
-#include "nn/module.h"
+#include "amp/amp.h"
 
 namespace amp::compare {
 

@@ -5,8 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "csrc/core/tensor.h"
-#include "optimizers/optimizer.h"
+#include "amp/amp.h"
 
 namespace amp::compare {
 

@@ -7,7 +7,7 @@
 #include <cmath>
 #include <sstream>
 
-#include "csrc/data/dataset.h"
+#include "amp/amp.h"
 
 namespace po = boost::program_options;
 

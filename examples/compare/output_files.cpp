@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "csrc/core/error.h"
+#include "amp/amp.h"
 #include "examples/compare/results_json.h"
 #include "examples/compare/results_table.h"
 #include "examples/compare/svg_chart.h"

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "csrc/core/dtype.h"
+#include "amp/amp.h"
 #include "examples/compare/options.h"
 
 namespace amp::compare {

@@ -3,7 +3,7 @@
 #include <memory>
 #include <optional>
 
-#include "amp/grad_scaler.h"
+#include "amp/amp.h"
 #include "examples/compare/workflow.h"
 
 namespace amp::compare {

@@ -13,12 +13,8 @@
 
 #include <memory>
 
-#include "amp/autocast.h"
-#include "csrc/core/device.h"
-#include "csrc/core/tensor.h"
+#include "amp/amp.h"
 #include "examples/compare/runs.h"
-#include "nn/module.h"
-#include "optimizers/optimizer.h"
 
 namespace amp::compare {
 

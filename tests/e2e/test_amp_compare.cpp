@@ -20,7 +20,7 @@
 #include <string>
 #include <vector>
 
-#include "csrc/cuda/cuda.h"
+#include "amp/amp.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
