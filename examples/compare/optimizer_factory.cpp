@@ -1,0 +1,30 @@
+#include "examples/compare/optimizer_factory.h"
+
+#include "amp/amp.h"
+
+namespace amp::compare {
+
+std::unique_ptr<optimizers::Optimizer> make_optimizer(const std::string& name,
+                                                      std::vector<Tensor> params, double lr) {
+  using namespace optimizers;
+  constexpr double kMomentum = 0.9;
+  if (name == "sgd")
+    return std::make_unique<SGD>(std::move(params), SGDOptions{.lr = lr, .momentum = kMomentum});
+  if (name == "fused_sgd") {
+    return std::make_unique<FusedSGD>(std::move(params),
+                                      SGDOptions{.lr = lr, .momentum = kMomentum});
+  }
+  if (name == "adam") return std::make_unique<Adam>(std::move(params), AdamOptions{.lr = lr});
+  if (name == "adamw") {
+    return std::make_unique<AdamW>(std::move(params), AdamOptions{.lr = lr, .weight_decay = 0.01});
+  }
+  if (name == "fused_adam") {
+    return std::make_unique<FusedAdam>(std::move(params), FusedAdamOptions{.lr = lr});
+  }
+  if (name == "fused_lamb") {
+    return std::make_unique<FusedLAMB>(std::move(params), FusedLAMBOptions{.lr = lr});
+  }
+  throw Error("amp_compare: unknown optimizer '" + name + "'");
+}
+
+}  // namespace amp::compare

@@ -1,0 +1,53 @@
+// The runs of one comparison and what each one measured.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "amp/amp.h"
+#include "examples/compare/options.h"
+
+namespace amp::compare {
+
+struct RunSpec {
+  std::string workflow;   // "apex" or "torch"
+  std::string opt_level;  // apex: "O0".."O3"; torch: "baseline" (fp32) or "autocast"
+  std::string dtype;      // "fp32", "fp16" or "bf16"
+
+  // The fp32 run the others are compared with: apex's O0, torch's baseline.
+  bool is_baseline() const { return dtype == "fp32"; }
+  // The 16-bit dtype of the run (Float32 for the baseline).
+  DType low_precision_dtype() const;
+  // "apex O2 fp16"
+  std::string label() const;
+};
+
+// apex: O0 once in fp32, then each other level of --opt-levels in each --dtype; torch: the fp32
+// baseline, then autocast in each --dtype.
+std::vector<RunSpec> plan_runs(const CompareOptions& options);
+
+struct RunResult {
+  RunSpec spec;
+  int64_t steps = 0;
+  int64_t samples = 0;       // trained samples, all epochs
+  double train_seconds = 0;  // the training loop's wall time (evaluation not included)
+  double ms_per_step = 0;
+  double samples_per_second = 0;
+  int64_t peak_bytes = 0;          // allocator peak while training, above what was live before
+  std::vector<double> loss;        // per step
+  std::vector<double> loss_scale;  // per step, the scale in force after the step
+  double final_train_loss = 0;     // mean of the last kFinalLossSteps losses
+  double test_accuracy = 0;        // fraction of the test samples classified correctly
+  int64_t skipped_steps = 0;       // optimizer steps skipped for inf/NaN gradients
+  double final_loss_scale = 1;
+};
+
+// The number of last steps whose mean loss is RunResult::final_train_loss.
+inline constexpr int64_t kFinalLossSteps = 20;
+
+// The baseline run of `results`, or nullptr when the comparison has none (apex without O0).
+const RunResult* find_baseline(const std::vector<RunResult>& results);
+
+}  // namespace amp::compare

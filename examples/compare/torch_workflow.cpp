@@ -1,0 +1,56 @@
+// The torch workflow: forward and loss inside amp::autocast, backward and step through an
+// amp::GradScaler. The fp32 baseline runs the same code with both disabled.
+#include <memory>
+#include <optional>
+
+#include "amp/amp.h"
+#include "examples/compare/workflow.h"
+
+namespace amp::compare {
+
+namespace {
+
+using Outcome = GradScalerStepReport::Outcome;
+
+class TorchWorkflow : public Workflow {
+ public:
+  TorchWorkflow(const RunSpec& spec, DeviceType device)
+      : device_(device),
+        dtype_(spec.low_precision_dtype()),
+        mixed_(!spec.is_baseline()),
+        scaler_(device, {.enabled = mixed_}) {}
+
+  std::unique_ptr<autocast> casting_region() const override {
+    // The baseline's region is disabled; it names no dtype, as autocast warns about Float32.
+    return std::make_unique<autocast>(device_, mixed_ ? std::optional<DType>(dtype_) : std::nullopt,
+                                      mixed_);
+  }
+
+  bool backward_and_step(const Tensor& loss, optimizers::Optimizer& optimizer) override {
+    scaler_.scale(loss).backward();
+    const double scale_before = scaler_.get_scale();
+    scaler_.step(optimizer);
+    const Outcome outcome = scaler_.last_step().outcome;
+    scaler_.update();
+    // A fused optimizer that supports amp scaling skips on the device and step() cannot tell
+    // (kDeferred); the scale backing off in update() is what an overflow leaves behind then.
+    return outcome == Outcome::kSkippedNonFinite ||
+           (outcome == Outcome::kDeferred && scaler_.get_scale() < scale_before);
+  }
+
+  double loss_scale() const override { return scaler_.get_scale(); }
+
+ private:
+  DeviceType device_;
+  DType dtype_;
+  bool mixed_;
+  GradScaler scaler_;
+};
+
+}  // namespace
+
+std::unique_ptr<Workflow> make_torch_workflow(const RunSpec& spec, DeviceType device) {
+  return std::make_unique<TorchWorkflow>(spec, device);
+}
+
+}  // namespace amp::compare

@@ -1,0 +1,103 @@
+#include "examples/compare/trainer.h"
+
+#include <algorithm>
+#include <chrono>
+#include <numeric>
+
+#include "amp/amp.h"
+#include "examples/compare/models.h"
+#include "examples/compare/optimizer_factory.h"
+#include "examples/compare/workflow.h"
+
+namespace amp::compare {
+
+namespace {
+
+// Test images per forward pass: bounds evaluation memory whatever the test set's size.
+constexpr int64_t kEvalBatch = 1000;
+
+Device device_of(const CompareOptions& options) {
+  return options.device == "cuda" ? Device::cuda() : Device::cpu();
+}
+
+Tensor on(const Tensor& t, Device device) { return device.is_cpu() ? t : t.to(device); }
+
+double test_accuracy(nn::Module& model, const Workflow& workflow, const data::Dataset& test,
+                     Device device) {
+  model.eval();
+  NoGradGuard no_grad;
+  const auto region = workflow.casting_region();
+  const int64_t n = test.labels.size(0);
+  int64_t correct = 0;
+  for (int64_t start = 0; start < n; start += kEvalBatch) {
+    const int64_t count = std::min(kEvalBatch, n - start);
+    const Tensor logits = model(on(test.images.narrow(0, start, count), device));
+    const std::vector<int64_t> predicted = argmax(logits, 1).to(Device::cpu()).to_vector<int64_t>();
+    const std::vector<int64_t> labels = test.labels.narrow(0, start, count).to_vector<int64_t>();
+    for (size_t i = 0; i < labels.size(); ++i) correct += predicted[i] == labels[i];
+  }
+  return static_cast<double>(correct) / static_cast<double>(n);
+}
+
+double mean_of_last(const std::vector<double>& values, int64_t count) {
+  const auto k = static_cast<std::ptrdiff_t>(std::min<size_t>(values.size(), count));
+  return std::accumulate(values.end() - k, values.end(), 0.0) / static_cast<double>(k);
+}
+
+}  // namespace
+
+RunResult train_run(const RunSpec& spec, const CompareOptions& options, const ComparisonData& data,
+                    Progress& progress) {
+  const Device device = device_of(options);
+  RunResult r;
+  r.spec = spec;
+  // O1's evaluation of the previous run (outside scale_loss, which clears it) leaves 16-bit
+  // copies of that model's weights in the cast cache; freed during this run, they would hide
+  // part of its peak.
+  clear_autocast_cache();
+  memory::reset_peak(device.type);
+  const int64_t live_before = memory::allocated(device.type);
+
+  std::shared_ptr<nn::Module> model = make_model(options.model, options.width, options.seed);
+  if (device.is_cuda()) model->to(device);
+  const std::unique_ptr<optimizers::Optimizer> optimizer =
+      make_optimizer(options.optimizer, model->parameters(), options.lr);
+  const std::unique_ptr<Workflow> workflow = make_workflow(spec, *model, *optimizer, device.type);
+  data::DataLoader loader(data.train, {.batch_size = options.batch_size,
+                                       .shuffle = true,
+                                       .seed = options.seed,
+                                       .limit = options.train_limit});
+  const int64_t steps = loader.size() * options.epochs;
+  progress.start_run(spec, steps, options.epochs);
+
+  const auto start = std::chrono::steady_clock::now();
+  for (int64_t epoch = 1; epoch <= options.epochs; ++epoch) {
+    for (const data::Batch& batch : loader) {
+      optimizer->zero_grad();
+      Tensor loss;
+      {
+        const auto region = workflow->casting_region();
+        loss = nn::functional::cross_entropy((*model)(on(batch.images, device)),
+                                             on(batch.labels, device));
+      }
+      r.skipped_steps += workflow->backward_and_step(loss, *optimizer) ? 1 : 0;
+      r.loss.push_back(loss.item<double>());
+      r.loss_scale.push_back(workflow->loss_scale());
+      ++r.steps;
+      r.samples += batch.labels.size(0);
+      progress.step(epoch, r.steps, r.samples, r.loss.back(), r.loss_scale.back());
+    }
+  }
+  r.train_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  r.peak_bytes = memory::max_allocated(device.type) - live_before;
+
+  r.ms_per_step = 1e3 * r.train_seconds / static_cast<double>(r.steps);
+  r.samples_per_second = static_cast<double>(r.samples) / r.train_seconds;
+  r.final_train_loss = mean_of_last(r.loss, kFinalLossSteps);
+  r.final_loss_scale = r.loss_scale.back();
+  r.test_accuracy = test_accuracy(*model, *workflow, data.test, device);
+  progress.finish_run(r);
+  return r;
+}
+
+}  // namespace amp::compare
