@@ -1,4 +1,4 @@
-// amp::GradScaler: torch/amp/grad_scaler.py in C++ (reference/torch_amp.md §3), on the
+// amp::GradScaler: torch/amp/grad_scaler.py in C++ (docs/grad_scaler.md, "Algorithm"), on the
 // multi-tensor kernels of torch's _amp_foreach_non_finite_check_and_unscale_ and
 // _amp_update_scale_ (csrc/multi_tensor/), plus the additions of docs/grad_scaler.md.
 #include "amp/grad_scaler.h"
@@ -324,10 +324,11 @@ bool GradScaler::step(optimizers::Optimizer& optimizer) {
             "GradScaler.step: step() has already been called since the last update().");
 
   if (optimizer.supports_amp_scaling()) {
-    // torch §3.6 step 5: the optimizer unscales inside its kernels and skips on the device, so
-    // nothing is read on the host. A READY optimizer's grads are only checked, and (beyond
-    // torch, which checks the scaled grads) as the optimizer will unscale them: a finite grad
-    // whose product with 1/scale overflows sets found_inf, so the optimizer skips.
+    // torch's step() for an optimizer with _step_supports_amp_scaling: the optimizer unscales
+    // inside its kernels and skips on the device, so nothing is read on the host. A READY
+    // optimizer's grads are only checked, and (beyond torch, which checks the scaled grads) as
+    // the optimizer will unscale them: a finite grad whose product with 1/scale overflows sets
+    // found_inf, so the optimizer skips.
     if (state.stage == Stage::kReady) {
       const Tensor found_inf = scalar_tensor(0.0, {.device = scale_.device()});
       state.found_inf_per_device = unscale_grads(optimizer, make_inv_scale(), found_inf,

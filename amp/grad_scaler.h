@@ -1,7 +1,7 @@
 // amp::GradScaler: dynamic loss scaling for mixed-precision training, PyTorch's
-// torch.amp.GradScaler algorithm and state machine (reference/torch_amp.md §3-4) with its error
-// texts, plus three opt-in additions (docs/grad_scaler.md): a step report, hysteresis and
-// min/max scale bounds.
+// torch.amp.GradScaler algorithm and state machine (torch/amp/grad_scaler.py and its kernels;
+// docs/grad_scaler.md, "Algorithm") with its error texts, plus three opt-in additions
+// (docs/grad_scaler.md): a step report, hysteresis and min/max scale bounds.
 //
 //   amp::GradScaler scaler(amp::DeviceType::CUDA);
 //   for (auto& [x, y] : batches) {

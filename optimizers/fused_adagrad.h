@@ -1,4 +1,4 @@
-// amp::optimizers::FusedAdagrad: apex's FusedAdagrad (reference/apex_amp.md §7.5): Adagrad
+// amp::optimizers::FusedAdagrad: apex's FusedAdagrad (apex/optimizers/fused_adagrad.py): Adagrad
 // with L2 or decoupled weight decay, one multi_tensor::adagrad launch per (device, dtype) bucket
 // of each group. No lr_decay, no initial_accumulator_value, no step counter (as apex).
 //

@@ -1,4 +1,4 @@
-// amp::optimizers::FusedAdam: apex's FusedAdam (reference/apex_amp.md §7.1): Adam (L2 weight
+// amp::optimizers::FusedAdam: apex's FusedAdam (apex/optimizers/fused_adam.py): Adam (L2 weight
 // decay, adam_w_mode = false) or AdamW (decoupled, the default), one multi_tensor::adam launch
 // per (device, dtype) bucket of each group, with fp32 moments and, for Float16/BFloat16
 // parameters, fp32 master weights updated in the same pass.

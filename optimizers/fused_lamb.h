@@ -1,4 +1,4 @@
-// amp::optimizers::FusedLAMB: apex's FusedLAMB (reference/apex_amp.md §7.3): LAMB with global
+// amp::optimizers::FusedLAMB: apex's FusedLAMB (apex/optimizers/fused_lamb.py): LAMB with global
 // gradient-norm clipping and per-tensor trust ratios, one multi_tensor::lamb launch per (device,
 // dtype) bucket of each group.
 //
@@ -35,11 +35,12 @@ struct FusedLAMBOptions {
 //   p = p - ratio * u
 // with ratio = lr * ||p|| / ||u|| per tensor when use_nvlamb or weight_decay != 0 (lr when a
 // norm is 0), else lr.
-// max_grad_norm is global: the constructor's value is used, as in apex (quirk 11). Unlike apex
-// the grads are not overwritten with the update (it goes to fp32 scratch copies), and 16-bit
-// parameters get fp32 moments and an fp32 master. The global norm needs every parameter with a
-// gradient on one device. Group options: "lr", "bias_correction", "beta1", "beta2", "eps",
-// "weight_decay", "adam_w_mode", "grad_averaging", "max_grad_norm", "use_nvlamb", "step".
+// max_grad_norm is global: the constructor's value is used, as in apex (quirk 11 of
+// docs/apex_compat.md). Unlike apex the grads are not overwritten with the update (it goes to fp32
+// scratch copies), and 16-bit parameters get fp32 moments and an fp32 master. The global norm needs
+// every parameter with a gradient on one device. Group options: "lr", "bias_correction", "beta1",
+// "beta2", "eps", "weight_decay", "adam_w_mode", "grad_averaging", "max_grad_norm", "use_nvlamb",
+// "step".
 // State: "exp_avg", "exp_avg_sq" (fp32), "master_param" (16-bit parameters).
 class FusedLAMB : public FusedOptimizer {
  public:

@@ -1,5 +1,5 @@
-// amp::optimizers::FusedNovoGrad: apex's FusedNovoGrad (reference/apex_amp.md §7.4): Adam-like
-// steps whose second moment is one number per tensor (a running gradient norm), one
+// amp::optimizers::FusedNovoGrad: apex's FusedNovoGrad (apex/optimizers/fused_novograd.py):
+// Adam-like steps whose second moment is one number per tensor (a running gradient norm), one
 // multi_tensor::novograd launch per (device, dtype) bucket of each group.
 //
 //   amp::optimizers::FusedNovoGrad opt(model.parameters(), {.lr = 1e-2, .betas = {0.95, 0.98}});

@@ -65,7 +65,7 @@ void FusedSGD::run_step(const Tensor& inv_scale, const Tensor& found_inf) {
     const bool wd_after_momentum = option(g, "wd_after_momentum") != 0.0;
     // Parameters whose momentum buffer is new get their own launch with first_run (buffer = g,
     // as torch), so each parameter is exact; apex takes first_run from a bucket's last
-    // parameter (reference/apex_amp.md §10, quirk 13).
+    // parameter (docs/apex_compat.md, quirk 13).
     const auto first_run = [&](const Tensor& p) {
       const ParamState* st = find_state(p);
       return momentum != 0.0 && (st == nullptr || st->tensors.count(kMomentum) == 0) ? 1 : 0;

@@ -1,4 +1,4 @@
-// amp::optimizers::FusedSGD: apex's FusedSGD (reference/apex_amp.md §7.2): SGD with momentum,
+// amp::optimizers::FusedSGD: apex's FusedSGD (apex/optimizers/fused_sgd.py): SGD with momentum,
 // dampening, Nesterov momentum and weight decay (before or after the momentum), one
 // multi_tensor::sgd launch per (device, dtype) bucket of each group.
 //

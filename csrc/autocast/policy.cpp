@@ -12,9 +12,10 @@ namespace {
 
 using enum CastPolicy;
 
-// PyTorch's lists (reference/torch_amp.md §1.6) restricted to the ops ampcpp has, then every
-// other op of the library with policy None. PyTorch's fp32_append_dtype policy exists only for
-// norm, which ampcpp does not have (clip_grad_norm_ uses the multi-tensor l2norm kernel).
+// PyTorch's lists (the registrations of aten/src/ATen/autocast_mode.cpp; docs/autocast.md,
+// "The policy table") restricted to the ops ampcpp has, then every other op of the library with
+// policy None. PyTorch's fp32_append_dtype policy exists only for norm, which ampcpp does not have
+// (clip_grad_norm_ uses the multi-tensor l2norm kernel).
 constexpr std::array kTable = std::to_array<OpPolicy>({
     {"mm", "mm", LowerPrecisionFp, LowerPrecisionFp},
     {"bmm", "bmm", LowerPrecisionFp, LowerPrecisionFp},

@@ -1,7 +1,8 @@
-// The autocast op policy table: for every op of the library, what autocast does to it on CUDA
-// and on CPU, following PyTorch's registrations (reference/torch_amp.md §1.5-1.6). It is the
-// single source of truth: the ops consult it at run time, the tests iterate over it, and
-// docs/autocast.md is generated from it (examples/autocast_table).
+// The autocast op policy table: for every op of the library, what autocast does to it on CUDA and
+// on CPU, following PyTorch's policies and registrations (aten/src/ATen/autocast_mode.h and
+// autocast_mode.cpp; docs/autocast.md, "How an op is autocast"). It is the single source of truth:
+// the ops consult it at run time, the tests iterate over it, and docs/autocast.md is generated from
+// it (examples/autocast_table).
 #pragma once
 
 #include <span>

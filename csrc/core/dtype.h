@@ -84,8 +84,8 @@ constexpr DType dtype_of<bool>() {
   return DType::Bool;
 }
 
-// The type arithmetic runs in (DESIGN.md §3): 16-bit values compute in fp32 and are rounded once
-// when stored; everything else computes in its own type.
+// The type arithmetic runs in (docs/numerics.md, "How ops compute"): 16-bit values compute in fp32
+// and are rounded once when stored; everything else computes in its own type.
 template <class T>
 struct OpMath {
   using type = T;

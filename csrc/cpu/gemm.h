@@ -1,7 +1,8 @@
 // The CPU matrix-product kernel behind DeviceKernels::gemm: fp32 and bf16 through oneDNN's matmul
 // primitive (bf16 multiplies with fp32 accumulation and rounds the output once), fp16 through the
 // fp32 path (inputs widened exactly, output rounded once, so fp16 range and rounding are kept),
-// and fp64 through Eigen (the reference path for gradchecks). DESIGN.md §2–3 say why.
+// and fp64 through Eigen (the reference path for gradchecks). docs/design_decisions.md, "CPU
+// matrix products", says why.
 #pragma once
 
 #include <string>

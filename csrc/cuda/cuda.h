@@ -1,4 +1,5 @@
-// amp::cuda: the public questions about the CUDA backend (API.md), as torch.cuda answers them.
+// amp::cuda: the public questions about the CUDA backend (docs/tensor.md, "Devices and memory"),
+// as torch.cuda answers them.
 //
 //   if (amp::cuda::is_available()) x = x.to(amp::Device::cuda());
 //

@@ -58,7 +58,8 @@ class HandlePool {
       cublasHandle_t handle = nullptr;
       AMP_CUBLAS_CHECK(cublasCreate(&handle));
       // Reductions inside a 16-bit GEMM (split-K) stay in fp32: the output is rounded once, as
-      // DESIGN.md §3 promises and the CPU path does. No TF32: fp32 GEMMs are full fp32.
+      // docs/numerics.md ("How ops compute") promises and the CPU path does. No TF32: fp32
+      // GEMMs are full fp32.
       const cublasStatus_t status = cublasSetMathMode(
           handle, static_cast<cublasMath_t>(CUBLAS_DEFAULT_MATH |
                                             CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION));

@@ -131,7 +131,7 @@ void where_kernel(const ElementwisePlan& plan, DType dtype) {
 
 void copy_kernel(const ElementwisePlan& plan, DType out_dtype, DType in_dtype) {
   // All 36 dtype pairs: going through fp32 would be shorter but double -> 16-bit must round once
-  // from the double (DESIGN.md §3), as the CPU does.
+  // from the double (docs/numerics.md, "Rounding into 16-bit types"), as the CPU does.
   AMP_DISPATCH_ALL(out_dtype, "copy_", [&] {
     using out_t = scalar_t;
     AMP_DISPATCH_ALL(in_dtype, "copy_",

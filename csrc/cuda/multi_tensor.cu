@@ -1,8 +1,8 @@
-// The CUDA multi-tensor launcher: apex's multi_tensor_apply (csrc/multi_tensor_apply.cuh;
-// reference/apex_amp.md §6.1) running the functors of csrc/kernels/multi_tensor_functors.h, which
-// the CPU launcher runs too. Only the launch code lives here: the packing is plan_launches()
-// (csrc/kernels/multi_tensor_launch_plan.h, tested on the CPU), the dtype dispatch is
-// csrc/kernels/multi_tensor_dispatch.h, and the math is shared.
+// The CUDA multi-tensor launcher: apex's multi_tensor_apply (csrc/multi_tensor_apply.cuh of
+// NVIDIA/apex; docs/multi_tensor.md, "Design") running the functors of
+// csrc/kernels/multi_tensor_functors.h, which the CPU launcher runs too. Only the launch code
+// lives here: the packing is plan_launches() (csrc/kernels/multi_tensor_launch_plan.h, tested on
+// the CPU), the dtype dispatch is csrc/kernels/multi_tensor_dispatch.h, and the math is shared.
 //
 // Per launch, a metadata struct passed by value (under the 4 KB kernel-argument limit) holds the
 // tensors' addresses per list, their sizes, and for each of up to 320 blocks the slot of its

@@ -1,5 +1,6 @@
 // amp::StateDict: the flat, ordered name -> tensor map that modules, optimizers, scalers and the
-// amp frontend save to and restore from (DESIGN.md §7).
+// amp frontend save to and restore from (docs/design_decisions.md, "State dicts";
+// docs/checkpoints.md).
 #pragma once
 
 #include <map>

@@ -1,6 +1,7 @@
-// The elementwise math of every op, written once for host and device (DESIGN.md §4). Each
-// functor receives its inputs in the op-math type T (fp32 for 16-bit storage, see OpMath) and
-// returns the result in T (or bool for comparisons); the launcher rounds once when storing.
+// The elementwise math of every op, written once for host and device (docs/architecture.md,
+// "Kernel math, written once"). Each functor receives its inputs in the op-math type T (fp32 for
+// 16-bit storage, see OpMath) and returns the result in T (or bool for comparisons); the launcher
+// rounds once when storing.
 #pragma once
 
 #include <cmath>

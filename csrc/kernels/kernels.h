@@ -1,7 +1,7 @@
 // The kernel table: every device backend provides one DeviceKernels (csrc/cpu/kernels.h,
 // csrc/cuda/kernels.h), and each public op calls kernels_for(device).<family>(...)
-// (csrc/ops/dispatch.h) after checking its arguments (DESIGN.md §4). Kernels receive
-// raw geometry only; they never allocate tensors or check user input.
+// (csrc/ops/dispatch.h) after checking its arguments (docs/architecture.md, "Inside a public op").
+// Kernels receive raw geometry only; they never allocate tensors or check user input.
 #pragma once
 
 #include <cstdint>

@@ -1,6 +1,7 @@
-// The math of every multi-tensor kernel, written once for host and device (DESIGN.md §4). The
-// CPU launcher (cpu_kernels.cpp) and the CUDA launcher (csrc/cuda/multi_tensor.cu) both call
-// run_chunk() below on the same functors, so the CUDA kernels compute what the CPU tests check.
+// The math of every multi-tensor kernel, written once for host and device (docs/architecture.md,
+// "Kernel math, written once"). The CPU launcher (cpu_kernels.cpp) and the CUDA launcher
+// (csrc/cuda/multi_tensor.cu) both call run_chunk() below on the same functors, so the CUDA kernels
+// compute what the CPU tests check.
 //
 // A functor ("op") is a small struct of scalar arguments with three members:
 //   bind(tensor)       -> the op with per-tensor values resolved (a per-tensor norm, or a scalar
@@ -12,8 +13,8 @@
 //                         list (already offset to the chunk); returns 1 when a value it checks is
 //                         inf or NaN (the launcher then raises the overflow flag), else 0.
 // Every element is loaded and converted to fp32 (apex's MATH_T = float), computed in fp32, and
-// rounded once when stored. The expressions keep apex's operand order (reference/apex_amp.md
-// §6.2; csrc/multi_tensor_*.cu of NVIDIA/apex), since fp32 rounding depends on it.
+// rounded once when stored. The expressions keep apex's operand order (csrc/multi_tensor_*.cu of
+// NVIDIA/apex; docs/multi_tensor.md, "Formulas"), since fp32 rounding depends on it.
 #pragma once
 
 #include <cmath>
@@ -504,7 +505,8 @@ AMP_HOST_DEVICE AMP_FORCEINLINE float blend_norm(float out, float value, float a
 }
 
 // ---------------------------------------------------------------------------------------------
-// torch's _amp_update_scale_ (reference/torch_amp.md §4.2), one thread.
+// torch's _amp_update_scale_ (aten/src/ATen/native/cpu/AmpGradScalerKernels.cpp;
+// docs/multi_tensor.md, "Formulas"), one thread.
 AMP_HOST_DEVICE inline void update_scale_step(float* scale, int64_t* growth_tracker,
                                               const float* found_inf, double growth_factor,
                                               double backoff_factor, int64_t growth_interval) {

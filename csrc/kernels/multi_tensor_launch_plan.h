@@ -1,4 +1,5 @@
-// apex's multi_tensor_apply packing (csrc/multi_tensor_apply.cuh; reference/apex_amp.md §6.1):
+// apex's multi_tensor_apply packing (csrc/multi_tensor_apply.cuh of NVIDIA/apex; described in
+// docs/multi_tensor.md, "Design"):
 // how the chunks of a list of tensors are grouped into CUDA launches of at most 320 blocks and
 // {110, 64, 48, 36, 30, 24} tensors (by list depth 1..6). Host-only code, so the CPU build and its
 // tests check the same packing the CUDA launcher uses.

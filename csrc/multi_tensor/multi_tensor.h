@@ -1,5 +1,6 @@
-// Fused multi-tensor kernels: apex's multi_tensor_apply (reference/apex_amp.md §6) and the
-// GradScaler pair of torch.amp (reference/torch_amp.md §4), on CPU and CUDA tensors.
+// Fused multi-tensor kernels: apex's multi_tensor_apply and its kernels (csrc/multi_tensor_*.cu
+// of NVIDIA/apex) and the GradScaler pair of torch.amp (_amp_foreach_non_finite_check_and_unscale_,
+// _amp_update_scale_), on CPU and CUDA tensors; docs/multi_tensor.md has the formulas.
 //
 //   using namespace amp::multi_tensor;
 //   amp::Tensor overflow = make_flag();                       // 1-element Int64, zero

@@ -1,5 +1,6 @@
 // Elementwise ops: arithmetic with broadcasting and PyTorch type promotion, math functions,
-// comparisons, where and clamp. 16-bit inputs compute in fp32 and round once (DESIGN.md §3).
+// comparisons, where and clamp. 16-bit inputs compute in fp32 and round once (docs/numerics.md,
+// "How ops compute").
 #pragma once
 
 #include <optional>

@@ -1,5 +1,6 @@
 // Matrix products. 16-bit inputs multiply with fp32 accumulation and round the output once, as
-// tensor cores do; on the CPU bf16 runs natively in oneDNN and fp16 through fp32 (DESIGN.md §2).
+// tensor cores do; on the CPU bf16 runs natively in oneDNN and fp16 through fp32
+// (docs/design_decisions.md, "CPU matrix products").
 #pragma once
 
 #include "csrc/core/tensor.h"

@@ -1,9 +1,10 @@
-// GradScaler scenarios shared by the CPU suite (tests/amp/test_grad_scaler.cpp) and the CUDA
-// suite (tests/gpu/test_gpu_grad_scaler.cpp): ports of PyTorch's _run_scaling_case tests
-// (reference/torch_amp.md §5.1). Each runs a scaling model with GradScaler and a control model
-// in plain fp32 without scaling, on `device`, and checks that both end with the same
-// parameters. Scales are powers of two, so scaling and unscaling are exact in fp32 and the two
-// runs agree to rounding noise; the tolerance is far tighter than torch's 1e-3.
+// GradScaler scenarios shared by the CPU suite (tests/amp/test_grad_scaler.cpp) and the CUDA suite
+// (tests/gpu/test_gpu_grad_scaler.cpp): ports of PyTorch's _run_scaling_case tests
+// (test/test_cuda.py, with the helpers of torch/testing/_internal/common_cuda.py). Each runs a
+// scaling model with GradScaler and a control model in plain fp32 without scaling, on `device`, and
+// checks that both end with the same parameters. Scales are powers of two, so scaling and unscaling
+// are exact in fp32 and the two runs agree to rounding noise; the tolerance is far tighter than
+// torch's 1e-3.
 #pragma once
 
 #include <boost/test/unit_test.hpp>

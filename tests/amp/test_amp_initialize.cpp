@@ -1,7 +1,8 @@
-// amp::initialize (apex's amp.initialize, reference/apex_amp.md §2): what each opt level does to
-// the model and optimizer it is given, the hooks it installs (call casts, state_dict, master
-// weights, step skipping), O1's process-wide casting, and that every error leaves the objects
-// and amp's state as they were. Expected values come from the fp32 objects before initialize.
+// amp::initialize (apex's amp.initialize: apex/amp/_initialize.py and _process_optimizer.py;
+// docs/amp.md, "Opt levels"): what each opt level does to the model and optimizer it is given, the
+// hooks it installs (call casts, state_dict, master weights, step skipping), O1's process-wide
+// casting, and that every error leaves the objects and amp's state as they were. Expected values
+// come from the fp32 objects before initialize.
 #include <boost/test/unit_test.hpp>
 #include <memory>
 #include <thread>

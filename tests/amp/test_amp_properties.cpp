@@ -1,7 +1,7 @@
-// amp::initialize's properties: apex's O0-O3 presets, the order and validation of overrides
-// with apex's messages, and the printed "Selected optimization level" block. The expected
-// tables and texts are apex's (reference/apex_amp.md §1.2-1.4, apex/amp/frontend.py), written
-// out here with the C++ spellings docs/apex_compat.md lists.
+// amp::initialize's properties: apex's O0-O3 presets, the order and validation of overrides with
+// apex's messages, and the printed "Selected optimization level" block. The expected tables and
+// texts are apex's (apex/amp/frontend.py: Properties, the O0-O3 presets, initialize), written out
+// here with the C++ spellings docs/apex_compat.md lists.
 #include <boost/test/unit_test.hpp>
 #include <memory>
 #include <optional>
@@ -28,7 +28,7 @@ struct Case {
   std::optional<double> static_scale;  // nullopt: "dynamic"
 };
 
-// apex's preset table (reference/apex_amp.md §1.3).
+// apex's preset table (the O0-O3 classes of apex/amp/frontend.py; docs/amp.md, "Opt levels").
 const std::vector<Case> kPresets = {
     {"O0", DType::Float32, false, std::nullopt, false, 1.0},
     {"O1", std::nullopt, true, std::nullopt, std::nullopt, std::nullopt},

@@ -1,8 +1,8 @@
-// Ports of apex's tests/L0/run_amp (reference/apex_amp.md §8.1) to amp::initialize and
-// amp::scale_loss on CPU: add_param_group, checkpointing, several models / losses / optimizers
-// with injected infs (with SGD, FusedSGD and FusedAdam), basic casts, promotion and the cast
-// cache under O1. References are plain ampcpp runs of the same models without amp (the role
-// plain PyTorch plays in apex's tests), compared with torch.testing's default tolerances.
+// Ports of apex's tests/L0/run_amp (NVIDIA/apex at e13873de, the last commit that has them) to
+// amp::initialize and amp::scale_loss on CPU: add_param_group, checkpointing, several models /
+// losses / optimizers with injected infs (with SGD, FusedSGD and FusedAdam), basic casts, promotion
+// and the cast cache under O1. References are plain ampcpp runs of the same models without amp (the
+// role plain PyTorch plays in apex's tests), compared with torch.testing's default tolerances.
 #include <boost/test/unit_test.hpp>
 #include <cmath>
 #include <functional>

@@ -2,7 +2,8 @@
 // CUDA column (checked on CPU tensors through the same policy code), against a control computed
 // with autocast off on manually cast inputs (torch's _run_autocast_outofplace harness), plus
 // promote, ignored types, the banned op, the weight-cast cache, nesting, threads, custom_fwd /
-// custom_bwd and the guard's validation (reference/torch_amp.md §5.2-5.3).
+// custom_bwd and the guard's validation (ports of PyTorch's test/test_autocast.py and the autocast
+// tests of test/test_cuda.py, with the lists of torch/testing/_internal/autocast_test_lists.py).
 #include <boost/test/unit_test.hpp>
 #include <cmath>
 #include <fstream>
@@ -444,7 +445,8 @@ BOOST_AUTO_TEST_CASE(every_op_under_the_cuda_table_matches_a_manually_cast_contr
 }
 
 BOOST_AUTO_TEST_CASE(policies_follow_torch_lists_for_representative_ops) {
-  // Spot checks written from reference/torch_amp.md §1.6, independent of the table's encoding.
+  // Spot checks written from PyTorch's op lists (aten/src/ATen/autocast_mode.cpp, and the
+  // "Autocast Op Reference" of PyTorch's documentation), independent of the table's encoding.
   const Tensor a = signed_values({4, 4}, 1), b = signed_values({4, 4}, 2);
   {
     amp::autocast region(DeviceType::CPU);  // default CPU dtype: BFloat16

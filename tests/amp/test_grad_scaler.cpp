@@ -1,8 +1,8 @@
-// Specification of amp::GradScaler (reference/torch_amp.md §3, §5.1, §7 items 17-25, and the
-// additions of docs/grad_scaler.md), on the CPU. Expected values come from PyTorch's tests, from
-// the golden update_scale_ data of tests/reference/make_update_scale_golden.py (a Python
-// transcription of torch's rule, not torch's output), from hand
-// arithmetic written out in each test, or from a control run without scaling.
+// Specification of amp::GradScaler (torch/amp/grad_scaler.py, PyTorch's GradScaler tests in
+// test/test_cuda.py and test/test_torch.py, and the additions of docs/grad_scaler.md), on the CPU.
+// Expected values come from PyTorch's tests, from the golden update_scale_ data of
+// tests/reference/make_update_scale_golden.py (a Python transcription of torch's rule, not torch's
+// output), from hand arithmetic written out in each test, or from a control run without scaling.
 #include <bit>
 #include <boost/test/unit_test.hpp>
 #include <cmath>
@@ -114,7 +114,7 @@ class ScalingSGD : public amp::optimizers::Optimizer {
 BOOST_AUTO_TEST_SUITE(grad_scaler)
 
 // ---------------------------------------------------------------------------------------------
-// Construction (torch_amp.md §3.1, §7 item 17).
+// Construction (GradScaler.__init__ of torch/amp/grad_scaler.py).
 
 BOOST_AUTO_TEST_CASE(defaults_are_pytorchs) {
   const GradScaler scaler(amp::DeviceType::CPU);
@@ -172,7 +172,8 @@ BOOST_AUTO_TEST_CASE(cuda_scaler_disables_itself_with_pytorchs_warning_without_c
 }
 
 // ---------------------------------------------------------------------------------------------
-// Lazy initialisation and scale() (§3.2, §3.3, §7 items 18, 19).
+// Lazy initialisation and scale() (torch's _lazy_init_scale_growth_tracker and scale;
+// docs/grad_scaler.md, "Algorithm").
 
 BOOST_AUTO_TEST_CASE(scale_is_created_lazily_on_the_first_scaled_tensor) {
   GradScaler scaler(amp::DeviceType::CPU, {.init_scale = 3.0});
@@ -255,7 +256,7 @@ BOOST_AUTO_TEST_CASE(scaled_loss_backward_gives_scaled_gradients) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// unscale_ (§3.4, §3.5, §7 item 21).
+// unscale_ (torch's unscale_ and _unscale_grads_).
 
 BOOST_AUTO_TEST_CASE(unscale_divides_gradients_in_place) {
   // torch test_grad_scaling_unscale: 4.0 grads with inv_scale 0.25 become 1.0.
@@ -315,7 +316,7 @@ BOOST_AUTO_TEST_CASE(allow_fp16_grads_unscales_and_checks_fp16_gradients) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The state machine (§3.5-3.7, §7 item 20).
+// The state machine (torch's OptState; docs/grad_scaler.md, "State machine").
 
 BOOST_AUTO_TEST_CASE(illegal_call_sequences_raise_pytorchs_messages) {
   auto scaler = ready_scaler();
@@ -372,7 +373,7 @@ BOOST_AUTO_TEST_CASE(state_is_kept_per_optimizer) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// step (§3.6, §7 item 22).
+// step (torch's step and _maybe_opt_step).
 
 BOOST_AUTO_TEST_CASE(step_runs_on_finite_gradients_and_skips_on_inf_or_nan) {
   for (double bad : {kInf, -kInf, kNaN}) {
@@ -467,7 +468,7 @@ BOOST_AUTO_TEST_CASE(amp_scaling_optimizer_gets_found_inf_when_unscaling_would_o
 }
 
 // ---------------------------------------------------------------------------------------------
-// update (§3.7, §4.2, §7 item 24).
+// update (torch's update and the _amp_update_scale_ kernel).
 
 BOOST_AUTO_TEST_CASE(update_follows_pytorchs_growth_test_vector) {
   // torch test_grad_scaling_update_scale: growth 2, backoff 0.25, interval 2, scale 4.
@@ -530,9 +531,10 @@ BOOST_AUTO_TEST_CASE(setters_take_effect_at_the_next_update_and_check_values) {
 }
 
 BOOST_AUTO_TEST_CASE(scale_collapses_to_zero_after_166_backoffs_as_in_pytorch) {
-  // No lower bound by default (torch_amp.md §4.2): 2^16 halves to 2^-149 in 165 backoffs and
-  // rounds to 0 on the 166th (half of the smallest subnormal ties to even, 0). The scaler warns
-  // once, at the first step that reads a subnormal scale.
+  // No lower bound by default (_amp_update_scale_ has none; docs/grad_scaler.md,
+  // "Non-finite values after unscaling"): 2^16 halves to 2^-149 in 165 backoffs and rounds to 0 on
+  // the 166th (half of the smallest subnormal ties to even, 0). The scaler warns once, at the first
+  // step that reads a subnormal scale.
   CerrCapture cerr;
   auto scaler = ready_scaler();
   const Tensor p = param({0, 0});
@@ -698,7 +700,8 @@ BOOST_AUTO_TEST_CASE(host_side_rule_replays_the_transcription_of_pytorch_when_no
 }
 
 // ---------------------------------------------------------------------------------------------
-// Ports of torch's _run_scaling_case tests (§5.1), against a control run without scaling.
+// Ports of torch's _run_scaling_case tests (test/test_cuda.py), against a control run without
+// scaling.
 
 BOOST_AUTO_TEST_CASE(clipping_scaled_gradients_matches_unscaled_training) {
   amp_test::scaler::case_clipping(kCpu);
@@ -721,7 +724,8 @@ BOOST_AUTO_TEST_CASE(multiple_models_losses_and_optimizers_skip_only_the_overflo
 }
 
 // ---------------------------------------------------------------------------------------------
-// Fused-optimizer contract (§3.6 step 5, §7 item 23).
+// Fused-optimizer contract (torch's step for an optimizer with _step_supports_amp_scaling;
+// docs/grad_scaler.md, "Algorithm").
 
 BOOST_AUTO_TEST_CASE(amp_scaling_optimizer_gets_scale_and_found_inf_with_grads_still_scaled) {
   auto scaler = ready_scaler({.init_scale = 8.0});
@@ -1040,7 +1044,7 @@ BOOST_AUTO_TEST_CASE(bounds_apply_to_update_with_a_new_scale_and_to_loaded_scale
 }
 
 // ---------------------------------------------------------------------------------------------
-// state_dict / load_state_dict (§3.8, §7 item 25).
+// state_dict / load_state_dict (torch's state_dict and load_state_dict).
 
 BOOST_AUTO_TEST_CASE(state_dict_has_pytorchs_five_keys_and_dtypes) {
   auto scaler = ready_scaler(
@@ -1160,7 +1164,7 @@ BOOST_AUTO_TEST_CASE(load_state_dict_rejects_empty_missing_and_corrupt_entries) 
 }
 
 // ---------------------------------------------------------------------------------------------
-// Disabled scaler (§3.3-3.8).
+// Disabled scaler (torch's GradScaler with enabled=False).
 
 BOOST_AUTO_TEST_CASE(disabled_scaler_is_a_no_op) {
   GradScaler scaler(amp::DeviceType::CPU, {.enabled = false});

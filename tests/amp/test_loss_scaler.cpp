@@ -1,4 +1,4 @@
-// amp::LossScaler: apex's constants and update rule (reference/apex_amp.md §4), the unscale and
+// amp::LossScaler: apex's constants and update rule (apex/amp/scaler.py), the unscale and
 // accumulate kernels with their overflow flag, and the guarantee beyond apex that unscaling
 // never produces a non-finite gradient from finite ones. Expected values are hand arithmetic.
 #include <boost/test/unit_test.hpp>
@@ -111,8 +111,8 @@ BOOST_AUTO_TEST_CASE(unscale_with_stashed_adds_the_kept_gradient_and_checks_only
   const std::vector<double> expected{0.75, 1.25};
   BOOST_TEST(amp_test::values(out) == expected, boost::test_tools::per_element());
   BOOST_TEST(!s.update_scale());
-  // apex checks the fresh gradients only (reference §10 quirk 9): an inf in the kept one is not
-  // an overflow of this backward.
+  // apex checks the fresh gradients only (quirk 9 of docs/apex_compat.md): an inf in the kept one
+  // is not an overflow of this backward.
   const Tensor bad_kept = tensor({kInf, 0.0});
   s.clear_overflow_state();
   s.unscale_with_stashed({fresh}, {bad_kept}, {amp::zeros({2})});

@@ -1,8 +1,8 @@
-// amp::scale_loss (apex's `with amp.scale_loss(...)`, reference/apex_amp.md §3-4): what the
-// block does to gradients on exit (unscaled into fp32 masters, accumulated, left scaled with
-// delay_unscale), the overflow skip of exactly the optimizers passed with apex's message, the
-// rollback when the body throws, amp::state_dict, and the errors. Expected gradients are the
-// 16-bit gradients divided by the (power of two) scale in float64, or an fp32 model's.
+// amp::scale_loss (apex's `with amp.scale_loss(...)`, apex/amp/handle.py and apex/amp/scaler.py):
+// what the block does to gradients on exit (unscaled into fp32 masters, accumulated, left scaled
+// with delay_unscale), the overflow skip of exactly the optimizers passed with apex's message, the
+// rollback when the body throws, amp::state_dict, and the errors. Expected gradients are the 16-bit
+// gradients divided by the (power of two) scale in float64, or an fp32 model's.
 #include <boost/test/unit_test.hpp>
 #include <cmath>
 #include <limits>

@@ -1,6 +1,7 @@
-// API.md's promise: a legacy fp32 training loop becomes a mixed-precision one by adding exactly
-// three lines. Both loops are written out below, identical except for the lines marked (1)-(3),
-// and both must train: the O2 loop reaches the fp32 loop's loss on the same data and order.
+// The promise of docs/amp.md (and docs/design_decisions.md, "The public API"): a legacy fp32
+// training loop becomes a mixed-precision one by adding exactly three lines. Both loops are written
+// out below, identical except for the lines marked (1)-(3), and both must train: the O2 loop
+// reaches the fp32 loop's loss on the same data and order.
 #include <boost/test/unit_test.hpp>
 #include <memory>
 

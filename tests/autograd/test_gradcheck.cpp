@@ -1,9 +1,10 @@
-// Specification of the first derivative of every differentiable op (DESIGN.md §8): one table of
-// rows (name, function of the inputs, input shapes and domains), each checked by
-// amp::autograd::gradcheck in Float64 against central differences, as its own Boost test case.
-// Adding an op adds one row. Beside the table: gradients at exact ties of maximum/minimum/max
-// (where finite differences are undefined) against hand-computed values, the gradient dtype of
-// a converted leaf, and a custom function with a wrong backward that gradcheck must reject.
+// Specification of the first derivative of every differentiable op (docs/design_decisions.md,
+// "Testing rules"): one table of rows (name, function of the inputs, input shapes and domains),
+// each checked by amp::autograd::gradcheck in Float64 against central differences, as its own Boost
+// test case. Adding an op adds one row. Beside the table: gradients at exact ties of
+// maximum/minimum/max (where finite differences are undefined) against hand-computed values, the
+// gradient dtype of a converted leaf, and a custom function with a wrong backward that gradcheck
+// must reject.
 //
 // Tolerances: gradcheck's defaults (eps 1e-6, |analytic - numeric| <= 1e-5 + 1e-3 |numeric|).
 // Central differences in Float64 with eps 1e-6 are accurate to about 1e-10 for these smooth,

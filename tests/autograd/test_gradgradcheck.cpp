@@ -1,11 +1,11 @@
-// Specification of second derivatives (autograd::grad with create_graph=true, DESIGN.md §4) for
-// the ops a gradient penalty differentiates twice: one table of rows (name, function of the
-// inputs, input shapes and domains), each checked by amp::autograd::gradgradcheck in Float64, as
-// its own Boost test case. gradgradcheck compares the Jacobian of
-// (inputs, v) -> grad(fn(inputs), inputs, v) with central differences, so it covers both the
-// backward formulas' dependence on the inputs and on the incoming gradient v. Beside the table:
-// a custom function whose first derivative is right and whose second is wrong, which gradcheck
-// accepts and gradgradcheck must reject.
+// Specification of second derivatives (autograd::grad with create_graph=true; docs/autograd.md,
+// "backward, autograd::grad, create_graph") for the ops a gradient penalty differentiates twice:
+// one table of rows (name, function of the inputs, input shapes and domains), each checked by
+// amp::autograd::gradgradcheck in Float64, as its own Boost test case. gradgradcheck compares the
+// Jacobian of (inputs, v) -> grad(fn(inputs), inputs, v) with central differences, so it covers
+// both the backward formulas' dependence on the inputs and on the incoming gradient v. Beside the
+// table: a custom function whose first derivative is right and whose second is wrong, which
+// gradcheck accepts and gradgradcheck must reject.
 //
 // Tolerances: gradgradcheck's defaults (eps 1e-6, |analytic - numeric| <= 1e-5 + 1e-3 |numeric|).
 // The first derivatives are evaluated in Float64, so their central differences are accurate to

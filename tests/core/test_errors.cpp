@@ -1,6 +1,7 @@
-// Specification of how the core API rejects user mistakes (DESIGN.md §8, API.md "Core"): each
-// class of mistake raises amp::Error whose message names the op and shows the offending value or
-// the expected-versus-got pair, and a failed call leaves its inputs as they were.
+// Specification of how the core API rejects user mistakes (docs/design_decisions.md,
+// "The public API"; docs/tensor.md, "Ops"): each class of mistake raises amp::Error whose message
+// names the op and shows the offending value or the expected-versus-got pair, and a failed call
+// leaves its inputs as they were.
 #include <boost/test/unit_test.hpp>
 #include <stdexcept>
 #include <string>

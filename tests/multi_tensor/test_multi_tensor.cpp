@@ -1,9 +1,11 @@
 // Specification of the multi-tensor layer (csrc/multi_tensor/) on the CPU: apex's packing, the
-// ports of apex's multi_tensor tests (reference/apex_amp.md §8.1: scale, axpby, l2norm fuzz over
-// sizes, chunk sizes, tensor counts and dtypes, with inf/NaN planted at the first, a middle and
-// the last element), the optimizer kernels against float64 references written here from the
-// formulas of apex §6.2 (no kernel code is called by the references), and torch's GradScaler pair
-// (reference/torch_amp.md §4) including a replay of golden update_scale_ data.
+// ports of apex's multi_tensor tests (tests/L0/run_amp/test_multi_tensor_{scale,axpby,l2norm}.py of
+// NVIDIA/apex: fuzz over sizes, chunk sizes, tensor counts and dtypes, with inf/NaN planted at the
+// first, a middle and the last element), the optimizer kernels against float64 references written
+// here from the formulas of docs/multi_tensor.md, "Formulas" (apex's csrc/multi_tensor_*.cu; no
+// kernel code is called by the references), and torch's GradScaler pair
+// (_amp_foreach_non_finite_check_and_unscale_, _amp_update_scale_) including a replay of golden
+// update_scale_ data.
 #include <omp.h>
 
 #include <algorithm>
@@ -614,7 +616,8 @@ BOOST_AUTO_TEST_CASE(l2norm_flags_non_finite_values_at_first_middle_and_last) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Optimizer kernels against float64 references written from apex's formulas (§6.2).
+// Optimizer kernels against float64 references written from apex's formulas (docs/multi_tensor.md,
+// "Formulas").
 
 namespace {
 
@@ -677,7 +680,7 @@ struct AdamConfig {
   double weight_decay;
 };
 
-// float64 Adam step of one element (apex §6.2).
+// float64 Adam step of one element (apex's AdamFunctor, csrc/multi_tensor_adam.cu).
 void adam_reference(double g, double& p, double& m, double& v, double lr, double b1, double b2,
                     double eps, int step, const AdamConfig& c) {
   const double bc1 = c.bias_correction ? 1 - std::pow(b1, step) : 1;
@@ -834,7 +837,8 @@ struct SgdConfig {
   bool nesterov, wd_after_momentum;
 };
 
-// float64 SGD step of one element (apex SGDFunctor, §6.2); returns the new weight.
+// float64 SGD step of one element (apex's SGDFunctor, csrc/multi_tensor_sgd_kernel.cu); returns the
+// new weight.
 double sgd_reference(double g, double w, double& mom, double lr, double scale, bool first_run,
                      const SgdConfig& c) {
   g = g * scale;
@@ -999,8 +1003,8 @@ struct LambConfig {
   double max_grad_norm;
 };
 
-// float64 LAMB step over all tensors (apex §6.2), with the global grad norm as the kernel gets
-// it (a Float32 value).
+// float64 LAMB step over all tensors (apex's csrc/multi_tensor_lamb.cu), with the global grad norm
+// as the kernel gets it (a Float32 value).
 void lamb_reference(const std::vector<std::vector<double>>& g, Params& p, Params& m, Params& v,
                     double global_norm, double lr, double b1, double b2, double eps, int step,
                     const LambConfig& c) {
@@ -1363,7 +1367,8 @@ BOOST_AUTO_TEST_CASE(optimizer_kernels_reject_unsupported_combinations) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// GradScaler kernels (reference/torch_amp.md §4).
+// GradScaler kernels (torch's _amp_foreach_non_finite_check_and_unscale_ and _amp_update_scale_;
+// docs/multi_tensor.md, "Formulas").
 
 BOOST_AUTO_TEST_CASE(non_finite_check_and_unscale_multiplies_in_place) {
   std::mt19937 rng(71);

@@ -205,9 +205,10 @@ inline std::string shape_str(const Shape& s) { return amp::shape_to_string(s); }
 // How close a result must be to its float64 reference.
 //  - Float64: |got - ref| <= rel64 * |ref| + atol_eps * 2^-52.
 //  - Float32: |got - ref| <= ulps * ulp32(ref) + atol_eps * 2^-23.
-//  - Float16 / BFloat16: the result is the 16-bit rounding of an fp32 result (DESIGN.md §3), so
-//    it must lie within `ulps16` 16-bit ulps of round16(ref) (of [round16(ref - atol),
-//    round16(ref + atol)] when atol_eps > 0, for results that come from a cancellation);
+//  - Float16 / BFloat16: the result is the 16-bit rounding of an fp32 result (docs/numerics.md,
+//    "How ops compute"), so it must lie within `ulps16` 16-bit ulps of round16(ref) (of
+//    [round16(ref - atol), round16(ref + atol)] when atol_eps > 0, for results that come from a
+//    cancellation);
 //    `min_exact16` is the fraction that must equal round16(ref) exactly.
 //  - Int64 and Bool: exactly equal.
 // Results whose rounding overflows (round(ref) = +-inf) and NaN references must match exactly.

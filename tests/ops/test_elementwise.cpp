@@ -4,10 +4,10 @@
 // transposed, strided, expanded, 0-d, empty and broadcast layouts. Adding an op to a table adds
 // all of its tests.
 //
-// Numerics (DESIGN.md §3): 16-bit inputs compute in fp32 and round once, so a 16-bit result must
-// be within 1 ulp (of the 16-bit format) of the rounding of the float64 reference, and at least
-// 99% of them exactly equal to it; Float32 results are within a few fp32 ulps (per op below);
-// Float64 results within 1e-14 relative.
+// Numerics (docs/numerics.md, "How ops compute"): 16-bit inputs compute in fp32 and round once, so
+// a 16-bit result must be within 1 ulp (of the 16-bit format) of the rounding of the float64
+// reference, and at least 99% of them exactly equal to it; Float32 results are within a few fp32
+// ulps (per op below); Float64 results within 1e-14 relative.
 #include <algorithm>
 #include <boost/test/data/monomorphic.hpp>
 #include <boost/test/data/test_case.hpp>
@@ -769,10 +769,10 @@ BOOST_AUTO_TEST_CASE(long_tensors_split_across_threads_match_the_reference) {
   }
 }
 
-// DESIGN.md §3 literally: a 16-bit result is the 16-bit rounding of the fp32 result. For ops
-// that are one IEEE operation in fp32 the fp32 result is computed here with C++ floats, so every
-// element must match bit for bit (including the double-rounding cases of x / 0.3 that differ
-// from round16(exact quotient)).
+// docs/numerics.md ("How ops compute") literally: a 16-bit result is the 16-bit rounding of the
+// fp32 result. For ops that are one IEEE operation in fp32 the fp32 result is computed here with
+// C++ floats, so every element must match bit for bit (including the double-rounding cases of
+// x / 0.3 that differ from round16(exact quotient)).
 BOOST_AUTO_TEST_CASE(sixteen_bit_arithmetic_is_the_fp32_result_rounded_once) {
   amp::manual_seed(4);
   struct Op {

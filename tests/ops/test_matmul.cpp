@@ -2,8 +2,9 @@
 // torch.matmul, mm and bmm, on every floating dtype and on contiguous, transposed, strided and
 // expanded (stride 0) operands, against a float64 product written here.
 //
-// Numerics (DESIGN.md §3): 16-bit inputs multiply with fp32 accumulation and the output is
-// rounded once, as on tensor cores. Tolerances, for inner size k and M = max|a| * max|b|:
+// Numerics (docs/numerics.md, "How ops compute"): 16-bit inputs multiply with fp32 accumulation and
+// the output is rounded once, as on tensor cores. Tolerances, for inner size k and
+// M = max|a| * max|b|:
 //  - Float32: |error| <= 1e-5 * sqrt(k) * M (fp32 accumulation, rounding errors grow ~ sqrt(k)
 //    in any summation order; 1e-5 is ~80x the unit roundoff);
 //  - Float64: |error| <= 1e-13 * sqrt(k) * M;

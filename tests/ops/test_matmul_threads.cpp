@@ -1,4 +1,4 @@
-// Specification of the thread-safety of the CPU GEMM (DESIGN.md §10, docs/robustness.md): matmul,
+// Specification of the thread-safety of the CPU GEMM (docs/robustness.md, "Threads"): matmul,
 // bmm and conv2d (which runs on the same oneDNN primitives) called from several threads at once,
 // on the same shapes, so that the threads share the cached primitives, give results equal bit for
 // bit to the same products run on one thread. Before scratchpads were per execution, two threads

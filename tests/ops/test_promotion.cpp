@@ -1,7 +1,7 @@
-// Specification of type promotion in the ops (PyTorch's rules, DESIGN.md §3): result dtypes of
-// mixed-dtype binary ops, 0-d tensors versus dimensioned tensors, double scalars, integer
-// promotion of floating ops, and the values computed under each rule (fp32 op-math for 16-bit
-// tensors with a double scalar, rounded once).
+// Specification of type promotion in the ops (docs/numerics.md,
+// "Type promotion (PyTorch's rules)"): result dtypes of mixed-dtype binary ops, 0-d tensors versus
+// dimensioned tensors, double scalars, integer promotion of floating ops, and the values computed
+// under each rule (fp32 op-math for 16-bit tensors with a double scalar, rounded once).
 #include <boost/test/unit_test.hpp>
 #include <cmath>
 #include <string>

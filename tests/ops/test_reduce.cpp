@@ -2,11 +2,11 @@
 // over given dims (single, several, negative, keepdim), argmax/argmin, on every floating dtype and
 // Int64/Bool, against float64 reductions written here.
 //
-// Numerics (DESIGN.md §3): reductions accumulate in fp32 for 16-bit and fp32 inputs (fp64 for
-// Float64, int64 for Int64/Bool) and round once. The bound used for a sum of n terms is the
-// classic one for the 8 accumulator chains of the kernel plus their pairwise combination:
-// |error| <= (n/8 + 4) * u * sum|x| (u = 2^-24 in fp32, 2^-53 in fp64); 16-bit results must then
-// be within 1 ulp of the 16-bit rounding of the exact sum. Max/min/arg* are exact.
+// Numerics (docs/numerics.md, "How ops compute"): reductions accumulate in fp32 for 16-bit and fp32
+// inputs (fp64 for Float64, int64 for Int64/Bool) and round once. The bound used for a sum of n
+// terms is the classic one for the 8 accumulator chains of the kernel plus their pairwise
+// combination: |error| <= (n/8 + 4) * u * sum|x| (u = 2^-24 in fp32, 2^-53 in fp64); 16-bit results
+// must then be within 1 ulp of the 16-bit rounding of the exact sum. Max/min/arg* are exact.
 #include <boost/test/data/monomorphic.hpp>
 #include <boost/test/data/test_case.hpp>
 #include <boost/test/unit_test.hpp>

@@ -1,5 +1,5 @@
 // Specification of the fused optimizers (optimizers/fused_*.h): ports of apex's
-// tests/L0/run_optimizers (reference/apex_amp.md §8.2) with apex's seed (9876), sizes (278011
+// tests/L0/run_optimizers (NVIDIA/apex) with apex's seed (9876), sizes (278011
 // elements; the multi-params shapes, scaled down, see kMultiParamShapes), 7 iterations and
 // options. Each fused optimizer is compared with an independent reference: our SGD, Adam and
 // AdamW (themselves checked against torch.optim golden files), or a float64 reference written
@@ -249,7 +249,8 @@ struct RefLAMB : Float64Ref {
   }
 };
 
-// apex §6.2 SGD (with wd_after_momentum, which torch lacks), float64.
+// apex's SGD kernel (csrc/multi_tensor_sgd_kernel.cu; docs/multi_tensor.md, "Formulas"), with
+// wd_after_momentum, which torch lacks; float64.
 struct RefSGD : Float64Ref {
   double lr, momentum, dampening, wd;
   bool nesterov, wd_after_momentum;

@@ -10,11 +10,12 @@ Run with Debian's interpreter (standard library only):
   /usr/bin/python3 tests/reference/make_grad_scaler_extended_golden.py
 
 The rule, written here from its sources rather than from ampcpp's code:
-- hysteresis: Megatron-LM's DynamicGradScaler.update (megatron/core/optimizer/grad_scaler.py;
-  reference/peers.md section A.2), transcribed below. Megatron lets its hysteresis tracker go
-  negative; ampcpp stores max(tracker, 0), which behaves the same, so the file records that;
-- the scale change itself: torch's _amp_update_scale_ (reference/torch_amp.md section 4.2):
-  products formed in double and rounded to fp32, growth only when the result is finite;
+- hysteresis: Megatron-LM's DynamicGradScaler.update (megatron/core/optimizer/grad_scaler.py),
+  transcribed below. Megatron lets its hysteresis tracker go negative; ampcpp stores
+  max(tracker, 0), which behaves the same, so the file records that;
+- the scale change itself: torch's _amp_update_scale_ (aten/src/ATen/native/cpu/
+  AmpGradScalerKernels.cpp; docs/multi_tensor.md, "Formulas"): products formed in double and
+  rounded to fp32, growth only when the result is finite;
 - the bounds of docs/grad_scaler.md: a backoff below min_scale is clamped to min_scale, a
   growth above max_scale is clamped to max_scale (both as fp32).
 """

@@ -13,7 +13,7 @@ Debian's python3-torch is 1.13, whose _amp_update_scale_ has only a CUDA kernel 
 In that case -- the case in which the committed file was generated -- the values come from
 `update_scale_rule` below, a transcription of torch's kernel (aten/src/ATen/native/cuda/
 AmpKernels.cu `amp_update_scale_cuda_kernel`, identical to the later CPU kernel in
-aten/src/ATen/native/cpu/AmpGradScalerKernels.cpp; reference/torch_amp.md section 4.2),
+aten/src/ATen/native/cpu/AmpGradScalerKernels.cpp; docs/multi_tensor.md, "Formulas"),
 with the fp32 scale emulated by numpy.float32 and the products formed in double as in C++.
 The file header records which source was used.
 """
