@@ -48,7 +48,8 @@ inline void run_strided(const ElementwisePlan& p, int64_t begin, int64_t end, co
   while (done < end) {
     const int64_t count = std::min(inner - (p.ndim > 0 ? idx[0] : 0), end - done);
     const int64_t s0 = p.ndim > 0 ? p.strides[0][0] : 0;
-    [[maybe_unused]] const std::array<int64_t, sizeof...(InT)> si{(p.ndim > 0 ? p.strides[I + 1][0] : 0)...};
+    [[maybe_unused]] const std::array<int64_t, sizeof...(InT)> si{
+        (p.ndim > 0 ? p.strides[I + 1][0] : 0)...};
     char* o = ptr[0];
     [[maybe_unused]] const std::array<const char*, sizeof...(InT)> ip{ptr[I + 1]...};
     for (int64_t j = 0; j < count; ++j) {

@@ -1,5 +1,5 @@
 // Helpers of the apex front end suites (amp::initialize, scale_loss, LossScaler): error capture,
-// stdout capture, a reset of amp's process-wide state, and tensor comparisons.
+// stdout capture, a reset of amp's process-wide state, quiet overrides, and tensor comparisons.
 #pragma once
 
 #include <boost/test/unit_test.hpp>
@@ -46,6 +46,12 @@ inline void reset_amp_state() {
   amp::clear_autocast_cache();
 }
 
+// Overrides that silence amp's messages (verbosity 0).
+inline amp::Overrides quiet(amp::Overrides o = {}) {
+  o.verbosity = 0;
+  return o;
+}
+
 // Resets amp's state when a test case starts and ends.
 struct FreshAmpState {
   FreshAmpState() { reset_amp_state(); }
@@ -63,18 +69,6 @@ inline bool bit_equal(const amp::Tensor& a, const amp::Tensor& b) {
     if (std::signbit(va[i]) != std::signbit(vb[i])) return false;
   }
   return true;
-}
-
-inline double max_abs_diff(const amp::Tensor& a, const amp::Tensor& b) {
-  const std::vector<double> va = values(a), vb = values(b);
-  BOOST_TEST_REQUIRE(va.size() == vb.size());
-  double worst = 0;
-  for (size_t i = 0; i < va.size(); ++i) {
-    const double d = std::abs(va[i] - vb[i]);
-    if (std::isnan(d)) return d;  // NaN must not be dropped by a max
-    worst = std::max(worst, d);
-  }
-  return worst;
 }
 
 }  // namespace amp_test

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "amp/amp.h"
+#include "tests/support/check_close.h"
 
 namespace amp_test::scaler {
 
@@ -66,19 +67,6 @@ inline void fill_grad(const Tensor& param, double value) {
   param.grad().fill_(value);  // the grad tensor is the one the optimizer reads
 }
 
-inline void check_close(const std::vector<Tensor>& a, const std::vector<Tensor>& b, double atol,
-                        const std::string& what) {
-  BOOST_TEST_REQUIRE(a.size() == b.size());
-  for (size_t i = 0; i < a.size(); ++i) {
-    const auto va = a[i].to(Device::cpu()).to_vector<double>();
-    const auto vb = b[i].to(Device::cpu()).to_vector<double>();
-    BOOST_TEST_REQUIRE(va.size() == vb.size());
-    double worst = 0;
-    for (size_t k = 0; k < va.size(); ++k) worst = std::max(worst, std::abs(va[k] - vb[k]));
-    BOOST_TEST(worst <= atol, what << ": tensor " << i << " differs by " << worst);
-  }
-}
-
 // One training run: run(data, net, optimizer, scaler, use_scaler).
 using RunFn = std::function<void(const Data&, Net&, amp::optimizers::Optimizer&, GradScaler&,
                                  bool try_scaling_api)>;
@@ -99,8 +87,8 @@ inline void run_scaling_case(Device device, const RunFn& run, int unskipped, int
     run(data, scaling, opt_scaling, scaler, true);
     const double want = enabled ? 128.0 * std::pow(2.0, unskipped) * std::pow(0.5, skipped) : 1.0;
     BOOST_TEST(scaler.get_scale() == want, "enabled " << enabled);
-    check_close(control.seq->parameters(), scaling.seq->parameters(), atol,
-                std::string("params, enabled ") + (enabled ? "true" : "false"));
+    amp_test::check_close(scaling.seq->parameters(), control.seq->parameters(), {.atol = atol},
+                          std::string("params, enabled ") + (enabled ? "true" : "false"));
   }
 }
 
@@ -279,8 +267,8 @@ inline void case_multiple(Device device) {
     run(c0, c1, oc0, oc1, false);
     run(s0, s1, os0, os1, true);
     BOOST_TEST(scaler.get_scale() == (enabled ? 128.0 * 8 * 0.5 : 1.0));
-    check_close(c0.seq->parameters(), s0.seq->parameters(), 1e-6, "model 0");
-    check_close(c1.seq->parameters(), s1.seq->parameters(), 1e-6, "model 1");
+    amp_test::check_close(s0.seq->parameters(), c0.seq->parameters(), {.atol = 1e-6}, "model 0");
+    amp_test::check_close(s1.seq->parameters(), c1.seq->parameters(), {.atol = 1e-6}, "model 1");
   }
 }
 

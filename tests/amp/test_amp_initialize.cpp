@@ -19,6 +19,7 @@ using amp_test::bit_equal;
 using amp_test::check_error;
 using amp_test::CoutCapture;
 using amp_test::FreshAmpState;
+using amp_test::quiet;
 namespace F = amp::nn::functional;
 
 struct Net : amp::nn::Module {
@@ -45,12 +46,6 @@ void check_same(const amp::StateDict& a, const amp::StateDict& b) {
   for (const auto& [k, v] : a) {
     BOOST_TEST_CONTEXT(k) { BOOST_TEST(bit_equal(v, b.at(k))); }
   }
-}
-
-amp::Overrides quiet() {
-  amp::Overrides o;
-  o.verbosity = 0;
-  return o;
 }
 
 Tensor batch() {

@@ -18,6 +18,7 @@ using amp::Overrides;
 using amp::Properties;
 using amp_test::check_error;
 using amp_test::CoutCapture;
+using amp_test::quiet;
 
 struct Case {
   std::string level;
@@ -40,11 +41,6 @@ struct Setup {
   std::shared_ptr<amp::nn::Linear> model = std::make_shared<amp::nn::Linear>(3, 2);
   amp::optimizers::SGD optimizer{model->parameters(), {.lr = 0.1}};
 };
-
-Overrides quiet(Overrides o = {}) {
-  o.verbosity = 0;
-  return o;
-}
 
 void check_preset(const Properties& p, const Case& c) {
   BOOST_TEST(p.enabled);

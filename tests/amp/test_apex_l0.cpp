@@ -15,6 +15,7 @@
 #include "amp/amp.h"
 #include "csrc/autocast/policy.h"
 #include "tests/amp/frontend_test_util.h"
+#include "tests/support/check_close.h"
 
 namespace {
 
@@ -64,19 +65,13 @@ void zero(const std::vector<TwoWeights*>& models, const std::vector<Optimizer*>&
   }
 }
 
-// torch.testing.assert_close's defaults for the dtype of `actual`, elementwise.
-bool close(const Tensor& actual, const Tensor& expected) {
+// torch.testing.assert_close's defaults for the dtype of `actual`, against `expected` in that
+// dtype.
+void check_close_as_torch(const Tensor& actual, const Tensor& expected, const std::string& what) {
   const double rtol = actual.dtype() == DType::Float16    ? 1e-3
                       : actual.dtype() == DType::BFloat16 ? 1.6e-2
                                                           : 1.3e-6;
-  const double atol = 1e-5;
-  const std::vector<double> a = amp_test::values(actual);
-  const std::vector<double> e = amp_test::values(expected.to(actual.dtype()));
-  if (a.size() != e.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (!(std::abs(a[i] - e[i]) <= atol + rtol * std::abs(e[i]))) return false;
-  }
-  return true;
+  amp_test::check_close(actual, expected.to(actual.dtype()), {.atol = 1e-5, .rtol = rtol}, what);
 }
 
 amp::Overrides test_overrides(int num_losses) {
@@ -273,15 +268,15 @@ void compare_runs(const RunResult& got, const RunResult& ref) {
     if (got.grads[it].empty()) continue;
     for (size_t o = 0; o < got.grads[it].size(); ++o) {
       for (size_t i = 0; i < got.grads[it][o].size(); ++i) {
-        BOOST_TEST(close(got.grads[it][o][i], ref.grads[it][o][i]),
-                   "iteration " << it << " optimizer " << o << " grad " << i << ": "
-                                << got.grads[it][o][i] << " vs " << ref.grads[it][o][i]);
+        check_close_as_torch(got.grads[it][o][i], ref.grads[it][o][i],
+                             "iteration " + std::to_string(it) + " optimizer " + std::to_string(o) +
+                                 " grad " + std::to_string(i));
       }
     }
   }
   BOOST_TEST_REQUIRE(got.params.size() == ref.params.size());
   for (size_t i = 0; i < got.params.size(); ++i) {
-    BOOST_TEST(close(got.params[i], ref.params[i]), "param " << i);
+    check_close_as_torch(got.params[i], ref.params[i], "param " + std::to_string(i));
   }
   BOOST_TEST(got.params_hold_master_rounding);
 }
@@ -412,7 +407,7 @@ BOOST_FIXTURE_TEST_CASE(add_param_group_matches_the_plain_run, FreshAmpState) {
             size_t i = 0;
             for (TwoWeights* m : models) {
               for (const Tensor& p : m->parameters()) {
-                BOOST_TEST(close(p, reference[i]), "param " << i);
+                check_close_as_torch(p, reference[i], "param " + std::to_string(i));
                 ++i;
               }
             }
@@ -695,8 +690,8 @@ BOOST_FIXTURE_TEST_CASE(the_cast_cache_is_invalidated_across_train_and_eval, Fre
           // 16-bit arithmetic against fp32: 1% of the largest gradient. A stale cached cast
           // (the weight before `w -= 1`) misses by far more.
           const double worst = amp_test::values(amp::max(amp::abs(rw.grad())))[0];
-          BOOST_TEST(amp_test::max_abs_diff(w.grad().to(DType::Float32), rw.grad()) <=
-                     1e-2 * worst);
+          amp_test::check_close(w.grad().to(DType::Float32), rw.grad(), {.atol = 1e-2 * worst},
+                                "16-bit grad against fp32");
         };
         train_step();
         {

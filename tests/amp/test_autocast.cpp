@@ -1,9 +1,10 @@
 // amp::autocast: every op of the policy table under CPU autocast (bf16 and fp16) and under the
 // CUDA column (checked on CPU tensors through the same policy code), against a control computed
 // with autocast off on manually cast inputs (torch's _run_autocast_outofplace harness), plus
-// promote, ignored types, the banned op, the weight-cast cache, nesting, threads, custom_fwd /
-// custom_bwd and the guard's validation (ports of PyTorch's test/test_autocast.py and the autocast
-// tests of test/test_cuda.py, with the lists of torch/testing/_internal/autocast_test_lists.py).
+// promote, ignored types, the banned op, the weight-cast cache, nesting, threads and the guard's
+// validation (ports of PyTorch's test/test_autocast.py and the autocast tests of
+// test/test_cuda.py, with the lists of torch/testing/_internal/autocast_test_lists.py). Custom
+// functions under autocast: test_autocast_custom_function.cpp.
 #include <boost/test/unit_test.hpp>
 #include <cmath>
 #include <fstream>
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "amp/amp.h"
+#include "tests/amp/autocast_inputs.h"
 #include "tests/autograd/test_util.h"
 
 namespace {
@@ -25,22 +27,12 @@ using amp::Tensor;
 using amp::autocast_policy::CastPolicy;
 using amp_test::contains;
 using amp_test::error_of;
+using amp_test::signed_values;
+using amp_test::values_in;
 namespace F = amp::nn::functional;
 
-// Deterministic fp32 inputs in [lo, hi].
-Tensor values(amp::Shape shape, double lo, double hi, int seed) {
-  int64_t n = 1;
-  for (int64_t s : shape) n *= s;
-  std::vector<float> v(n);
-  for (int64_t i = 0; i < n; ++i) {
-    const double u = 0.5 + 0.5 * std::sin(1.7 * double(i) + 3.1 * seed);
-    v[i] = float(lo + (hi - lo) * u);
-  }
-  return amp::from_vector(v, std::move(shape));
-}
-Tensor signed_values(amp::Shape shape, int seed) { return values(std::move(shape), -1, 1, seed); }
-Tensor positive(amp::Shape shape, int seed) { return values(std::move(shape), 0.2, 2, seed); }
-Tensor probs(amp::Shape shape, int seed) { return values(std::move(shape), 0.05, 0.95, seed); }
+Tensor positive(amp::Shape shape, int seed) { return values_in(std::move(shape), 0.2, 2, seed); }
+Tensor probs(amp::Shape shape, int seed) { return values_in(std::move(shape), 0.05, 0.95, seed); }
 Tensor labels(std::vector<int64_t> v) {
   const int64_t n = int64_t(v.size());
   return amp::from_vector(v, {n}, {.dtype = DType::Int64});
@@ -117,7 +109,7 @@ const std::map<std::string, Invoker>& invokers() {
        }},
       {"nn::functional::nll_loss",
        [](const Prep& p) {
-         return F::nll_loss(p(values({4, 5}, -3, -0.1, 1)), labels({0, 4, 2, 1}));
+         return F::nll_loss(p(values_in({4, 5}, -3, -0.1, 1)), labels({0, 4, 2, 1}));
        }},
       {"nn::functional::cross_entropy",
        [](const Prep& p) {
@@ -137,7 +129,7 @@ const std::map<std::string, Invoker>& invokers() {
        }},
       {"nn::functional::kl_div",
        [](const Prep& p) {
-         return F::kl_div(p(values({3, 5}, -3, -0.1, 1)), p(probs({3, 5}, 2)));
+         return F::kl_div(p(values_in({3, 5}, -3, -0.1, 1)), p(probs({3, 5}, 2)));
        }},
       {"nn::functional::binary_cross_entropy_with_logits",
        [](const Prep& p) {
@@ -708,134 +700,6 @@ BOOST_AUTO_TEST_CASE(docs_autocast_md_holds_the_generated_table) {
   text << in.rdbuf();
   BOOST_TEST(contains(text.str(), amp::autocast_policy::markdown_table()),
              "docs/autocast.md is stale: regenerate it with build/examples/autocast_table");
-}
-
-BOOST_AUTO_TEST_SUITE_END()
-
-namespace {
-
-struct Probe {
-  bool enabled = false;
-  DType input_dtype = DType::Int64;
-};
-Probe forward_probe, backward_probe;
-
-// torch's test_autocast_custom_enabled: custom_fwd without cast_inputs + custom_bwd.
-struct MyMM : amp::autograd::Function<MyMM> {
-  static constexpr bool kBackwardUsesForwardAutocast = true;
-  static Tensor forward(amp::autograd::AutogradContext* ctx, const Tensor& a, const Tensor& b) {
-    forward_probe = {amp::is_autocast_enabled(DeviceType::CPU), a.dtype()};
-    ctx->save_for_backward({a, b});
-    return amp::mm(a, b);
-  }
-  static std::vector<Tensor> backward(amp::autograd::AutogradContext* ctx,
-                                      const std::vector<Tensor>& g) {
-    backward_probe = {amp::is_autocast_enabled(DeviceType::CPU), g[0].dtype()};
-    const auto saved = ctx->get_saved_variables();
-    return {amp::mm(g[0], saved[1].t()), amp::mm(saved[0].t(), g[0])};
-  }
-};
-
-// torch's test_autocast_custom_cast_inputs: custom_fwd(cast_inputs=torch.float32).
-struct MyMMCastInputs : amp::autograd::Function<MyMMCastInputs> {
-  static constexpr bool kBackwardUsesForwardAutocast = true;
-  static constexpr DeviceType kAutocastDeviceType = DeviceType::CPU;
-  static constexpr DType kCastInputs = DType::Float32;
-  static Tensor forward(amp::autograd::AutogradContext* ctx, const Tensor& a,
-                        const std::vector<Tensor>& rest) {
-    forward_probe = {amp::is_autocast_enabled(DeviceType::CPU), a.dtype()};
-    BOOST_TEST(rest[0].dtype() == a.dtype());  // list inputs are cast too
-    ctx->save_for_backward({a, rest[0]});
-    return amp::mm(a, rest[0]);
-  }
-  static std::vector<Tensor> backward(amp::autograd::AutogradContext* ctx,
-                                      const std::vector<Tensor>& g) {
-    backward_probe = {amp::is_autocast_enabled(DeviceType::CPU), g[0].dtype()};
-    const auto saved = ctx->get_saved_variables();
-    return {amp::mm(g[0], saved[1].t()), amp::mm(saved[0].t(), g[0])};
-  }
-};
-
-}  // namespace
-
-// torch's test_cast_cache_is_global: an autocast region opened inside backward, while the
-// forward's region is still open, reuses the forward's cast of the weight.
-struct CastInBackward : amp::autograd::Function<CastInBackward> {
-  static Tensor weight;
-  static Tensor cast_seen_in_backward;
-  static Tensor forward(amp::autograd::AutogradContext*, const Tensor& x) {
-    return amp::mul(x, 2.0);
-  }
-  static std::vector<Tensor> backward(amp::autograd::AutogradContext*,
-                                      const std::vector<Tensor>& g) {
-    amp::autocast region(DeviceType::CPU);
-    cast_seen_in_backward =
-        amp::autocast_cast::cached_cast(weight, DType::BFloat16, DeviceType::CPU);
-    return {amp::mul(g[0], 2.0)};
-  }
-};
-Tensor CastInBackward::weight;
-Tensor CastInBackward::cast_seen_in_backward;
-
-BOOST_AUTO_TEST_SUITE(autocast_custom_function)
-
-BOOST_AUTO_TEST_CASE(custom_fwd_without_cast_inputs_sees_autocast_and_custom_bwd_too) {
-  for (DType lower : {DType::Float16, DType::BFloat16}) {
-    Tensor a = signed_values({4, 4}, 1), b = signed_values({4, 4}, 2);
-    a.requires_grad_();
-    b.requires_grad_();
-    Tensor out;
-    {
-      amp::autocast region(DeviceType::CPU, lower);
-      out = MyMM::apply(a, b);
-    }
-    BOOST_TEST(forward_probe.enabled);
-    BOOST_TEST(forward_probe.input_dtype == DType::Float32);
-    BOOST_TEST(out.dtype() == lower);
-    amp::sum(out).backward();
-    BOOST_TEST(backward_probe.enabled);
-    BOOST_TEST(backward_probe.input_dtype == lower);
-    BOOST_TEST(a.grad().dtype() == DType::Float32);
-  }
-}
-
-BOOST_AUTO_TEST_CASE(custom_fwd_cast_inputs_casts_and_disables_autocast_only_inside_a_region) {
-  Tensor a = signed_values({4, 4}, 1).to(DType::Float16);
-  Tensor b = signed_values({4, 4}, 2).to(DType::Float16);
-  a.requires_grad_();
-  b.requires_grad_();
-  Tensor out;
-  {
-    amp::autocast region(DeviceType::CPU, DType::Float16);
-    out = MyMMCastInputs::apply(a, std::vector<Tensor>{b});
-    BOOST_TEST(amp::is_autocast_enabled(DeviceType::CPU));  // restored after forward
-  }
-  BOOST_TEST(!forward_probe.enabled);
-  BOOST_TEST(forward_probe.input_dtype == DType::Float32);
-  BOOST_TEST(out.dtype() == DType::Float32);
-  amp::sum(out).backward();
-  BOOST_TEST(!backward_probe.enabled);
-  BOOST_TEST(a.grad().dtype() == DType::Float16);
-  // Outside autocast the decorator is a no-op: the inputs stay fp16.
-  const Tensor plain = MyMMCastInputs::apply(a, std::vector<Tensor>{b});
-  BOOST_TEST(forward_probe.input_dtype == DType::Float16);
-  BOOST_TEST(plain.dtype() == DType::Float16);
-}
-
-BOOST_AUTO_TEST_CASE(
-    a_region_inside_backward_reuses_the_forward_cast_while_the_outer_region_lives) {
-  Tensor w = signed_values({3, 5}, 2);
-  w.requires_grad_();
-  CastInBackward::weight = w;
-  Tensor x = signed_values({5}, 1);
-  x.requires_grad_();
-  amp::autocast outer(DeviceType::CPU);
-  const Tensor forward_cast = amp::autocast_cast::cached_cast(w, DType::BFloat16, DeviceType::CPU);
-  amp::sum(CastInBackward::apply(x)).backward();
-  BOOST_TEST(CastInBackward::cast_seen_in_backward.is_same(forward_cast));  // one cast in all
-  BOOST_TEST(amp::autocast_cast::cache_size() == 1u);
-  CastInBackward::weight = Tensor();
-  CastInBackward::cast_seen_in_backward = Tensor();
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "amp/amp.h"
+#include "tests/support/check_close.h"
 
 namespace {
 
@@ -193,14 +194,10 @@ void check_against(const std::vector<Tensor>& got, const Params& expected, doubl
   for (size_t p = 0; p < parts.size(); ++p) {
     BOOST_TEST_REQUIRE(got[p].defined());
     BOOST_TEST(amp::dtype_name(got[p].dtype()) == std::string("Float64"));
-    const std::vector<double> values = got[p].to_vector<double>();
-    BOOST_TEST_REQUIRE(values.size() == parts[p]->size());
-    for (size_t i = 0; i < values.size(); ++i) {
-      const double want = (*parts[p])[i] * scale;
-      BOOST_TEST(
-          std::abs(values[i] - want) <= tol * (1.0 + std::abs(want)),
-          "param " << p << " element " << i << ": got " << values[i] << ", expected " << want);
-    }
+    std::vector<double> want;
+    for (double v : *parts[p]) want.push_back(v * scale);
+    amp_test::check_close(got[p].to_vector<double>(), want, {.atol = tol, .rtol = tol},
+                          "param " + std::to_string(p));
   }
 }
 

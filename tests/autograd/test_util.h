@@ -2,12 +2,12 @@
 #pragma once
 
 #include <boost/test/unit_test.hpp>
-#include <cmath>
 #include <functional>
 #include <string>
 #include <vector>
 
 #include "amp/amp.h"
+#include "tests/support/check_close.h"
 #include "tests/support/message_has.h"
 
 namespace amp_test {
@@ -22,16 +22,12 @@ inline amp::Tensor leaf(const std::vector<double>& values, amp::Shape shape,
   return amp::from_vector(values, std::move(shape), {.dtype = dtype, .requires_grad = true});
 }
 
-// Checks every element of t against `expected` (computed by hand in the test).
+// Checks every element of t against `expected` (computed by hand in the test), within
+// tol * (1 + |expected|).
 inline void check_values(const amp::Tensor& t, const std::vector<double>& expected,
                          double tol = 1e-12) {
   BOOST_TEST_REQUIRE(t.defined());
-  const std::vector<double> got = t.to_vector<double>();
-  BOOST_TEST_REQUIRE(got.size() == expected.size());
-  for (size_t i = 0; i < got.size(); ++i) {
-    BOOST_TEST(std::abs(got[i] - expected[i]) <= tol * (1.0 + std::abs(expected[i])),
-               "element " << i << ": got " << got[i] << ", expected " << expected[i]);
-  }
+  check_close(t.to_vector<double>(), expected, {.atol = tol, .rtol = tol}, "values");
 }
 
 }  // namespace amp_test

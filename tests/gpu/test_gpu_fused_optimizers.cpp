@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "amp/amp.h"
+#include "tests/support/check_close.h"
 #include "tests/support/cuda_precondition.h"
 
 namespace {
@@ -65,18 +66,6 @@ std::vector<opt::ParamGroup> two_groups(const std::vector<Tensor>& p) {
   return g;
 }
 
-void check_close(const Tensor& gpu, const Tensor& cpu, double tol, const std::string& what) {
-  const std::vector<double> g = gpu.to(kCpu).to_vector<double>(), c = cpu.to_vector<double>();
-  BOOST_REQUIRE_EQUAL(g.size(), c.size());
-  for (size_t i = 0; i < g.size(); ++i) {
-    if (!(std::fabs(g[i] - c[i]) <= tol)) {
-      BOOST_ERROR(what << ": element " << i << " is " << g[i] << " on CUDA, " << c[i]
-                       << " on the CPU");
-      return;
-    }
-  }
-}
-
 // Runs `steps` steps on CPU and CUDA copies; `scaled` uses step_with_amp_scaling with grads
 // multiplied by 1024 and the scale and found_inf on the device.
 void run_case(const Case& c, DType dtype, bool scaled, const std::string& what) {
@@ -110,7 +99,7 @@ void run_case(const Case& c, DType dtype, bool scaled, const std::string& what) 
   // 16-bit parameters may round the other way after an fp32 ulp of difference in the master.
   const double tol = dtype == DType::Float32 ? 1e-5 : (dtype == DType::Float16 ? 1e-3 : 8e-3);
   for (size_t i = 0; i < cpu.size(); ++i) {
-    check_close(gpu[i], cpu[i], tol, what + " param " + std::to_string(i));
+    amp_test::check_close(gpu[i], cpu[i], {.atol = tol}, what + " param " + std::to_string(i));
   }
 }
 
@@ -162,8 +151,8 @@ BOOST_AUTO_TEST_CASE(fused_optimizers_bucket_mixed_devices_and_lamb_rejects_them
   c.set_grad(g.clone());
   mixed.step();
   cpu_only.step();
-  check_close(b, c, 1e-6, "cuda parameter of a mixed group");
-  check_close(a.to(cuda), c, 0.0, "cpu parameter of a mixed group");
+  amp_test::check_close(b, c, {.atol = 1e-6}, "cuda parameter of a mixed group");
+  amp_test::check_close(a.to(cuda), c, {}, "cpu parameter of a mixed group");
   // LAMB's global gradient norm spans every parameter: one device only.
   opt::FusedLAMB lamb({a, b});
   try {

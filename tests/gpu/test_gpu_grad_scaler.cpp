@@ -6,7 +6,6 @@
 #include <bit>
 #include <boost/test/unit_test.hpp>
 #include <cstdint>
-#include <functional>
 #include <limits>
 #include <random>
 #include <string>
@@ -15,6 +14,7 @@
 #include "amp/amp.h"
 #include "tests/amp/grad_scaler_cases.h"
 #include "tests/support/cuda_precondition.h"
+#include "tests/support/message_has.h"
 
 namespace {
 
@@ -37,15 +37,6 @@ void set_grad(Tensor p, const std::vector<double>& values) {
   p.set_grad(amp::from_vector(values, {static_cast<int64_t>(values.size())}).to(p.device()));
 }
 
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const amp::Error& e) {
-    return e.what();
-  }
-  return "";
-}
-
 std::vector<double> host(const Tensor& t) { return t.to(kCpu).to_vector<double>(); }
 
 }  // namespace
@@ -64,10 +55,11 @@ BOOST_AUTO_TEST_CASE(scale_lives_on_the_first_scaled_tensors_device) {
 
 BOOST_AUTO_TEST_CASE(scale_rejects_a_tensor_of_another_device_type) {
   GradScaler cuda_scaler(amp::DeviceType::CUDA);
-  const std::string on_cpu = error_of([&] { cuda_scaler.scale(amp::ones({1})); });
+  const std::string on_cpu = amp_test::error_of([&] { cuda_scaler.scale(amp::ones({1})); });
   BOOST_TEST(on_cpu.find("expected a tensor on a CUDA device") != std::string::npos, on_cpu);
   GradScaler cpu_scaler(amp::DeviceType::CPU);
-  const std::string on_cuda = error_of([&] { cpu_scaler.scale(amp::ones({1}).to(kCuda)); });
+  const std::string on_cuda =
+      amp_test::error_of([&] { cpu_scaler.scale(amp::ones({1}).to(kCuda)); });
   BOOST_TEST(on_cuda.find("got one on CUDA:0") != std::string::npos, on_cuda);
 }
 

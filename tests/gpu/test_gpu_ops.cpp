@@ -1,8 +1,8 @@
 // Specification of the CUDA backend: every op run on a CUDA tensor gives what the same op gives
 // on the CPU (the reference, tested on its own in tests/ops), bit for bit where both sides do
 // one correctly rounded operation per element, within a dtype's rounding otherwise. Without a
-// usable device suite gpu_ops is skipped by its precondition and ctest reports it Skipped;
-// suite cuda_availability checks the unavailable path itself and runs everywhere.
+// usable device the suite is skipped by its precondition and ctest reports it Skipped; the
+// unavailable path itself is specified by test_cuda_availability.cpp, which runs everywhere.
 #include <boost/test/unit_test.hpp>
 #include <cmath>
 #include <cstdint>
@@ -13,9 +13,7 @@
 #include <vector>
 
 #include "csrc/core/allocator.h"
-#include "csrc/core/cuda_backend.h"
 #include "csrc/core/tensor.h"
-#include "csrc/cuda/cuda.h"
 #include "csrc/ops/elementwise.h"
 #include "csrc/ops/factories.h"
 #include "csrc/ops/linalg.h"
@@ -125,41 +123,7 @@ Tensor samples(amp::Shape shape, DType dtype) {
   return x.to(dtype);
 }
 
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
-
 }  // namespace
-
-// Its own suite, labelled unit rather than gpu and without a precondition: it must run, and
-// check something, with and without a device.
-BOOST_AUTO_TEST_SUITE(cuda_availability)
-
-// Runs with and without a device: the unavailable path is the one CI exercises.
-BOOST_AUTO_TEST_CASE(cuda_tensors_raise_a_clear_error_when_no_device_is_usable) {
-  if (amp::cuda::is_available()) {
-    BOOST_TEST(amp::cuda::device_count() >= 1);
-    BOOST_TEST(std::string(amp::cuda_backend::unavailable_reason()).empty());
-    BOOST_TEST(amp::zeros({2}, {.device = Device::cuda()}).device().is_cuda());
-    return;
-  }
-  const std::string reason = amp::cuda_backend::unavailable_reason();
-  BOOST_TEST(!reason.empty());
-  BOOST_TEST(amp::cuda::device_count() == 0);
-  // Asking about memory does not need a device.
-  BOOST_TEST(amp::memory::allocated(DeviceType::CUDA) == 0);
-  const auto names_reason = [&](const amp::Error& e) {
-    const std::string message = e.what();
-    BOOST_TEST_MESSAGE("amp::Error: " << message);
-    return contains(message, reason) && contains(message, "CUDA");
-  };
-  BOOST_CHECK_EXCEPTION(amp::zeros({2}, {.device = Device::cuda()}), amp::Error, names_reason);
-  BOOST_CHECK_EXCEPTION(amp::ones({3}).to(Device::cuda()), amp::Error, names_reason);
-  BOOST_CHECK_EXCEPTION(amp::randn({2, 2}, {.device = Device::cuda()}), amp::Error, names_reason);
-  BOOST_CHECK_THROW(amp::cuda_backend::require_available("matmul"), amp::Error);
-}
-
-BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE(gpu_ops, *amp::testing::requires_cuda())
 

@@ -19,6 +19,8 @@
 
 #include "amp/amp.h"
 #include "csrc/multi_tensor/multi_tensor.h"
+#include "tests/support/check_close.h"
+#include "tests/support/message_has.h"
 
 namespace {
 
@@ -26,6 +28,8 @@ namespace opt = amp::optimizers;
 using amp::DType;
 using amp::StateDict;
 using amp::Tensor;
+using amp_test::check_close;
+using amp_test::check_error;
 using opt::Optimizer;
 using opt::ParamGroup;
 
@@ -54,39 +58,9 @@ Values values_of(const std::vector<Tensor>& ts) {
   return out;
 }
 
-double max_abs_diff(const std::vector<double>& a, const std::vector<double>& b) {
-  BOOST_REQUIRE_EQUAL(a.size(), b.size());
-  double worst = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    const double d = std::fabs(a[i] - b[i]);
-    worst = std::isnan(d) ? INFINITY : std::max(worst, d);
-  }
-  return worst;
-}
-
-void check_close(const Values& got, const Values& want, double tol, const std::string& what) {
-  BOOST_REQUIRE_EQUAL(got.size(), want.size());
-  for (size_t t = 0; t < got.size(); ++t) {
-    const double d = max_abs_diff(got[t], want[t]);
-    BOOST_TEST(d <= tol,
-               what << ": tensor " << t << " differs by " << d << " (tolerance " << tol << ")");
-  }
-}
-
+// Equal values (-0 equals +0; NaN equals nothing).
 void check_same(const Values& got, const Values& want, const std::string& what) {
-  check_close(got, want, 0.0, what);
-}
-
-void check_error(const std::function<void()>& fn, const std::string& expected) {
-  try {
-    fn();
-  } catch (const amp::Error& e) {
-    const std::string message = e.what();
-    BOOST_TEST(message.find(expected) != std::string::npos,
-               "message '" << message << "' lacks '" << expected << "'");
-    return;
-  }
-  BOOST_ERROR("expected amp::Error with '" << expected << "', nothing was thrown");
+  check_close(got, want, {}, what);
 }
 
 // Parameters torch.rand-like in [0, 1) (apex's test data), as two identical sets of leaves.
@@ -130,7 +104,7 @@ void compare_with_optimizer(const std::vector<amp::Shape>& shapes, const MakeOpt
     give_grads(p);
     ref->step();
     tst->step();
-    check_close(values_of(p.tst), values_of(p.ref), kTol,
+    check_close(values_of(p.tst), values_of(p.ref), {.atol = kTol},
                 what + " iteration " + std::to_string(it));
   }
 }
@@ -154,7 +128,7 @@ void compare_with_float64(const std::vector<amp::Shape>& shapes, Float64Ref& ref
     ref.step += 1;
     ref.update(values_of(grads));
     tst->step();
-    check_close(values_of(p.tst), ref.p, kTol, what + " iteration " + std::to_string(it));
+    check_close(values_of(p.tst), ref.p, {.atol = kTol}, what + " iteration " + std::to_string(it));
   }
 }
 
@@ -476,7 +450,8 @@ BOOST_AUTO_TEST_CASE(fused_sgd_parameter_joining_later_starts_its_own_momentum) 
     }
     ref.step();
     tst.step();
-    check_close(values_of(p.tst), values_of(p.ref), kTol, "iteration " + std::to_string(it));
+    check_close(values_of(p.tst), values_of(p.ref), {.atol = kTol},
+                "iteration " + std::to_string(it));
   }
 }
 
@@ -634,7 +609,7 @@ BOOST_AUTO_TEST_CASE(sixteen_bit_params_follow_an_fp32_run_through_their_masters
             BOOST_REQUIRE(master != nullptr);
             BOOST_TEST(master->dtype() == DType::Float32);
             BOOST_TEST(low[i].dtype() == dtype);
-            check_close({values(*master)}, {values(full[i])}, kTol,
+            check_close(values(*master), values(full[i]), {.atol = kTol},
                         "master vs fp32 run, iteration " + std::to_string(it));
             // The 16-bit parameter is exactly the master rounded (one RNE rounding).
             check_same({values(low[i])}, {values(master->to(dtype))}, "param == round(master)");
@@ -665,7 +640,7 @@ BOOST_AUTO_TEST_CASE(step_with_amp_scaling_equals_an_unscaled_step) {
           scaled->step_with_amp_scaling(amp::full({1}, kScale), amp::zeros({1}));
           // Not always bit-identical: GCC may contract a*b+c into an FMA differently in the
           // unscaling kernel instantiation; a few fp32 ulps.
-          check_close(values_of(p.tst), values_of(p.ref), kScaledTol,
+          check_close(values_of(p.tst), values_of(p.ref), {.atol = kScaledTol},
                       "params, iteration " + std::to_string(it));
           std::vector<Tensor> left;
           for (const Tensor& t : p.tst) left.push_back(t.grad());
@@ -675,7 +650,7 @@ BOOST_AUTO_TEST_CASE(step_with_amp_scaling_equals_an_unscaled_step) {
         BOOST_REQUIRE_EQUAL(a.size(), b.size());
         for (const auto& [key, value] : a) {
           BOOST_REQUIRE(b.count(key) == 1);
-          check_close({values(value)}, {values(b.at(key))}, kScaledTol, key);
+          check_close(values(value), values(b.at(key)), {.atol = kScaledTol}, key);
         }
       }
     }
@@ -806,59 +781,59 @@ BOOST_AUTO_TEST_CASE(defaults_are_apex_defaults) {
 BOOST_AUTO_TEST_CASE(bad_options_raise_apex_messages) {
   Tensor p = leaf(amp::rand({4}));
   check_error([&] { opt::FusedAdam({p}, {.amsgrad = true}); },
-              "FusedAdam does not support the AMSGrad variant.");
+              {"FusedAdam does not support the AMSGrad variant."});
   check_error(
       [&] {
         opt::FusedLAMB({ParamGroup{{p}, {{"amsgrad", 1.0}}}});
       },
-      "FusedLAMB does not support the AMSGrad variant.");
+      {"FusedLAMB does not support the AMSGrad variant."});
   check_error([&] { opt::FusedNovoGrad({p}, {.norm_type = 1}); },
-              "FusedNovoGrad only support l2/inf norm now.");
+              {"FusedNovoGrad only support l2/inf norm now."});
   check_error([&] { opt::FusedSGD({p}, opt::SGDOptions{.lr = -0.1}); },
-              "Invalid learning rate: -0.1");
+              {"Invalid learning rate: -0.1"});
   check_error([&] { opt::FusedSGD({p}, opt::SGDOptions{.lr = 0.1, .momentum = -0.5}); },
-              "Invalid momentum value: -0.5");
+              {"Invalid momentum value: -0.5"});
   check_error([&] { opt::FusedSGD({p}, opt::SGDOptions{.lr = 0.1, .weight_decay = -1}); },
-              "Invalid weight_decay value: -1.0");
+              {"Invalid weight_decay value: -1.0"});
   check_error([&] { opt::FusedSGD({p}, opt::SGDOptions{.lr = 0.1, .nesterov = true}); },
-              "Nesterov momentum requires a momentum and zero dampening");
+              {"Nesterov momentum requires a momentum and zero dampening"});
   check_error(
       [&] {
         opt::FusedAdam({p}, {.betas = {1.0, 0.999}});
       },
-      "Invalid beta parameter at index 0: 1.0");
-  check_error([&] { opt::FusedAdagrad({p}, {.eps = -1e-3}); }, "Invalid epsilon value: -0.001");
+      {"Invalid beta parameter at index 0: 1.0"});
+  check_error([&] { opt::FusedAdagrad({p}, {.eps = -1e-3}); }, {"Invalid epsilon value: -0.001"});
   check_error([&] { opt::FusedLAMB({p}, {.max_grad_norm = 0.0}); },
-              "FusedLAMB: expected max_grad_norm > 0, got 0.0");
+              {"FusedLAMB: expected max_grad_norm > 0, got 0.0"});
   check_error(
       [&] {
         opt::FusedAdam({ParamGroup{{p}, {{"adam_w_mode", 2.0}}}});
       },
-      "FusedAdam: expected option 'adam_w_mode' to be 0 or 1 (a bool), got 2.0");
+      {"FusedAdam: expected option 'adam_w_mode' to be 0 or 1 (a bool), got 2.0"});
   check_error([&] { opt::FusedAdam(std::vector<Tensor>{}); },
-              "optimizer got an empty parameter list");
+              {"optimizer got an empty parameter list"});
 }
 
 BOOST_AUTO_TEST_CASE(bad_parameters_and_scaling_inputs_raise_clear_errors) {
   Tensor d = leaf(amp::rand({4}).to(DType::Float64));
   check_error([&] { opt::FusedAdam({d}); },
-              "FusedAdam only support fp16 and fp32. Expected Float32, Float16 or BFloat16 "
-              "parameters, got Float64 (parameter 0 of group 0)");
+              {"FusedAdam only support fp16 and fp32. Expected Float32, Float16 or BFloat16 "
+               "parameters, got Float64 (parameter 0 of group 0)"});
   Tensor p = leaf(amp::rand({4}));
   opt::FusedAdagrad adagrad({p});
   adagrad.add_param_group({{d}, {}});
   d.set_grad(amp::ones({4}, {.dtype = DType::Float64}));
-  check_error([&] { adagrad.step(); }, "FusedAdagrad only support fp16 and fp32.");
+  check_error([&] { adagrad.step(); }, {"FusedAdagrad only support fp16 and fp32."});
   Tensor q = leaf(amp::rand({4}));
   q.set_grad(amp::ones({4}));
   opt::FusedSGD sgd({q}, opt::SGDOptions{.lr = 0.1});
   check_error([&] { sgd.step_with_amp_scaling(amp::ones({2}), amp::zeros({1})); },
-              "FusedSGD.step_with_amp_scaling: expected grad_scale to be a 1-element Float32 "
-              "tensor, got Float32 [2]");
+              {"FusedSGD.step_with_amp_scaling: expected grad_scale to be a 1-element Float32 "
+               "tensor, got Float32 [2]"});
   check_error(
       [&] { sgd.step_with_amp_scaling(amp::ones({1}), amp::zeros({1}, {.dtype = DType::Int64})); },
-      "FusedSGD.step_with_amp_scaling: expected found_inf to be a 1-element Float32 "
-      "tensor, got Int64");
+      {"FusedSGD.step_with_amp_scaling: expected found_inf to be a 1-element Float32 "
+       "tensor, got Int64"});
 }
 
 // ---------------------------------------------------------------------------------------------

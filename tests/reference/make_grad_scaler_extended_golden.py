@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Golden data for amp::GradScaler's additions to PyTorch (tests/amp/test_grad_scaler.cpp).
+"""Golden data for amp::GradScaler's additions to PyTorch (tests/amp/test_grad_scaler_update.cpp).
 
 Writes tests/data/grad_scaler_extended_golden.txt: for configurations of (init_scale,
 growth_factor, backoff_factor, growth_interval, hysteresis, min_scale, max_scale) and a fixed

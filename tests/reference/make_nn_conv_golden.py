@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Golden values for tests/nn/test_conv_pool_norm.cpp (suite nn_conv), computed by PyTorch.
+"""Golden values for tests/nn/test_nn_conv.cpp (suite nn_conv), computed by PyTorch.
 
 Run with Debian's python3-torch (1.13): /usr/bin/python3 tests/reference/make_nn_conv_golden.py
 Writes tests/data/nn_conv_golden/<case>.txt. Every case holds its deterministic inputs and

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Golden values for tests/nn/test_layers_losses.cpp, computed by PyTorch.
+"""Golden values for tests/nn/test_nn_layers.cpp (suite nn_layers), computed by PyTorch.
 
 Run with Debian's interpreter (python3-torch):  /usr/bin/python3 tests/reference/make_nn_golden.py
 Writes one text file per case into tests/data/nn_golden/. Each tensor is two lines:

@@ -1,5 +1,6 @@
 #!/usr/bin/python3
-"""Golden data for amp::multi_tensor::update_scale_ (tests/multi_tensor/test_multi_tensor.cpp).
+"""Golden data for amp::multi_tensor::update_scale_ and amp::GradScaler::update
+(tests/multi_tensor/test_multi_tensor_grad_scaler.cpp, tests/amp/test_grad_scaler_update.cpp).
 
 Writes tests/data/update_scale_golden.txt: for several (init_scale, growth_factor, backoff_factor,
 growth_interval) configurations and a fixed sequence of found_inf values, the scale (fp32 bit

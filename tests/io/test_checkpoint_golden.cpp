@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "amp/amp.h"
+#include "tests/io/checkpoint_test_util.h"
 #include "tests/io/temp_dir.h"
 
 namespace {
@@ -22,6 +23,7 @@ namespace {
 using amp::DType;
 using amp::StateDict;
 using amp::Tensor;
+using amp_test::checkpoint_util::raw;
 
 const std::string kGolden = std::string(AMPCPP_TEST_DATA_DIR) + "/golden_small.safetensors";
 const std::string kSidecar = std::string(AMPCPP_TEST_DATA_DIR) + "/golden_small.txt";
@@ -130,11 +132,6 @@ std::string serde_json_string(const std::string& text) {
     }
   }
   return out + "\"";
-}
-
-std::string raw(const Tensor& t) {
-  return std::string(static_cast<const char*>(t.data_ptr()),
-                     static_cast<size_t>(t.numel()) * amp::element_size(t.dtype()));
 }
 
 }  // namespace

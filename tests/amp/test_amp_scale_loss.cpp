@@ -12,6 +12,7 @@
 
 #include "amp/amp.h"
 #include "tests/amp/frontend_test_util.h"
+#include "tests/support/check_close.h"
 
 namespace {
 
@@ -21,7 +22,7 @@ using amp_test::bit_equal;
 using amp_test::check_error;
 using amp_test::CoutCapture;
 using amp_test::FreshAmpState;
-using amp_test::max_abs_diff;
+using amp_test::quiet;
 namespace F = amp::nn::functional;
 
 struct Mlp : amp::nn::Module {
@@ -33,12 +34,6 @@ struct Mlp : amp::nn::Module {
   Tensor forward(const Tensor& x) override { return (*fc2)(F::relu((*fc1)(x))); }
   std::shared_ptr<amp::nn::Linear> fc1, fc2;
 };
-
-amp::Overrides quiet() {
-  amp::Overrides o;
-  o.verbosity = 0;
-  return o;
-}
 
 Tensor input(uint64_t seed = 5) {
   amp::manual_seed(seed);
@@ -148,7 +143,8 @@ BOOST_FIXTURE_TEST_CASE(o2_unscales_the_16bit_gradients_into_the_fp32_masters, F
         const Tensor fp32_grad = reference.parameters()[i].grad();
         const double tol = (low == DType::Float16 ? 2e-2 : 1e-1) *
                            std::max(1.0, amp_test::values(amp::max(amp::abs(fp32_grad)))[0]);
-        BOOST_TEST(max_abs_diff(master.grad(), fp32_grad) <= tol);
+        amp_test::check_close(master.grad(), fp32_grad, {.atol = tol},
+                              "master grad " + std::to_string(i) + " against fp32");
       }
       BOOST_TEST(scale_of() == 65536.0);
     }
@@ -302,7 +298,8 @@ BOOST_FIXTURE_TEST_CASE(o1_accumulates_onto_the_existing_gradients, FreshAmpStat
   for (size_t i = 0; i < first.size(); ++i) {
     const Tensor expected =
         amp::add(first[i].to(DType::Float64), m.parameters()[i].grad().to(DType::Float64));
-    BOOST_TEST(max_abs_diff(both[i].to(DType::Float64), expected) <= 1e-6);
+    amp_test::check_close(both[i].to(DType::Float64), expected, {.atol = 1e-6},
+                          "accumulated grad " + std::to_string(i));
   }
 }
 

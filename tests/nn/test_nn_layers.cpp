@@ -3,10 +3,8 @@
 // differences in fp64 (gradcheck, gradgradcheck). Adding a case to the table adds all checks.
 #include <boost/test/unit_test.hpp>
 #include <cmath>
-#include <fstream>
 #include <functional>
 #include <map>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -20,62 +18,24 @@
 #include "nn/init.h"
 #include "nn/linear.h"
 #include "nn/normalization.h"
+#include "tests/support/check_close.h"
+#include "tests/support/golden_file.h"
 
 using namespace amp;
 namespace F = amp::nn::functional;
 using Inputs = std::map<std::string, Tensor>;
+using amp_test::check_close;
 
 namespace {
 
-// Reads a golden file: per tensor a header "<name> <f32|i64> <ndim> <dims...>" and a line of
-// values.
+// The tensors of tests/data/nn_golden/<name>.txt: f32 as Float32, i64 as Int64.
 Inputs load_golden(const std::string& name) {
-  const std::string path = std::string(AMPCPP_TEST_DATA_DIR) + "/nn_golden/" + name + ".txt";
-  std::ifstream in(path);
-  BOOST_REQUIRE_MESSAGE(in.good(), "missing golden file " << path);
   Inputs out;
-  std::string tname, kind;
-  int64_t ndim = 0;
-  while (in >> tname >> kind >> ndim) {
-    Shape shape(static_cast<size_t>(ndim));
-    for (auto& d : shape) in >> d;
-    const int64_t n = shape_numel(shape);
-    if (kind == "i64") {
-      std::vector<int64_t> v(static_cast<size_t>(n));
-      for (auto& x : v) in >> x;
-      out[tname] = from_vector(v, shape, {.dtype = DType::Int64});
-    } else {
-      std::vector<double> v(static_cast<size_t>(n));
-      for (auto& x : v) in >> x;
-      out[tname] = from_vector(v, shape, {.dtype = DType::Float32});
-    }
+  for (const auto& [tname, t] : amp_test::golden::read_tensors("nn_golden/" + name + ".txt")) {
+    out[tname] =
+        from_vector(t.values, t.shape, {.dtype = t.type == "i64" ? DType::Int64 : DType::Float32});
   }
   return out;
-}
-
-void check_close(const Tensor& actual, const Tensor& expected, double rtol, double atol,
-                 const std::string& what) {
-  BOOST_REQUIRE_MESSAGE(actual.defined(), what << ": undefined");
-  BOOST_REQUIRE_MESSAGE(actual.sizes() == expected.sizes(),
-                        what << ": shape " << shape_to_string(actual.sizes()) << " vs "
-                             << shape_to_string(expected.sizes()));
-  const auto a = actual.to_vector<double>();
-  const auto e = expected.to_vector<double>();
-  double worst = 0;
-  size_t worst_i = 0;
-  bool ok = true;
-  for (size_t i = 0; i < a.size(); ++i) {
-    const double err = std::abs(a[i] - e[i]);
-    const double tol = atol + rtol * std::abs(e[i]);
-    if (!(err <= tol)) ok = false;
-    if (!(err <= worst)) {
-      worst = err;
-      worst_i = i;
-    }
-  }
-  BOOST_CHECK_MESSAGE(ok, what << ": max error " << worst << " at " << worst_i << " (got "
-                               << (a.empty() ? 0 : a[worst_i]) << ", expected "
-                               << (e.empty() ? 0 : e[worst_i]) << ")");
 }
 
 using Fn = std::function<Tensor(const Inputs&)>;
@@ -193,13 +153,13 @@ Inputs prepare_inputs(const Inputs& golden, DType dtype) {
 }
 
 // Runs a case in `dtype` and compares output and input gradients with the fp32 golden values.
-void run_against_golden(const Case& c, DType dtype, double rtol, double atol) {
+void run_against_golden(const Case& c, DType dtype, const amp_test::CloseTolerance& tol) {
   const Inputs golden = load_golden(c.name);
   const Inputs in = prepare_inputs(golden, dtype);
   const Tensor out = c.fn(in);
   const std::string tag = c.name + " [" + dtype_name(dtype) + "]";
   BOOST_TEST(dtype_name(out.dtype()) == dtype_name(dtype), tag << ": output dtype");
-  check_close(out, golden.at("out"), rtol, atol, tag + " output");
+  check_close(out, golden.at("out"), tol, tag + " output");
   if (golden.count("gy")) {
     out.backward(golden.at("gy").to(out.dtype()));
   } else {
@@ -208,7 +168,7 @@ void run_against_golden(const Case& c, DType dtype, double rtol, double atol) {
   for (const auto& [name, t] : in) {
     if (!golden.count("grad." + name)) continue;
     BOOST_TEST(dtype_name(t.grad().dtype()) == dtype_name(dtype), tag << ": grad dtype");
-    check_close(t.grad(), golden.at("grad." + name), rtol, atol, tag + " grad." + name);
+    check_close(t.grad(), golden.at("grad." + name), tol, tag + " grad." + name);
   }
 }
 
@@ -217,18 +177,18 @@ void run_against_golden(const Case& c, DType dtype, double rtol, double atol) {
 BOOST_AUTO_TEST_SUITE(nn_layers)
 
 BOOST_AUTO_TEST_CASE(every_layer_and_loss_matches_pytorch_in_fp32) {
-  for (const Case& c : cases()) run_against_golden(c, DType::Float32, 1e-5, 1e-6);
+  for (const Case& c : cases()) run_against_golden(c, DType::Float32, {.atol = 1e-6, .rtol = 1e-5});
 }
 
 BOOST_AUTO_TEST_CASE(layers_and_losses_in_fp16_are_within_half_tolerance_of_fp32) {
   for (const Case& c : cases()) {
-    if (c.low_precision) run_against_golden(c, DType::Float16, 1e-2, 1e-2);
+    if (c.low_precision) run_against_golden(c, DType::Float16, {.atol = 1e-2, .rtol = 1e-2});
   }
 }
 
 BOOST_AUTO_TEST_CASE(layers_and_losses_in_bf16_are_within_bfloat16_tolerance_of_fp32) {
   for (const Case& c : cases()) {
-    if (c.low_precision) run_against_golden(c, DType::BFloat16, 4e-2, 4e-2);
+    if (c.low_precision) run_against_golden(c, DType::BFloat16, {.atol = 4e-2, .rtol = 4e-2});
   }
 }
 
@@ -276,7 +236,7 @@ BOOST_AUTO_TEST_CASE(linear_default_init_is_bounded_by_one_over_sqrt_fan_in) {
 BOOST_AUTO_TEST_CASE(linear_module_matches_functional_and_casts_with_to) {
   auto lin = std::make_shared<nn::Linear>(5, 3);
   const Tensor x = randn({4, 5});
-  check_close((*lin)(x), F::linear(x, lin->weight, lin->bias), 0, 0, "Linear module");
+  check_close((*lin)(x), F::linear(x, lin->weight, lin->bias), {}, "Linear module");
   lin->to(DType::BFloat16);
   BOOST_TEST(dtype_name((*lin)(x.to(DType::BFloat16)).dtype()) == "BFloat16");
 }
@@ -311,7 +271,7 @@ BOOST_AUTO_TEST_CASE(layer_norm_module_defaults_to_unit_weight_zero_bias_and_kee
   // fp32 parameters with fp16 input: computed in fp32, returned in fp16.
   const Tensor y16 = (*ln)(x.to(DType::Float16));
   BOOST_TEST(dtype_name(y16.dtype()) == "Float16");
-  check_close(y16, y32, 1e-2, 1e-2, "LayerNorm fp16 input");
+  check_close(y16, y32, {.atol = 1e-2, .rtol = 1e-2}, "LayerNorm fp16 input");
   auto gn = std::make_shared<nn::GroupNorm>(2, 4);
   BOOST_TEST(gn->parameters().size() == 2u);
   BOOST_CHECK_THROW(nn::GroupNorm(3, 4), Error);
@@ -339,11 +299,11 @@ BOOST_AUTO_TEST_CASE(dropout_scales_kept_elements_and_is_identity_in_eval) {
 
 BOOST_AUTO_TEST_CASE(activation_modules_match_functional) {
   const Tensor x = randn({2, 5});
-  check_close((*std::make_shared<nn::ReLU>())(x), F::relu(x), 0, 0, "ReLU");
-  check_close((*std::make_shared<nn::GELU>("tanh"))(x), F::gelu(x, "tanh"), 0, 0, "GELU");
-  check_close((*std::make_shared<nn::SiLU>())(x), F::silu(x), 0, 0, "SiLU");
-  check_close((*std::make_shared<nn::Tanh>())(x), amp::tanh(x), 0, 0, "Tanh");
-  check_close((*std::make_shared<nn::Sigmoid>())(x), amp::sigmoid(x), 0, 0, "Sigmoid");
+  check_close((*std::make_shared<nn::ReLU>())(x), F::relu(x), {}, "ReLU");
+  check_close((*std::make_shared<nn::GELU>("tanh"))(x), F::gelu(x, "tanh"), {}, "GELU");
+  check_close((*std::make_shared<nn::SiLU>())(x), F::silu(x), {}, "SiLU");
+  check_close((*std::make_shared<nn::Tanh>())(x), amp::tanh(x), {}, "Tanh");
+  check_close((*std::make_shared<nn::Sigmoid>())(x), amp::sigmoid(x), {}, "Sigmoid");
   BOOST_CHECK_THROW(nn::GELU("fast"), Error);
 }
 
@@ -355,7 +315,7 @@ BOOST_AUTO_TEST_CASE(flatten_and_sequential_compose) {
   BOOST_TEST(seq->size() == 3u);
   const Tensor x = randn({2, 2, 3});
   auto lin = std::static_pointer_cast<nn::Linear>((*seq)[1]);
-  check_close((*seq)(x), F::relu(F::linear(x.reshape({2, 6}), lin->weight, lin->bias)), 0, 0,
+  check_close((*seq)(x), F::relu(F::linear(x.reshape({2, 6}), lin->weight, lin->bias)), {},
               "Sequential");
   std::vector<std::string> keys;
   for (const auto& [k, v] : seq->named_parameters()) keys.push_back(k);

@@ -12,23 +12,19 @@
 #include <vector>
 
 #include "amp/amp.h"
+#include "tests/io/checkpoint_test_util.h"
 #include "tests/io/temp_dir.h"
 
 namespace {
 
 using amp::DType;
 using amp::StateDict;
+using amp_test::checkpoint_util::le64;
 
 // A fixed seed so that a failure seen once is seen again (the message names the iteration).
 constexpr uint64_t kSeed = 20240917;
 // About 2 s in the release build and 3 s under ASan/UBSan (writing the files dominates).
 constexpr int kIterations = 12000;
-
-std::string le64(uint64_t v) {
-  std::string out(8, '\0');
-  for (int i = 0; i < 8; ++i) out[i] = static_cast<char>(v >> (8 * i));
-  return out;
-}
 
 uint64_t header_length(const std::string& file) {
   uint64_t n = 0;

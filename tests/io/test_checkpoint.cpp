@@ -1,6 +1,6 @@
 // Specification of amp::save / amp::load (csrc/io/safetensors.h): round trips of every dtype and
 // layout, the reference serializer's exact bytes, atomic writes, and one clear amp::Error per
-// kind of bad file.
+// kind of bad file. CUDA tensors: tests/gpu/test_gpu_checkpoint.cpp.
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 
@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "amp/amp.h"
+#include "tests/io/checkpoint_test_util.h"
 #include "tests/io/temp_dir.h"
-#include "tests/support/cuda_precondition.h"
 
 namespace {
 
@@ -24,19 +24,10 @@ using amp::Tensor;
 using amp::testing::read_bytes;
 using amp::testing::TempDir;
 using amp::testing::write_bytes;
-
-// The bytes of a tensor in row-major order.
-std::string raw(const Tensor& t) {
-  const Tensor c = t.contiguous();
-  return std::string(static_cast<const char*>(c.data_ptr()),
-                     static_cast<size_t>(c.numel()) * amp::element_size(c.dtype()));
-}
-
-std::string le64(uint64_t v) {
-  std::string out(8, '\0');
-  for (int i = 0; i < 8; ++i) out[i] = static_cast<char>(v >> (8 * i));
-  return out;
-}
+using amp_test::checkpoint_util::check_same;
+using amp_test::checkpoint_util::every_dtype;
+using amp_test::checkpoint_util::le64;
+using amp_test::checkpoint_util::raw;
 
 // A safetensors file from a header text and a data section.
 std::string make_file(const std::string& header, const std::string& data) {
@@ -53,29 +44,6 @@ std::string f32_bytes(std::initializer_list<float> values) {
   std::string out;
   for (float v : values) out.append(reinterpret_cast<const char*>(&v), sizeof(v));
   return out;
-}
-
-void check_same(const Tensor& got, const Tensor& expected) {
-  BOOST_TEST(amp::dtype_name(got.dtype()) == amp::dtype_name(expected.dtype()));
-  BOOST_TEST(amp::shape_to_string(got.sizes()) == amp::shape_to_string(expected.sizes()));
-  // (Tensor::is_contiguous reports false for some empty shapes such as [4, 0]: a core quirk.)
-  BOOST_TEST((got.is_contiguous() || got.numel() == 0));
-  BOOST_TEST(raw(got) == raw(expected), "bytes of " << expected);
-}
-
-// One tensor of each dtype with varied values (random floats, signed ints, a bool pattern).
-StateDict every_dtype() {
-  amp::manual_seed(7);
-  StateDict sd;
-  sd["f32"] = amp::randn({3, 5});
-  sd["f16"] = amp::randn({4, 3}).to(DType::Float16);
-  sd["bf16"] = amp::randn({2, 7}).to(DType::BFloat16);
-  sd["f64"] = amp::randn({5}).to(DType::Float64) * 1e10;
-  sd["i64"] =
-      amp::from_vector<int64_t>({INT64_MIN, -3, 0, 42, INT64_MAX}, {5}, {.dtype = DType::Int64});
-  sd["bool"] = amp::from_vector<bool>({true, false, false, true, true, false}, {2, 3},
-                                      {.dtype = DType::Bool});
-  return sd;
 }
 
 void check_round_trip(const StateDict& sd) {
@@ -617,24 +585,6 @@ BOOST_AUTO_TEST_CASE(load_of_a_file_cut_anywhere_raises) {
     write_bytes(path, full.substr(0, length));
     BOOST_CHECK_THROW(amp::load(path), amp::Error);
   }
-}
-
-BOOST_AUTO_TEST_SUITE_END()
-
-// Checkpoints of CUDA tensors: a gpu-labelled suite, skipped (and reported Skipped) without a
-// usable device.
-BOOST_AUTO_TEST_SUITE(gpu_checkpoint, *amp::testing::requires_cuda())
-
-BOOST_AUTO_TEST_CASE(save_packs_cuda_tensors_on_the_cpu) {
-  const StateDict cpu = every_dtype();
-  StateDict gpu;
-  for (const auto& [name, t] : cpu) gpu[name] = t.to(amp::Device::cuda());
-  gpu["transposed"] = cpu.at("f32").to(amp::Device::cuda()).t();
-  TempDir dir;
-  amp::save(gpu, dir.file("gpu.safetensors"));
-  const StateDict back = amp::load(dir.file("gpu.safetensors"));
-  for (const auto& [name, t] : cpu) check_same(back.at(name), t);
-  check_same(back.at("transposed"), cpu.at("f32").t());
 }
 
 BOOST_AUTO_TEST_SUITE_END()

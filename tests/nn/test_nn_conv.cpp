@@ -5,12 +5,9 @@
 // tests/data/nn_conv_golden/; gradients are also checked against finite differences.
 #include <boost/test/unit_test.hpp>
 #include <cmath>
-#include <fstream>
 #include <map>
 #include <memory>
-#include <sstream>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "csrc/autograd/autograd.h"
@@ -22,93 +19,50 @@
 #include "nn/functional_conv.h"
 #include "nn/multihead_attention.h"
 #include "nn/pooling.h"
+#include "tests/support/check_close.h"
+#include "tests/support/golden_file.h"
 
 namespace {
 
 using amp::DType;
 using amp::Shape;
 using amp::Tensor;
+using amp_test::check_close;
+using amp_test::CloseTolerance;
 namespace F = amp::nn::functional;
 
-// One case file: name -> (shape, float64 values).
+// One case file of tests/data/nn_conv_golden/: named float64 tensors.
 class Golden {
  public:
-  explicit Golden(const std::string& case_name) {
-    const std::string path =
-        std::string(AMPCPP_TEST_DATA_DIR) + "/nn_conv_golden/" + case_name + ".txt";
-    std::ifstream in(path);
-    BOOST_REQUIRE_MESSAGE(in.good(), "cannot open " << path);
-    std::string name;
-    while (in >> name) {
-      int64_t ndim = 0;
-      in >> ndim;
-      Shape shape(ndim);
-      int64_t numel = 1;
-      for (auto& s : shape) {
-        in >> s;
-        numel *= s;
-      }
-      std::vector<double> values(numel);
-      for (auto& v : values) in >> v;
-      BOOST_REQUIRE_MESSAGE(!in.fail(), "malformed tensor " << name << " in " << path);
-      tensors_[name] = {shape, values};
-    }
-  }
+  explicit Golden(const std::string& case_name)
+      : tensors_(amp_test::golden::read_tensors("nn_conv_golden/" + case_name + ".txt")) {}
   bool has(const std::string& name) const { return tensors_.count(name) > 0; }
   Tensor get(const std::string& name, DType dtype = DType::Float64) const {
     auto it = tensors_.find(name);
     BOOST_REQUIRE_MESSAGE(it != tensors_.end(), "golden tensor " << name << " missing");
-    return amp::from_vector(it->second.second, it->second.first, {.dtype = dtype});
+    return amp::from_vector(it->second.values, it->second.shape, {.dtype = dtype});
   }
   // A leaf that requires grad.
   Tensor leaf(const std::string& name, DType dtype = DType::Float64) const {
     return get(name, dtype).requires_grad_(true);
   }
-  double scalar(const std::string& name, int64_t i) const { return tensors_.at(name).second.at(i); }
+  double scalar(const std::string& name, int64_t i) const { return tensors_.at(name).values.at(i); }
 
  private:
-  std::map<std::string, std::pair<Shape, std::vector<double>>> tensors_;
+  std::map<std::string, amp_test::golden::GoldenTensor> tensors_;
 };
-
-// |actual - expected| <= atol + rtol * |expected| elementwise; reports the worst element.
-void check_close(const Tensor& actual, const Tensor& expected, double atol, double rtol,
-                 const std::string& what) {
-  BOOST_REQUIRE_MESSAGE(actual.defined(), what << ": undefined result");
-  BOOST_REQUIRE_MESSAGE(actual.sizes() == expected.sizes(),
-                        what << ": shape " << amp::shape_to_string(actual.sizes()) << ", expected "
-                             << amp::shape_to_string(expected.sizes()));
-  const auto a = actual.to_vector<double>();
-  const auto e = expected.to_vector<double>();
-  double worst = 0;
-  size_t worst_i = 0;
-  bool ok = true;
-  for (size_t i = 0; i < a.size(); ++i) {
-    const double err = std::abs(a[i] - e[i]);
-    const double excess = err - (atol + rtol * std::abs(e[i]));
-    if (!(excess <= 0)) ok = false;
-    if (!(err <= worst)) {
-      worst = err;
-      worst_i = i;
-    }
-  }
-  BOOST_CHECK_MESSAGE(ok, what << ": element " << worst_i << " is " << a[worst_i] << ", expected "
-                               << e[worst_i] << " (error " << worst << ")");
-}
 
 double max_abs(const Tensor& t) { return amp::max(amp::abs(t.to(DType::Float64))).item<double>(); }
 
 // Tolerances for results computed in `dtype` against float64 values.
-struct Tol {
-  double atol, rtol;
-};
-Tol tol_for(DType dtype) {
+CloseTolerance tol_for(DType dtype) {
   switch (dtype) {
     case DType::Float64:
-      return {1e-10, 1e-10};
+      return {.atol = 1e-10, .rtol = 1e-10};
     case DType::Float32:
-      return {2e-5, 2e-5};
+      return {.atol = 2e-5, .rtol = 2e-5};
     default:
-      return {0, 0};
+      return {};
   }
 }
 
@@ -138,16 +92,16 @@ BOOST_AUTO_TEST_CASE(conv2d_forward_and_backward_match_pytorch) {
     const int64_t padding = static_cast<int64_t>(g.scalar("config", 1));
     for (DType dtype : kFullPrecision) {
       const std::string what = std::string(name) + " " + amp::dtype_name(dtype);
-      const Tol tol = tol_for(dtype);
+      const CloseTolerance tol = tol_for(dtype);
       Tensor x = g.leaf("x", dtype), w = g.leaf("w", dtype);
       Tensor b = g.has("b") ? g.leaf("b", dtype) : Tensor();
       const Tensor y = F::conv2d(x, w, b, stride, padding);
       BOOST_CHECK(y.dtype() == dtype);
-      check_close(y, g.get("y"), tol.atol, tol.rtol, what + " y");
+      check_close(y, g.get("y"), tol, what + " y");
       y.backward(g.get("gy", dtype));
-      check_close(x.grad(), g.get("gx"), tol.atol, tol.rtol, what + " grad x");
-      check_close(w.grad(), g.get("gw"), tol.atol, tol.rtol, what + " grad w");
-      if (b.defined()) check_close(b.grad(), g.get("gb"), tol.atol, tol.rtol, what + " grad b");
+      check_close(x.grad(), g.get("gx"), tol, what + " grad x");
+      check_close(w.grad(), g.get("gw"), tol, what + " grad w");
+      if (b.defined()) check_close(b.grad(), g.get("gb"), tol, what + " grad b");
     }
   }
 }
@@ -156,7 +110,7 @@ BOOST_AUTO_TEST_CASE(conv2d_accepts_unbatched_input) {
   const Golden g("conv_s1_p1_bias");
   const Tensor x = g.get("x").select(0, 1);
   const Tensor y = F::conv2d(x, g.get("w"), g.get("b"), 1, 1);
-  check_close(y, g.get("y").select(0, 1), 1e-10, 1e-10, "unbatched conv2d");
+  check_close(y, g.get("y").select(0, 1), {.atol = 1e-10, .rtol = 1e-10}, "unbatched conv2d");
 }
 
 BOOST_AUTO_TEST_CASE(conv2d_rejects_mismatched_channels_and_dtypes) {
@@ -217,12 +171,12 @@ BOOST_AUTO_TEST_CASE(conv2d_module_in_fp16_and_bf16_is_within_16_bit_tolerance_o
     const double eps = dtype == DType::Float16 ? 0x1p-10 : 0x1p-7;
     const std::string what = std::string("Conv2d ") + amp::dtype_name(dtype);
     const Tensor expected = g.get("y");
-    check_close(y, expected, 8 * eps * max_abs(expected), 0, what + " y");
+    check_close(y, expected, {.atol = 8 * eps * max_abs(expected)}, what + " y");
     y.backward(g.get("gy", dtype));
-    check_close(x.grad(), g.get("gx"), 8 * eps * max_abs(g.get("gx")), 0, what + " grad x");
-    check_close(conv->weight.grad(), g.get("gw"), 8 * eps * max_abs(g.get("gw")), 0,
+    check_close(x.grad(), g.get("gx"), {.atol = 8 * eps * max_abs(g.get("gx"))}, what + " grad x");
+    check_close(conv->weight.grad(), g.get("gw"), {.atol = 8 * eps * max_abs(g.get("gw"))},
                 what + " grad w");
-    check_close(conv->bias.grad(), g.get("gb"), 8 * eps * max_abs(g.get("gb")), 0,
+    check_close(conv->bias.grad(), g.get("gb"), {.atol = 8 * eps * max_abs(g.get("gb"))},
                 what + " grad b");
   }
 }
@@ -257,14 +211,14 @@ BOOST_AUTO_TEST_CASE(max_pool2d_and_avg_pool2d_match_pytorch) {
     const int64_t padding = static_cast<int64_t>(g.scalar("config", 2));
     for (DType dtype : kFullPrecision) {
       const std::string what = std::string(name) + " " + amp::dtype_name(dtype);
-      const Tol tol = tol_for(dtype);
+      const CloseTolerance tol = tol_for(dtype);
       Tensor x = g.leaf("x", dtype);
       const Tensor y = is_max ? F::max_pool2d(x, kernel, stride, padding)
                               : F::avg_pool2d(x, kernel, stride, padding);
       BOOST_CHECK(y.dtype() == dtype);
-      check_close(y, g.get("y"), tol.atol, tol.rtol, what + " y");
+      check_close(y, g.get("y"), tol, what + " y");
       y.backward(g.get("gy", dtype));
-      check_close(x.grad(), g.get("gx"), tol.atol, tol.rtol, what + " grad x");
+      check_close(x.grad(), g.get("gx"), tol, what + " grad x");
     }
   }
 }
@@ -272,10 +226,10 @@ BOOST_AUTO_TEST_CASE(max_pool2d_and_avg_pool2d_match_pytorch) {
 BOOST_AUTO_TEST_CASE(pooling_modules_default_stride_to_kernel) {
   const Golden g("max_pool_k2_s2");
   auto max_pool = std::make_shared<amp::nn::MaxPool2d>(2);
-  check_close((*max_pool)(g.get("x")), g.get("y"), 1e-12, 0, "MaxPool2d(2)");
+  check_close((*max_pool)(g.get("x")), g.get("y"), {.atol = 1e-12}, "MaxPool2d(2)");
   const Golden a("avg_pool_k2_s2");
   auto avg_pool = std::make_shared<amp::nn::AvgPool2d>(2);
-  check_close((*avg_pool)(a.get("x")), a.get("y"), 1e-12, 1e-12, "AvgPool2d(2)");
+  check_close((*avg_pool)(a.get("x")), a.get("y"), {.atol = 1e-12, .rtol = 1e-12}, "AvgPool2d(2)");
   BOOST_CHECK_EQUAL(max_pool->extra_repr(),
                     "kernel_size=2, stride=2, padding=0, dilation=1, ceil_mode=False");
   BOOST_CHECK(max_pool->parameters().empty());
@@ -330,7 +284,7 @@ BOOST_AUTO_TEST_CASE(batch_norm_modules_match_pytorch_over_two_training_steps_an
     const double momentum = std::string(name) == "batch_norm1d_ncl" ? 0.2 : 0.1;
     for (DType dtype : kFullPrecision) {
       const std::string what = std::string(name) + " " + amp::dtype_name(dtype);
-      const Tol tol = tol_for(dtype);
+      const CloseTolerance tol = tol_for(dtype);
       std::shared_ptr<amp::nn::BatchNormBase> bn;
       if (x1.dim() == 4) {
         bn = std::make_shared<amp::nn::BatchNorm2d>(c, 1e-5, momentum);
@@ -340,27 +294,25 @@ BOOST_AUTO_TEST_CASE(batch_norm_modules_match_pytorch_over_two_training_steps_an
       bn->to(dtype);
       load_into(bn->weight, g.get("weight"));
       load_into(bn->bias, g.get("bias"));
-      check_close((*bn)(g.get("x1", dtype)), g.get("y1"), tol.atol, tol.rtol, what + " y1");
-      check_close(bn->running_mean, g.get("running_mean1"), tol.atol, tol.rtol,
+      check_close((*bn)(g.get("x1", dtype)), g.get("y1"), tol, what + " y1");
+      check_close(bn->running_mean, g.get("running_mean1"), tol,
                   what + " running_mean after step 1");
-      check_close(bn->running_var, g.get("running_var1"), tol.atol, tol.rtol,
-                  what + " running_var after step 1");
+      check_close(bn->running_var, g.get("running_var1"), tol, what + " running_var after step 1");
       Tensor x2 = g.leaf("x2", dtype);
       const Tensor y2 = (*bn)(x2);
-      check_close(y2, g.get("y2"), tol.atol, tol.rtol, what + " y2");
+      check_close(y2, g.get("y2"), tol, what + " y2");
       y2.backward(g.get("gy", dtype));
-      check_close(x2.grad(), g.get("gx2"), tol.atol, tol.rtol, what + " grad x");
-      check_close(bn->weight.grad(), g.get("gweight"), tol.atol, tol.rtol, what + " grad weight");
-      check_close(bn->bias.grad(), g.get("gbias"), tol.atol, tol.rtol, what + " grad bias");
-      check_close(bn->running_mean, g.get("running_mean2"), tol.atol, tol.rtol,
+      check_close(x2.grad(), g.get("gx2"), tol, what + " grad x");
+      check_close(bn->weight.grad(), g.get("gweight"), tol, what + " grad weight");
+      check_close(bn->bias.grad(), g.get("gbias"), tol, what + " grad bias");
+      check_close(bn->running_mean, g.get("running_mean2"), tol,
                   what + " running_mean after step 2");
-      check_close(bn->running_var, g.get("running_var2"), tol.atol, tol.rtol,
-                  what + " running_var after step 2");
+      check_close(bn->running_var, g.get("running_var2"), tol, what + " running_var after step 2");
       BOOST_CHECK(bn->num_batches_tracked.dtype() == DType::Int64);
       BOOST_CHECK_EQUAL(bn->num_batches_tracked.dim(), 0);
       BOOST_CHECK_EQUAL(bn->num_batches_tracked.item<int64_t>(), 2);
       bn->eval();
-      check_close((*bn)(g.get("x3", dtype)), g.get("y3"), tol.atol, tol.rtol, what + " eval y3");
+      check_close((*bn)(g.get("x3", dtype)), g.get("y3"), tol, what + " eval y3");
       BOOST_CHECK_EQUAL(bn->num_batches_tracked.item<int64_t>(), 2);  // eval does not count
     }
   }
@@ -403,26 +355,29 @@ BOOST_AUTO_TEST_CASE(batch_norm_with_fp32_params_takes_fp16_and_bf16_input_and_r
     // output is rounded once: errors of a few 16-bit epsilons of the output's scale.
     const Tensor y1 = (*bn)(g.get("x1", dtype));
     BOOST_CHECK(y1.dtype() == dtype);
-    check_close(y1, g.get("y1"), 4 * eps * max_abs(g.get("y1")), 0, what + " y1");
+    check_close(y1, g.get("y1"), {.atol = 4 * eps * max_abs(g.get("y1"))}, what + " y1");
     BOOST_CHECK(bn->running_mean.dtype() == DType::Float32);
-    check_close(bn->running_mean, g.get("running_mean1"), 4 * eps, 0, what + " running_mean");
-    check_close(bn->running_var, g.get("running_var1"), 4 * eps * 4, 0, what + " running_var");
+    check_close(bn->running_mean, g.get("running_mean1"), {.atol = 4 * eps},
+                what + " running_mean");
+    check_close(bn->running_var, g.get("running_var1"), {.atol = 4 * eps * 4},
+                what + " running_var");
     Tensor x2 = g.leaf("x2", dtype);
     const Tensor y2 = (*bn)(x2);
     BOOST_CHECK(y2.dtype() == dtype);
-    check_close(y2, g.get("y2"), 4 * eps * max_abs(g.get("y2")), 0, what + " y2");
+    check_close(y2, g.get("y2"), {.atol = 4 * eps * max_abs(g.get("y2"))}, what + " y2");
     y2.backward(g.get("gy", dtype));
     BOOST_CHECK(x2.grad().dtype() == dtype);
     BOOST_CHECK(bn->weight.grad().dtype() == DType::Float32);
-    check_close(x2.grad(), g.get("gx2"), 8 * eps * max_abs(g.get("gx2")), 0, what + " grad x");
-    check_close(bn->weight.grad(), g.get("gweight"), 8 * eps * max_abs(g.get("gweight")), 0,
+    check_close(x2.grad(), g.get("gx2"), {.atol = 8 * eps * max_abs(g.get("gx2"))},
+                what + " grad x");
+    check_close(bn->weight.grad(), g.get("gweight"), {.atol = 8 * eps * max_abs(g.get("gweight"))},
                 what + " grad weight");
-    check_close(bn->bias.grad(), g.get("gbias"), 8 * eps * max_abs(g.get("gbias")), 0,
+    check_close(bn->bias.grad(), g.get("gbias"), {.atol = 8 * eps * max_abs(g.get("gbias"))},
                 what + " grad bias");
     bn->eval();
     const Tensor y3 = (*bn)(g.get("x3", dtype));
     BOOST_CHECK(y3.dtype() == dtype);
-    check_close(y3, g.get("y3"), 4 * eps * max_abs(g.get("y3")), 0, what + " eval y3");
+    check_close(y3, g.get("y3"), {.atol = 4 * eps * max_abs(g.get("y3"))}, what + " eval y3");
   }
 }
 
@@ -439,16 +394,18 @@ BOOST_AUTO_TEST_CASE(batch_norm_with_16_bit_params_and_input_is_within_16_bit_to
     const Tensor y1 = (*bn)(g.get("x1", dtype));
     BOOST_CHECK(y1.dtype() == dtype);
     // Weights, input and output each rounded to 16 bits; statistics computed in fp32.
-    check_close(y1, g.get("y1"), 8 * eps * max_abs(g.get("y1")), 0, what + " y1");
-    check_close(bn->running_mean, g.get("running_mean1"), 8 * eps, 0, what + " running_mean");
+    check_close(y1, g.get("y1"), {.atol = 8 * eps * max_abs(g.get("y1"))}, what + " y1");
+    check_close(bn->running_mean, g.get("running_mean1"), {.atol = 8 * eps},
+                what + " running_mean");
     Tensor x2 = g.leaf("x2", dtype);
     const Tensor y2 = (*bn)(x2);
-    check_close(y2, g.get("y2"), 8 * eps * max_abs(g.get("y2")), 0, what + " y2");
+    check_close(y2, g.get("y2"), {.atol = 8 * eps * max_abs(g.get("y2"))}, what + " y2");
     y2.backward(g.get("gy", dtype));
     BOOST_CHECK(x2.grad().dtype() == dtype);
     BOOST_CHECK(bn->weight.grad().dtype() == dtype);
-    check_close(x2.grad(), g.get("gx2"), 16 * eps * max_abs(g.get("gx2")), 0, what + " grad x");
-    check_close(bn->weight.grad(), g.get("gweight"), 16 * eps * max_abs(g.get("gweight")), 0,
+    check_close(x2.grad(), g.get("gx2"), {.atol = 16 * eps * max_abs(g.get("gx2"))},
+                what + " grad x");
+    check_close(bn->weight.grad(), g.get("gweight"), {.atol = 16 * eps * max_abs(g.get("gweight"))},
                 what + " grad weight");
   }
 }
@@ -460,7 +417,7 @@ BOOST_AUTO_TEST_CASE(batch_norm_momentum_none_is_a_cumulative_average) {
   (*bn)(a);
   (*bn)(b);
   const Tensor expected = amp::div(amp::add(amp::mean(a, {0}), amp::mean(b, {0})), 2.0);
-  check_close(bn->running_mean, expected, 1e-6, 1e-5, "cumulative running_mean");
+  check_close(bn->running_mean, expected, {.atol = 1e-6, .rtol = 1e-5}, "cumulative running_mean");
 }
 
 BOOST_AUTO_TEST_CASE(batch_norm_gradcheck_in_training_and_eval) {
@@ -490,14 +447,14 @@ BOOST_AUTO_TEST_CASE(scaled_dot_product_attention_matches_pytorch_with_and_witho
     const bool causal = std::string(name) == "sdpa_causal";
     for (DType dtype : kFullPrecision) {
       const std::string what = std::string(name) + " " + amp::dtype_name(dtype);
-      const Tol tol = tol_for(dtype);
+      const CloseTolerance tol = tol_for(dtype);
       Tensor q = g.leaf("q", dtype), k = g.leaf("k", dtype), v = g.leaf("v", dtype);
       const Tensor y = F::scaled_dot_product_attention(q, k, v, {}, 0.0, causal);
-      check_close(y, g.get("y"), tol.atol, tol.rtol, what + " y");
+      check_close(y, g.get("y"), tol, what + " y");
       y.backward(g.get("gy", dtype));
-      check_close(q.grad(), g.get("gq"), tol.atol, tol.rtol, what + " grad q");
-      check_close(k.grad(), g.get("gk"), tol.atol, tol.rtol, what + " grad k");
-      check_close(v.grad(), g.get("gv"), tol.atol, tol.rtol, what + " grad v");
+      check_close(q.grad(), g.get("gq"), tol, what + " grad q");
+      check_close(k.grad(), g.get("gk"), tol, what + " grad k");
+      check_close(v.grad(), g.get("gv"), tol, what + " grad v");
     }
   }
 }
@@ -512,12 +469,12 @@ BOOST_AUTO_TEST_CASE(scaled_dot_product_attention_bool_mask_means_may_attend) {
   }
   const Tensor mask = amp::ne(amp::from_vector(tril, {l, s}), 0.0);
   const Tensor y = F::scaled_dot_product_attention(g.get("q"), g.get("k"), g.get("v"), mask);
-  check_close(y, g.get("y"), 1e-10, 1e-10, "sdpa with Bool mask");
+  check_close(y, g.get("y"), {.atol = 1e-10, .rtol = 1e-10}, "sdpa with Bool mask");
   // An additive float mask of 0 / -inf gives the same.
   const Tensor additive = amp::where(mask, amp::zeros({}, {.dtype = DType::Float64}),
                                      amp::full({}, -INFINITY, {.dtype = DType::Float64}));
   const Tensor y2 = F::scaled_dot_product_attention(g.get("q"), g.get("k"), g.get("v"), additive);
-  check_close(y2, g.get("y"), 1e-10, 1e-10, "sdpa with float mask");
+  check_close(y2, g.get("y"), {.atol = 1e-10, .rtol = 1e-10}, "sdpa with float mask");
 }
 
 BOOST_AUTO_TEST_CASE(scaled_dot_product_attention_gradcheck) {
@@ -545,7 +502,7 @@ BOOST_AUTO_TEST_CASE(multihead_attention_matches_pytorch) {
     const bool batch_first = std::string(name) == "mha_self_batch_first";
     for (DType dtype : kFullPrecision) {
       const std::string what = std::string(name) + " " + amp::dtype_name(dtype);
-      const Tol tol = tol_for(dtype);
+      const CloseTolerance tol = tol_for(dtype);
       auto mha = std::make_shared<amp::nn::MultiheadAttention>(8, 2, 0.0, true, batch_first);
       mha->to(dtype);
       load_into(mha->in_proj_weight, g.get("in_proj_weight"));
@@ -561,24 +518,24 @@ BOOST_AUTO_TEST_CASE(multihead_attention_matches_pytorch) {
         attn_mask = amp::ne(g.get("attn_mask"), 0.0);
       }
       auto [out, weights] = mha->forward(query, key, value, kpm, true, attn_mask);
-      check_close(out, g.get("out"), tol.atol, tol.rtol, what + " output");
-      check_close(weights, g.get("weights"), tol.atol, tol.rtol, what + " weights");
+      check_close(out, g.get("out"), tol, what + " output");
+      check_close(weights, g.get("weights"), tol, what + " weights");
       out.backward(g.get("gy", dtype));
-      check_close(query.grad(), g.get("gquery"), tol.atol, tol.rtol, what + " grad query");
+      check_close(query.grad(), g.get("gquery"), tol, what + " grad query");
       if (cross) {
-        check_close(key.grad(), g.get("gkey"), tol.atol, tol.rtol, what + " grad key");
-        check_close(value.grad(), g.get("gvalue"), tol.atol, tol.rtol, what + " grad value");
+        check_close(key.grad(), g.get("gkey"), tol, what + " grad key");
+        check_close(value.grad(), g.get("gvalue"), tol, what + " grad value");
       }
-      check_close(mha->in_proj_weight.grad(), g.get("gin_proj_weight"), tol.atol, tol.rtol,
+      check_close(mha->in_proj_weight.grad(), g.get("gin_proj_weight"), tol,
                   what + " grad in_proj_weight");
-      check_close(mha->in_proj_bias.grad(), g.get("gin_proj_bias"), tol.atol, tol.rtol,
+      check_close(mha->in_proj_bias.grad(), g.get("gin_proj_bias"), tol,
                   what + " grad in_proj_bias");
-      check_close(mha->out_proj->weight.grad(), g.get("gout_proj.weight"), tol.atol, tol.rtol,
+      check_close(mha->out_proj->weight.grad(), g.get("gout_proj.weight"), tol,
                   what + " grad out_proj.weight");
       // need_weights = false runs through scaled_dot_product_attention: same output.
       auto [fast, none] = mha->forward(query, key, value, kpm, false, attn_mask);
       BOOST_CHECK(!none.defined());
-      check_close(fast, g.get("out"), tol.atol, tol.rtol, what + " output via sdpa");
+      check_close(fast, g.get("out"), tol, what + " output via sdpa");
     }
   }
 }
