@@ -253,7 +253,11 @@ struct Sub {
 struct Mul {
   template <class T>
   AMP_HOST_DEVICE T operator()(T a, T b) const {
-    return a * b;
+    if constexpr (std::is_same_v<T, bool>) {
+      return a && b;  // what a * b gives for bools, without the int promotion
+    } else {
+      return a * b;
+    }
   }
 };
 struct Div {
@@ -284,9 +288,13 @@ struct Pow {
     if constexpr (std::is_floating_point_v<T>) {
       return std::pow(a, b);
     } else {
-      T r = 1;
-      for (int64_t i = 0; i < static_cast<int64_t>(b); ++i) r *= a;
-      return b < T(0) ? T(0) : r;
+      if constexpr (std::is_same_v<T, bool>) {
+        return b ? a : true;  // the loop below for bools: a^1 = a, a^0 = 1
+      } else {
+        T r = 1;
+        for (int64_t i = 0; i < static_cast<int64_t>(b); ++i) r *= a;
+        return b < T(0) ? T(0) : r;
+      }
     }
   }
 };
