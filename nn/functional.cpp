@@ -131,10 +131,7 @@ Tensor embedding_backward(const Tensor& grad, const Tensor& indices, int64_t num
 }
 
 Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b) {
-  if (autocast_state::is_active()) {
-    return autocast_cast::run(
-        "nn::functional::linear", [](const auto&... a) { return linear(a...); }, x, w, b);
-  }
+  AMP_AUTOCAST_ROUTE(Linear, linear, x, w, b);
   check_floating(x, "linear", "input");
   check_floating(w, "linear", "weight");
   AMP_CHECK(w.dim() == 2, "linear: expected a 2-D weight (out_features, in_features), got shape ",
@@ -191,11 +188,7 @@ Tensor compute_dtype(const Tensor& t) {
 
 Tensor layer_norm(const Tensor& x, Shape normalized_shape, const Tensor& w, const Tensor& b,
                   double eps) {
-  if (autocast_state::is_active()) {
-    return autocast_cast::run(
-        "nn::functional::layer_norm", [](const auto&... a) { return layer_norm(a...); }, x,
-        normalized_shape, w, b, eps);
-  }
+  AMP_AUTOCAST_ROUTE(LayerNorm, layer_norm, x, normalized_shape, w, b, eps);
   check_floating(x, "layer_norm", "input");
   const int64_t k = static_cast<int64_t>(normalized_shape.size());
   AMP_CHECK(
@@ -218,11 +211,7 @@ Tensor layer_norm(const Tensor& x, Shape normalized_shape, const Tensor& w, cons
 
 Tensor group_norm(const Tensor& x, int64_t num_groups, const Tensor& w, const Tensor& b,
                   double eps) {
-  if (autocast_state::is_active()) {
-    return autocast_cast::run(
-        "nn::functional::group_norm", [](const auto&... a) { return group_norm(a...); }, x,
-        num_groups, w, b, eps);
-  }
+  AMP_AUTOCAST_ROUTE(GroupNorm, group_norm, x, num_groups, w, b, eps);
   check_floating(x, "group_norm", "input");
   AMP_CHECK(x.dim() >= 2, "group_norm: expected input (N, C, *), got shape ",
             shape_to_string(x.sizes()));

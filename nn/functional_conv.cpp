@@ -363,11 +363,7 @@ Tensor fold(const Tensor& cols, int64_t height, int64_t width, int64_t kernel_h,
 
 Tensor conv2d(const Tensor& x_in, const Tensor& w, const Tensor& b, int64_t stride,
               int64_t padding) {
-  if (autocast_state::is_active()) {
-    return autocast_cast::run(
-        "nn::functional::conv2d", [](const auto&... a) { return conv2d(a...); }, x_in, w, b, stride,
-        padding);
-  }
+  AMP_AUTOCAST_ROUTE(Conv2d, conv2d, x_in, w, b, stride, padding);
   check_cpu_floating(x_in, "conv2d", "input");
   check_cpu_floating(w, "conv2d", "weight");
   bool unbatched = false;
@@ -511,12 +507,8 @@ Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& run
 Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
                                     const Tensor& attn_mask, double dropout_p, bool is_causal,
                                     std::optional<double> scale) {
-  if (autocast_state::is_active()) {
-    return autocast_cast::run(
-        "nn::functional::scaled_dot_product_attention",
-        [](const auto&... a) { return scaled_dot_product_attention(a...); }, q, k, v, attn_mask,
-        dropout_p, is_causal, scale);
-  }
+  AMP_AUTOCAST_ROUTE(ScaledDotProductAttention, scaled_dot_product_attention, q, k, v, attn_mask,
+                     dropout_p, is_causal, scale);
   check_cpu_floating(q, "scaled_dot_product_attention", "query");
   check_cpu_floating(k, "scaled_dot_product_attention", "key");
   check_cpu_floating(v, "scaled_dot_product_attention", "value");

@@ -129,11 +129,7 @@ Tensor reduce_counted(const Tensor& loss, int64_t count, Reduction reduction, co
 
 Tensor nll_loss(const Tensor& log_probs, const Tensor& target, Reduction reduction,
                 int64_t ignore_index) {
-  if (autocast_state::is_active()) {
-    return autocast_cast::run(
-        "nn::functional::nll_loss", [](const auto&... a) { return nll_loss(a...); }, log_probs,
-        target, reduction, ignore_index);
-  }
+  AMP_AUTOCAST_ROUTE(NllLoss, nll_loss, log_probs, target, reduction, ignore_index);
   check_class_target(log_probs, target, "nll_loss");
   const PickedLoss picked = pick_nll(log_probs, target, ignore_index, "nll_loss");
   return reduce_counted(picked.loss, picked.count, reduction, "nll_loss");
@@ -141,11 +137,8 @@ Tensor nll_loss(const Tensor& log_probs, const Tensor& target, Reduction reducti
 
 Tensor cross_entropy(const Tensor& logits, const Tensor& target, Reduction reduction,
                      double label_smoothing, int64_t ignore_index) {
-  if (autocast_state::is_active()) {
-    return autocast_cast::run(
-        "nn::functional::cross_entropy", [](const auto&... a) { return cross_entropy(a...); },
-        logits, target, reduction, label_smoothing, ignore_index);
-  }
+  AMP_AUTOCAST_ROUTE(CrossEntropy, cross_entropy, logits, target, reduction, label_smoothing,
+                     ignore_index);
   check_input(logits, "cross_entropy", "input");
   AMP_CHECK(label_smoothing >= 0.0 && label_smoothing <= 1.0,
             "cross_entropy: expected label_smoothing in [0, 1], got ", label_smoothing);
@@ -173,32 +166,20 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& target, Reduction reduc
 }
 
 Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction) {
-  if (autocast_state::is_active()) {
-    return autocast_cast::run(
-        "nn::functional::mse_loss", [](const auto&... a) { return mse_loss(a...); }, input, target,
-        reduction);
-  }
+  AMP_AUTOCAST_ROUTE(MseLoss, mse_loss, input, target, reduction);
   check_pair(input, target, "mse_loss");
   const Tensor d = sub(input, target);
   return reduce(mul(d, d), reduction, "mse_loss");
 }
 
 Tensor l1_loss(const Tensor& input, const Tensor& target, Reduction reduction) {
-  if (autocast_state::is_active()) {
-    return autocast_cast::run(
-        "nn::functional::l1_loss", [](const auto&... a) { return l1_loss(a...); }, input, target,
-        reduction);
-  }
+  AMP_AUTOCAST_ROUTE(L1Loss, l1_loss, input, target, reduction);
   check_pair(input, target, "l1_loss");
   return reduce(abs(sub(input, target)), reduction, "l1_loss");
 }
 
 Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, Reduction reduction, double beta) {
-  if (autocast_state::is_active()) {
-    return autocast_cast::run(
-        "nn::functional::smooth_l1_loss", [](const auto&... a) { return smooth_l1_loss(a...); },
-        input, target, reduction, beta);
-  }
+  AMP_AUTOCAST_ROUTE(SmoothL1Loss, smooth_l1_loss, input, target, reduction, beta);
   check_pair(input, target, "smooth_l1_loss");
   AMP_CHECK(beta >= 0, "smooth_l1_loss: expected beta >= 0, got ", beta);
   const Tensor d = abs(sub(input, target));
@@ -213,11 +194,7 @@ Tensor clamped_log(const Tensor& x) { return clamp(log(x), -100.0, std::nullopt)
 }  // namespace
 
 Tensor binary_cross_entropy(const Tensor& prob, const Tensor& target, Reduction reduction) {
-  if (autocast_state::is_active()) {
-    return autocast_cast::run(
-        "nn::functional::binary_cross_entropy",
-        [](const auto&... a) { return binary_cross_entropy(a...); }, prob, target, reduction);
-  }
+  AMP_AUTOCAST_ROUTE(BinaryCrossEntropy, binary_cross_entropy, prob, target, reduction);
   check_pair(prob, target, "binary_cross_entropy");
   const bool in_range = without_grad([&] {
     return prob.numel() == 0 ||
@@ -248,12 +225,8 @@ Tensor binary_cross_entropy(const Tensor& prob, const Tensor& target, Reduction 
 
 Tensor binary_cross_entropy_with_logits(const Tensor& logits, const Tensor& target,
                                         Reduction reduction, const Tensor& pos_weight) {
-  if (autocast_state::is_active()) {
-    return autocast_cast::run(
-        "nn::functional::binary_cross_entropy_with_logits",
-        [](const auto&... a) { return binary_cross_entropy_with_logits(a...); }, logits, target,
-        reduction, pos_weight);
-  }
+  AMP_AUTOCAST_ROUTE(BinaryCrossEntropyWithLogits, binary_cross_entropy_with_logits, logits, target,
+                     reduction, pos_weight);
   check_pair(logits, target, "binary_cross_entropy_with_logits");
   // (1 - t) x + w (log(1 + exp(-|x|)) + max(-x, 0)), w = 1 + (pos_weight - 1) t: never
   // exponentiates a positive number. maximum() splits the gradient at the tie x = 0, which
@@ -271,11 +244,7 @@ Tensor binary_cross_entropy_with_logits(const Tensor& logits, const Tensor& targ
 }
 
 Tensor kl_div(const Tensor& input, const Tensor& target, Reduction reduction, bool log_target) {
-  if (autocast_state::is_active()) {
-    return autocast_cast::run(
-        "nn::functional::kl_div", [](const auto&... a) { return kl_div(a...); }, input, target,
-        reduction, log_target);
-  }
+  AMP_AUTOCAST_ROUTE(KlDiv, kl_div, input, target, reduction, log_target);
   check_pair(input, target, "kl_div");
   Tensor loss;
   if (log_target) {

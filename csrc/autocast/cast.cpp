@@ -97,8 +97,17 @@ std::optional<DeviceType> device_of(const std::vector<const Tensor*>& tensors) {
   return found;
 }
 
-Plan plan(std::string_view op, DeviceType device, const std::vector<const Tensor*>& tensors) {
-  const autocast_policy::OpPolicy& entry = autocast_policy::lookup(op);
+namespace {
+thread_local autocast_policy::AutocastOp first_routed = autocast_policy::AutocastOp::NotRouted;
+}  // namespace
+
+void note_routed(autocast_policy::AutocastOp op) {
+  if (first_routed == autocast_policy::AutocastOp::NotRouted) first_routed = op;
+}
+
+Plan plan(autocast_policy::AutocastOp op, DeviceType device,
+          const std::vector<const Tensor*>& tensors) {
+  const autocast_policy::OpPolicy& entry = autocast_policy::entry(op);
   Plan p;
   p.device = device;
   p.policy = entry.on(autocast_policy::column_for(device));
@@ -126,5 +135,12 @@ Plan plan(std::string_view op, DeviceType device, const std::vector<const Tensor
 }
 
 }  // namespace detail
+
+namespace testing {
+
+autocast_policy::AutocastOp first_routed_op() { return detail::first_routed; }
+void reset_first_routed_op() { detail::first_routed = autocast_policy::AutocastOp::NotRouted; }
+
+}  // namespace testing
 
 }  // namespace amp::autocast_cast

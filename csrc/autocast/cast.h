@@ -1,10 +1,8 @@
 // How an op runs under autocast: the argument casts of each policy, the weight-cast cache and
-// the entry point every listed op calls first.
+// the one entry every routed op goes through first, keyed by its row of the policy table:
 //
 //   Tensor mm(const Tensor& a, const Tensor& b) {
-//     if (autocast_state::is_active()) {
-//       return autocast_cast::run("mm", [](const auto&... x) { return mm(x...); }, a, b);
-//     }
+//     AMP_AUTOCAST_ROUTE(Mm, amp::mm, a, b);
 //     ...
 //
 // run() finds the device type whose autocast applies (a defined tensor argument on a device
@@ -48,10 +46,14 @@ struct Plan {
   DType to = DType::Float32;  // the target of LowerPrecisionFp, Fp32 and Promote
 };
 
+// Records the first routed op this thread enters (what testing::first_routed_op reports).
+void note_routed(autocast_policy::AutocastOp op);
+
 // The device type autocast applies to for these tensors, if any.
 std::optional<DeviceType> device_of(const std::vector<const Tensor*>& tensors);
 // The plan of `op` for these tensors (raises for Banned and for Promote's unexpected mixes).
-Plan plan(std::string_view op, DeviceType device, const std::vector<const Tensor*>& tensors);
+Plan plan(autocast_policy::AutocastOp op, DeviceType device,
+          const std::vector<const Tensor*>& tensors);
 
 inline void collect(std::vector<const Tensor*>& out, const Tensor& t) { out.push_back(&t); }
 inline void collect(std::vector<const Tensor*>& out, const std::vector<Tensor>& ts) {
@@ -79,9 +81,10 @@ const A& cast_arg(const Plan&, size_t&, const A& a) {
 
 }  // namespace detail
 
-// Runs `op_fn(args...)` under the policy of `op` (its name in autocast_policy::table()).
+// Runs `op_fn(args...)` under the policy of `op`'s row of autocast_policy::table().
 template <class Fn, class... Args>
-auto run(std::string_view op, Fn&& op_fn, const Args&... args) {
+auto run(autocast_policy::AutocastOp op, Fn&& op_fn, const Args&... args) {
+  detail::note_routed(op);
   std::vector<const Tensor*> tensors;
   (detail::collect(tensors, args), ...);
   const std::optional<DeviceType> device = detail::device_of(tensors);
@@ -96,4 +99,20 @@ auto run(std::string_view op, Fn&& op_fn, const Args&... args) {
                         detail::cast_arg(p, index, args)...});
 }
 
+namespace testing {
+// The first routed op this thread entered since the last reset (NotRouted: none), so that a test
+// can check that calling an op reaches its own row of the table.
+autocast_policy::AutocastOp first_routed_op();
+void reset_first_routed_op();
+}  // namespace testing
+
 }  // namespace amp::autocast_cast
+
+// The first statement of every op in autocast_policy::AutocastOp: when autocast is active,
+// returns `fn(args...)` run under the op's policy (fn is the op itself, called again with autocast
+// excluded, so overloads resolve as at the call site).
+#define AMP_AUTOCAST_ROUTE(op, fn, ...)       \
+  if (::amp::autocast_state::is_active())     \
+  return ::amp::autocast_cast::run(           \
+      ::amp::autocast_policy::AutocastOp::op, \
+      [](const auto&... routed_args) { return fn(routed_args...); }, __VA_ARGS__)

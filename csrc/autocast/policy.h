@@ -30,7 +30,44 @@ enum class CastPolicy {
   Banned,
 };
 
+// Every op that autocast routes, in the order of the table's first rows. An op names its entry
+// with AMP_AUTOCAST_ROUTE(<enumerator>, ...) (csrc/autocast/cast.h); policy.cpp checks at compile
+// time that these rows are indexed by their enumerator and that no other row has a cast policy,
+// and the autocast suite checks that calling each op under autocast reaches its own row.
+enum class AutocastOp {
+  Mm,
+  Bmm,
+  Matmul,
+  Linear,
+  Conv2d,
+  ScaledDotProductAttention,
+  Exp,
+  Log,
+  Rsqrt,
+  Reciprocal,
+  PowTensorScalar,
+  PowTensorTensor,
+  LayerNorm,
+  GroupNorm,
+  NllLoss,
+  CrossEntropy,
+  MseLoss,
+  L1Loss,
+  SmoothL1Loss,
+  KlDiv,
+  BinaryCrossEntropyWithLogits,
+  BinaryCrossEntropy,
+  Softmax,
+  LogSoftmax,
+  Sum,
+  SumDims,
+  Cat,
+  Stack,
+  NotRouted,  // the rows of ops autocast leaves alone (policy None on both devices)
+};
+
 struct OpPolicy {
+  AutocastOp id;                // NotRouted for ops without a cast policy
   std::string_view op;          // ampcpp's name: "mm", "nn::functional::linear"
   std::string_view torch_name;  // PyTorch's registration ("pow.Tensor_Scalar"); "" when none
   CastPolicy cuda;
@@ -41,7 +78,9 @@ struct OpPolicy {
 
 // Every op, in the order of docs/autocast.md.
 std::span<const OpPolicy> table();
-// The entry of an op; amp::Error when the op is not in the table (a bug in ampcpp).
+// The entry of a routed op (what every autocast op call reads: an index, no lookup).
+const OpPolicy& entry(AutocastOp op);
+// The entry of an op by name, for tests and tools; amp::Error when the op is not in the table.
 const OpPolicy& lookup(std::string_view op);
 
 // PyTorch's name of a policy ("lower_precision_fp", "fp32", ...; "-" for None).

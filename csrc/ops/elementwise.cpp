@@ -214,10 +214,7 @@ Tensor maximum(const Tensor& a, const Tensor& b) { return extremum(BinaryOp::Max
 Tensor minimum(const Tensor& a, const Tensor& b) { return extremum(BinaryOp::Minimum, a, b); }
 
 Tensor pow(const Tensor& base, const Tensor& exponent) {
-  if (autocast_state::is_active()) {
-    return autocast_cast::run(
-        "pow(Tensor, Tensor)", [](const auto&... a) { return amp::pow(a...); }, base, exponent);
-  }
+  AMP_AUTOCAST_ROUTE(PowTensorTensor, amp::pow, base, exponent);
   Tensor out = without_grad([&] { return run_binary(BinaryOp::Pow, base, exponent); });
   record("PowBackward", out, {&base, &exponent}, {{&base, false}, {&exponent, false}, {&out, true}},
          [](const Grads& g, const Grads& s, const Node& n) {
@@ -277,10 +274,7 @@ Tensor rdiv(const Tensor& a, double s) {
 }
 
 Tensor pow(const Tensor& base, double exponent) {
-  if (autocast_state::is_active()) {
-    return autocast_cast::run(
-        "pow(Tensor, double)", [](const auto&... a) { return amp::pow(a...); }, base, exponent);
-  }
+  AMP_AUTOCAST_ROUTE(PowTensorScalar, amp::pow, base, exponent);
   Tensor out = without_grad([&] { return scalar_unary(UnaryOp::Pow, base, exponent); });
   record("PowBackward", out, {&base}, {{&base, false}},
          [exponent](const Grads& g, const Grads& s, const Node&) {
@@ -316,19 +310,13 @@ Tensor neg(const Tensor& x) {
       SavedUnary::None, [](const Tensor& g, const Tensor&) { return neg(g); });
 }
 Tensor exp(const Tensor& x) {
-  if (autocast_state::is_active()) {
-    return autocast_cast::run(
-        "exp", [](const auto&... a) { return amp::exp(a...); }, x);
-  }
+  AMP_AUTOCAST_ROUTE(Exp, amp::exp, x);
   return differentiable_unary(
       "ExpBackward", without_grad([&] { return float_unary(UnaryOp::Exp, x); }), x,
       SavedUnary::Output, [](const Tensor& g, const Tensor& out) { return mul(g, out); });
 }
 Tensor log(const Tensor& x) {
-  if (autocast_state::is_active()) {
-    return autocast_cast::run(
-        "log", [](const auto&... a) { return amp::log(a...); }, x);
-  }
+  AMP_AUTOCAST_ROUTE(Log, amp::log, x);
   return differentiable_unary(
       "LogBackward", without_grad([&] { return float_unary(UnaryOp::Log, x); }), x,
       SavedUnary::Input, [](const Tensor& g, const Tensor& in) { return div(g, in); });
@@ -339,10 +327,7 @@ Tensor sqrt(const Tensor& x) {
       SavedUnary::Output, [](const Tensor& g, const Tensor& out) { return div(g, mul(out, 2.0)); });
 }
 Tensor rsqrt(const Tensor& x) {
-  if (autocast_state::is_active()) {
-    return autocast_cast::run(
-        "rsqrt", [](const auto&... a) { return amp::rsqrt(a...); }, x);
-  }
+  AMP_AUTOCAST_ROUTE(Rsqrt, amp::rsqrt, x);
   return differentiable_unary(
       "RsqrtBackward", without_grad([&] { return float_unary(UnaryOp::Rsqrt, x); }), x,
       SavedUnary::Output,
@@ -410,10 +395,7 @@ Tensor erf(const Tensor& x) {
       });
 }
 Tensor reciprocal(const Tensor& x) {
-  if (autocast_state::is_active()) {
-    return autocast_cast::run(
-        "reciprocal", [](const auto&... a) { return amp::reciprocal(a...); }, x);
-  }
+  AMP_AUTOCAST_ROUTE(Reciprocal, amp::reciprocal, x);
   return differentiable_unary(
       "ReciprocalBackward", without_grad([&] { return float_unary(UnaryOp::Reciprocal, x); }), x,
       SavedUnary::Output,

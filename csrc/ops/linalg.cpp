@@ -100,10 +100,7 @@ Tensor bmm_impl(const Tensor& a, const Tensor& b) {
 using Grads = std::vector<Tensor>;
 
 Tensor mm(const Tensor& a, const Tensor& b) {
-  if (autocast_state::is_active()) {
-    return autocast_cast::run(
-        "mm", [](const auto&... a) { return amp::mm(a...); }, a, b);
-  }
+  AMP_AUTOCAST_ROUTE(Mm, amp::mm, a, b);
   Tensor out = autograd::without_grad([&] { return mm_impl(a, b); });
   autograd::record("MmBackward", out, {&a, &b}, {{&a, false}, {&b, false}},
                    [](const Grads& g, const Grads& s, const autograd::Node& n) {
@@ -114,10 +111,7 @@ Tensor mm(const Tensor& a, const Tensor& b) {
 }
 
 Tensor bmm(const Tensor& a, const Tensor& b) {
-  if (autocast_state::is_active()) {
-    return autocast_cast::run(
-        "bmm", [](const auto&... a) { return amp::bmm(a...); }, a, b);
-  }
+  AMP_AUTOCAST_ROUTE(Bmm, amp::bmm, a, b);
   Tensor out = autograd::without_grad([&] { return bmm_impl(a, b); });
   autograd::record("BmmBackward", out, {&a, &b}, {{&a, false}, {&b, false}},
                    [](const Grads& g, const Grads& s, const autograd::Node& n) {
@@ -130,10 +124,7 @@ Tensor bmm(const Tensor& a, const Tensor& b) {
 
 // matmul is composite: it reshapes and calls mm/bmm, so autograd differentiates through those.
 Tensor matmul(const Tensor& a, const Tensor& b) {
-  if (autocast_state::is_active()) {
-    return autocast_cast::run(
-        "matmul", [](const auto&... a) { return amp::matmul(a...); }, a, b);
-  }
+  AMP_AUTOCAST_ROUTE(Matmul, amp::matmul, a, b);
   check_operands(a, b, "matmul");
   const int64_t da = a.dim(), db = b.dim();
   AMP_CHECK(da > 0 && db > 0, "matmul: both arguments need to be at least 1-D, got ", da, "-D and ",

@@ -122,17 +122,11 @@ Tensor differentiable_extreme(const Tensor& x, Shape dims, bool keepdim, bool is
 }  // namespace
 
 Tensor sum(const Tensor& x) {
-  if (autocast_state::is_active()) {
-    return autocast_cast::run(
-        "sum(Tensor)", [](const auto&... a) { return amp::sum(a...); }, x);
-  }
+  AMP_AUTOCAST_ROUTE(Sum, amp::sum, x);
   return differentiable_sum(x, {}, false, false);
 }
 Tensor sum(const Tensor& x, Shape dims, bool keepdim) {
-  if (autocast_state::is_active()) {
-    return autocast_cast::run(
-        "sum(Tensor, dims)", [](const auto&... a) { return amp::sum(a...); }, x, dims, keepdim);
-  }
+  AMP_AUTOCAST_ROUTE(SumDims, amp::sum, x, dims, keepdim);
   return differentiable_sum(x, std::move(dims), keepdim, false);
 }
 Tensor mean(const Tensor& x) { return differentiable_sum(x, {}, false, true); }

@@ -57,10 +57,7 @@ Tensor cat_impl(const std::vector<Tensor>& tensors, int64_t dim) {
 }  // namespace
 
 Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
-  if (autocast_state::is_active()) {
-    return autocast_cast::run(
-        "cat", [](const auto&... a) { return amp::cat(a...); }, tensors, dim);
-  }
+  AMP_AUTOCAST_ROUTE(Cat, amp::cat, tensors, dim);
   Tensor out = autograd::without_grad([&] { return cat_impl(tensors, dim); });
   if (!autograd::any_requires_grad(tensors)) return out;
   // Each input's gradient is its slice of the output gradient.
@@ -85,10 +82,7 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
 }
 
 Tensor stack(const std::vector<Tensor>& tensors, int64_t dim) {
-  if (autocast_state::is_active()) {
-    return autocast_cast::run(
-        "stack", [](const auto&... a) { return amp::stack(a...); }, tensors, dim);
-  }
+  AMP_AUTOCAST_ROUTE(Stack, amp::stack, tensors, dim);
   AMP_CHECK(!tensors.empty(), "stack: expected a non-empty list of tensors, got an empty list");
   AMP_CHECK(tensors[0].defined(),
             "stack: expected defined tensors, got an undefined tensor at "

@@ -35,10 +35,7 @@ Tensor softmax_impl(const Tensor& x, int64_t dim, bool log) {
 using Grads = std::vector<Tensor>;
 
 Tensor softmax(const Tensor& x, int64_t dim) {
-  if (autocast_state::is_active()) {
-    return autocast_cast::run(
-        "softmax", [](const auto&... a) { return amp::softmax(a...); }, x, dim);
-  }
+  AMP_AUTOCAST_ROUTE(Softmax, amp::softmax, x, dim);
   Tensor out = autograd::without_grad([&] { return softmax_impl(x, dim, false); });
   autograd::record("SoftmaxBackward", out, {&x}, {{&out, true}},
                    [dim](const Grads& g, const Grads& s, const autograd::Node&) {
@@ -50,10 +47,7 @@ Tensor softmax(const Tensor& x, int64_t dim) {
 }
 
 Tensor log_softmax(const Tensor& x, int64_t dim) {
-  if (autocast_state::is_active()) {
-    return autocast_cast::run(
-        "log_softmax", [](const auto&... a) { return amp::log_softmax(a...); }, x, dim);
-  }
+  AMP_AUTOCAST_ROUTE(LogSoftmax, amp::log_softmax, x, dim);
   Tensor out = autograd::without_grad([&] { return softmax_impl(x, dim, true); });
   autograd::record("LogSoftmaxBackward", out, {&x}, {{&out, true}},
                    [dim](const Grads& g, const Grads& s, const autograd::Node&) {

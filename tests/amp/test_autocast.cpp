@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "amp/amp.h"
+#include "csrc/autocast/cast.h"
 #include "tests/amp/autocast_inputs.h"
 #include "tests/autograd/test_util.h"
 
@@ -426,6 +427,32 @@ BOOST_AUTO_TEST_CASE(every_table_op_has_an_invocation_and_every_invocation_is_in
     BOOST_TEST(error_of([&] { amp::autocast_policy::lookup(name); }) == "", name);
   }
   BOOST_TEST(invokers().size() == amp::autocast_policy::table().size());
+}
+
+// The other direction: each routed row is reached by calling its op (an op routed through the
+// wrong row, or a row whose op forgot AMP_AUTOCAST_ROUTE, fails here). That every row with a cast
+// policy is routed, and every routed op has a row, is checked when policy.cpp compiles.
+BOOST_AUTO_TEST_CASE(calling_each_routed_op_under_autocast_reaches_its_own_row) {
+  namespace ac = amp::autocast_cast;
+  using amp::autocast_policy::AutocastOp;
+  int routed = 0;
+  for (const amp::autocast_policy::OpPolicy& entry : amp::autocast_policy::table()) {
+    if (entry.id == AutocastOp::NotRouted) continue;
+    const std::string op(entry.op);
+    BOOST_TEST_CONTEXT(op) {
+      BOOST_TEST_REQUIRE(invokers().count(op) == 1);
+      BOOST_TEST(&amp::autocast_policy::entry(entry.id) == &entry);
+      ac::testing::reset_first_routed_op();
+      {
+        amp::autocast region(DeviceType::CPU, DType::BFloat16);
+        invokers().at(op)(to_dtype(DType::Float32));
+      }
+      const AutocastOp reached = ac::testing::first_routed_op();
+      BOOST_TEST(amp::autocast_policy::entry(reached).op == entry.op);
+      ++routed;
+    }
+  }
+  BOOST_TEST(routed == static_cast<int>(AutocastOp::NotRouted));
 }
 
 BOOST_AUTO_TEST_CASE(every_op_under_cpu_autocast_matches_a_manually_cast_control) {
