@@ -1,4 +1,5 @@
-// ampcpp: mixed-precision training in C++. The one header users include.
+// ampcpp: mixed-precision training in C++. The one header users include; what it reaches is
+// the public API, and only those headers are installed (cmake/ampcpp_install.cmake).
 //
 //   #include "amp/amp.h"
 //   amp::manual_seed(0);
@@ -29,6 +30,7 @@
 #include "csrc/data/idx.h"
 #include "csrc/io/safetensors.h"
 #include "csrc/io/state_dict.h"
+#include "csrc/multi_tensor/multi_tensor.h"
 #include "csrc/ops/elementwise.h"
 #include "csrc/ops/factories.h"
 #include "csrc/ops/linalg.h"

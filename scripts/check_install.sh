@@ -1,13 +1,43 @@
 #!/usr/bin/env bash
-# Installs an already built ampcpp into a temporary prefix and builds and runs a small outside
-# project against it with find_package(ampcpp): scripts/check_install.sh [BUILD_DIR]
+# Packages an already built ampcpp as a .deb (cpack -G DEB), unpacks it into a temporary root,
+# checks that it holds exactly the public headers (what amp/amp.h reaches), and builds and runs a
+# small outside project against it twice: with find_package(ampcpp) and with pkg-config.
+#   scripts/check_install.sh [BUILD_DIR]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-build_dir=${1:-build}
-prefix=$(mktemp -d)
-consumer_build=$(mktemp -d)
-trap 'rm -rf "$prefix" "$consumer_build"' EXIT
-cmake --install "$build_dir" --prefix "$prefix" > /dev/null
-cmake -S tests/install_consumer -B "$consumer_build" -G Ninja -DCMAKE_PREFIX_PATH="$prefix" > /dev/null
-cmake --build "$consumer_build" > /dev/null
-LD_LIBRARY_PATH="$prefix/lib:${LD_LIBRARY_PATH:-}" "$consumer_build/consumer"
+build_dir=$(realpath "${1:-build}")
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+if ! (cd "$build_dir" && cpack -G DEB -B "$work/package" > "$work/cpack.log" 2>&1); then
+  cat "$work/cpack.log"
+  exit 1
+fi
+deb=$(ls "$work"/package/*.deb)
+echo "check_install: built $(basename "$deb")"
+dpkg-deb -x "$deb" "$work/root"
+prefix="$work/root/usr"
+
+expected=$(LC_ALL=C sort "$build_dir/ampcpp_public_headers.txt")
+installed=$(cd "$prefix/include/ampcpp" && find . -name '*.h' | sed 's|^\./||' | LC_ALL=C sort)
+if [[ "$expected" != "$installed" ]]; then
+  echo "check_install: the package's headers differ from the public set (< expected, > packaged):"
+  diff <(echo "$expected") <(echo "$installed") || true
+  exit 1
+fi
+echo "check_install: $(echo "$installed" | wc -l) public headers, no others"
+
+libdir=$(dirname "$(find "$prefix" -name 'libampcpp.so' | head -n 1)")
+export LD_LIBRARY_PATH="$libdir:${LD_LIBRARY_PATH:-}"
+
+cmake -S tests/install_consumer -B "$work/cmake_consumer" -G Ninja \
+  -DCMAKE_PREFIX_PATH="$prefix" > /dev/null
+cmake --build "$work/cmake_consumer" > /dev/null
+echo -n "check_install: find_package consumer: "
+"$work/cmake_consumer/consumer"
+
+pc_dir=$(dirname "$(find "$prefix" -name ampcpp.pc | head -n 1)")
+read -r -a pc_flags <<< "$(PKG_CONFIG_PATH="$pc_dir" pkg-config --cflags --libs ampcpp)"
+g++ tests/install_consumer/main.cpp "${pc_flags[@]}" -o "$work/pkgconfig_consumer"
+echo -n "check_install: pkg-config consumer: "
+"$work/pkgconfig_consumer"
