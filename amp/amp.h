@@ -8,6 +8,7 @@
 //   auto y = amp::matmul(x.to(amp::DType::Float16), w);  // fp16 in, fp32 accumulation, fp16 out
 //   std::cout << y.to(amp::DType::Float32).sum().item<float>() << "\n";
 #pragma once
+#pragma GCC visibility push(default)  // public API (docs/building.md)
 
 #include "amp/autocast.h"
 #include "amp/grad_scaler.h"
@@ -63,3 +64,5 @@
 #include "optimizers/lr_scheduler.h"
 #include "optimizers/optimizer.h"
 #include "optimizers/sgd.h"
+
+#pragma GCC visibility pop

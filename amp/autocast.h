@@ -15,6 +15,7 @@
 // exception leaves the region. fp32 weights cast to
 // the autocast dtype are cached until the thread's outermost region exits.
 #pragma once
+#pragma GCC visibility push(default)  // public API (docs/building.md)
 
 #include <optional>
 
@@ -54,3 +55,5 @@ void set_autocast_cache_enabled(bool enabled);
 void clear_autocast_cache();
 
 }  // namespace amp
+
+#pragma GCC visibility pop

@@ -20,6 +20,7 @@
 // is the one read of the step decision in step() (and get_scale / get_growth_tracker /
 // state_dict, which return host values); docs/grad_scaler.md lists the sync budget.
 #pragma once
+#pragma GCC visibility push(default)  // public API (docs/building.md)
 
 #include <cstddef>
 #include <cstdint>
@@ -198,3 +199,5 @@ class GradScaler {
 };
 
 }  // namespace amp
+
+#pragma GCC visibility pop

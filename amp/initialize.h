@@ -20,6 +20,7 @@
 // process can compare opt levels one after another with fresh models and optimizers); an
 // optimizer may be passed to initialize only once.
 #pragma once
+#pragma GCC visibility push(default)  // public API (docs/building.md)
 
 #include <string>
 #include <vector>
@@ -52,3 +53,5 @@ StateDict state_dict();
 void load_state_dict(const StateDict& state_dict);
 
 }  // namespace amp
+
+#pragma GCC visibility pop

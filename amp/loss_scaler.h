@@ -17,6 +17,7 @@
 //   are checked too and an overflow there counts as an overflow; with a scale of 1 or more no
 //   division can overflow and the extra check is skipped.
 #pragma once
+#pragma GCC visibility push(default)  // public API (docs/building.md)
 
 #include <cstdint>
 #include <map>
@@ -76,3 +77,5 @@ class LossScaler {
 };
 
 }  // namespace amp
+
+#pragma GCC visibility pop

@@ -14,6 +14,7 @@
 //
 // (Float16 stands for low_precision_dtype, which may be BFloat16.)
 #pragma once
+#pragma GCC visibility push(default)  // public API (docs/building.md)
 
 #include <optional>
 #include <string>
@@ -86,3 +87,5 @@ Properties resolve_properties(const std::string& opt_level, const Overrides& ove
 }  // namespace detail
 
 }  // namespace amp
+
+#pragma GCC visibility pop

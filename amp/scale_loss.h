@@ -20,6 +20,7 @@
 // gradients of the optimizers are put back as they were before the block, the scaler is left
 // alone, and O1's cast cache is cleared (apex leaves them half-done).
 #pragma once
+#pragma GCC visibility push(default)  // public API (docs/building.md)
 
 #include <memory>
 #include <vector>
@@ -98,3 +99,5 @@ struct disable_casts {
 };
 
 }  // namespace amp
+
+#pragma GCC visibility pop

@@ -22,15 +22,20 @@ set(AMPCPP_CPU_FLAGS_scalar "")
 set(AMPCPP_CPU_FLAGS_avx2 -march=x86-64-v3)
 set(AMPCPP_CPU_FLAGS_avx512 -march=x86-64-v4)
 
-# Adds the per-level objects to `target`; call after its other sources so they link last.
-function(ampcpp_add_cpu_levels target)
+# Makes one object library per level (ampcpp_cpu_<level>) and lists their objects in
+# AMPCPP_CPU_LEVEL_OBJECTS, for ampcpp_link_objects to put after every other object.
+function(ampcpp_add_cpu_levels)
+  set(objects_of_levels "")
   foreach(level IN LISTS AMPCPP_CPU_LEVELS)
-    set(objects ${target}_cpu_${level})
+    set(objects ampcpp_cpu_${level})
     add_library(${objects} OBJECT ${AMPCPP_DISPATCHED_SOURCES})
     target_compile_definitions(${objects} PRIVATE AMP_CPU_CAPABILITY=${level})
     target_compile_options(${objects} PRIVATE ${AMPCPP_CPU_FLAGS_${level}})
     target_include_directories(${objects} PRIVATE ${PROJECT_SOURCE_DIR})
     target_link_libraries(${objects} PRIVATE OpenMP::OpenMP_CXX)
-    target_sources(${target} PRIVATE $<TARGET_OBJECTS:${objects}>)
+    set_target_properties(${objects} PROPERTIES CXX_VISIBILITY_PRESET hidden
+                          VISIBILITY_INLINES_HIDDEN ON)
+    list(APPEND objects_of_levels $<TARGET_OBJECTS:${objects}>)
   endforeach()
+  set(AMPCPP_CPU_LEVEL_OBJECTS ${objects_of_levels} PARENT_SCOPE)
 endfunction()

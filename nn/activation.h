@@ -1,5 +1,6 @@
 // Activation modules: ReLU, GELU ("none" or "tanh" approximation), SiLU, Tanh, Sigmoid.
 #pragma once
+#pragma GCC visibility push(default)  // public API (docs/building.md)
 
 #include <string>
 
@@ -40,3 +41,5 @@ class Sigmoid : public Module {
 };
 
 }  // namespace amp::nn
+
+#pragma GCC visibility pop

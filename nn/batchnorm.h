@@ -5,6 +5,7 @@
 // bf16 (apex O2 / keep_batchnorm_fp32): the statistics and the normalisation run in fp32 and the
 // output has the input's dtype (functional::batch_norm).
 #pragma once
+#pragma GCC visibility push(default)  // public API (docs/building.md)
 
 #include <cstdint>
 #include <optional>
@@ -66,3 +67,5 @@ class BatchNorm2d : public BatchNormBase {
 };
 
 }  // namespace amp::nn
+
+#pragma GCC visibility pop

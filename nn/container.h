@@ -7,6 +7,7 @@
 //                                         std::make_shared<amp::nn::Linear>(128, 10)});
 //   // state_dict keys: "0.weight", "0.bias", "2.weight", "2.bias"
 #pragma once
+#pragma GCC visibility push(default)  // public API (docs/building.md)
 
 #include <cstddef>
 #include <initializer_list>
@@ -46,3 +47,5 @@ class ModuleList : public Module {
 };
 
 }  // namespace amp::nn
+
+#pragma GCC visibility pop

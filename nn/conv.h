@@ -4,6 +4,7 @@
 //                                                 /*padding=*/1);
 //   amp::Tensor y = (*conv)(amp::randn({64, 1, 28, 28}));   // (64, 32, 28, 28)
 #pragma once
+#pragma GCC visibility push(default)  // public API (docs/building.md)
 
 #include <cstdint>
 #include <string>
@@ -36,3 +37,5 @@ class Conv2d : public Module {
 };
 
 }  // namespace amp::nn
+
+#pragma GCC visibility pop

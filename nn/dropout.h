@@ -1,6 +1,7 @@
 // amp::nn::Dropout: zeroes elements with probability p while training (scaling the rest by
 // 1 / (1 - p)); the identity in eval mode. Draws from the global generator (amp::manual_seed).
 #pragma once
+#pragma GCC visibility push(default)  // public API (docs/building.md)
 
 #include "nn/module.h"
 
@@ -15,3 +16,5 @@ class Dropout : public Module {
 };
 
 }  // namespace amp::nn
+
+#pragma GCC visibility pop

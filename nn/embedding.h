@@ -1,5 +1,6 @@
 // amp::nn::Embedding: a lookup table of num_embeddings rows of size embedding_dim.
 #pragma once
+#pragma GCC visibility push(default)  // public API (docs/building.md)
 
 #include <cstdint>
 
@@ -20,3 +21,5 @@ class Embedding : public Module {
 };
 
 }  // namespace amp::nn
+
+#pragma GCC visibility pop

@@ -1,5 +1,6 @@
 // amp::nn::Flatten: flattens dims start_dim..end_dim into one (default: all but the batch dim).
 #pragma once
+#pragma GCC visibility push(default)  // public API (docs/building.md)
 
 #include <cstdint>
 
@@ -16,3 +17,5 @@ class Flatten : public Module {
 };
 
 }  // namespace amp::nn
+
+#pragma GCC visibility pop

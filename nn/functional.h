@@ -7,6 +7,7 @@
 //   amp::Tensor loss = F::cross_entropy(logits, labels);               // mean over the batch
 //   amp::Tensor per_sample = F::cross_entropy(logits, labels, F::Reduction::None);
 #pragma once
+#pragma GCC visibility push(default)  // public API (docs/building.md)
 
 #include <cstdint>
 #include <optional>
@@ -76,3 +77,5 @@ Tensor kl_div(const Tensor& input, const Tensor& target, Reduction reduction = R
               bool log_target = false);
 
 }  // namespace amp::nn::functional
+
+#pragma GCC visibility pop

@@ -12,6 +12,7 @@
 // runs in the dtype of its inputs with amp::matmul's numerics (16-bit inputs multiply with fp32
 // accumulation and round once). docs/nn_conv.md describes the numerics and the speed.
 #pragma once
+#pragma GCC visibility push(default)  // public API (docs/building.md)
 
 #include <cstdint>
 #include <optional>
@@ -64,3 +65,5 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
                                     std::optional<double> scale = std::nullopt);
 
 }  // namespace amp::nn::functional
+
+#pragma GCC visibility pop

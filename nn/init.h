@@ -5,6 +5,7 @@
 //
 //   amp::nn::init::kaiming_uniform_(linear->weight, std::sqrt(5.0));  // Linear's default
 #pragma once
+#pragma GCC visibility push(default)  // public API (docs/building.md)
 
 #include <string>
 #include <utility>
@@ -35,3 +36,5 @@ Tensor& xavier_uniform_(Tensor& t, double gain = 1.0);
 Tensor& xavier_normal_(Tensor& t, double gain = 1.0);
 
 }  // namespace amp::nn::init
+
+#pragma GCC visibility pop

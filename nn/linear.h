@@ -1,5 +1,6 @@
 // amp::nn::Linear: y = x W^T + b, with PyTorch's default initialisation.
 #pragma once
+#pragma GCC visibility push(default)  // public API (docs/building.md)
 
 #include <cstdint>
 
@@ -20,3 +21,5 @@ class Linear : public Module {
 };
 
 }  // namespace amp::nn
+
+#pragma GCC visibility pop

@@ -16,6 +16,7 @@
 //   auto net = std::make_shared<Net>();
 //   net->to(amp::DType::Float16);   // net->fc1->weight is now Float16, same handle
 #pragma once
+#pragma GCC visibility push(default)  // public API (docs/building.md)
 
 #include <cstdint>
 #include <functional>
@@ -226,3 +227,5 @@ auto call(M& module, const Args&... args) {
 }
 
 }  // namespace amp::nn
+
+#pragma GCC visibility pop

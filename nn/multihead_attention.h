@@ -7,6 +7,7 @@
 //   auto [out, weights] = mha->forward(x, x, x);   // x (N, L, 64): out (N, L, 64), weights (N, L,
 //   L)
 #pragma once
+#pragma GCC visibility push(default)  // public API (docs/building.md)
 
 #include <cstdint>
 #include <memory>
@@ -59,3 +60,5 @@ class MultiheadAttention : public Module {
 };
 
 }  // namespace amp::nn
+
+#pragma GCC visibility pop

@@ -1,6 +1,7 @@
 // amp::nn::LayerNorm and amp::nn::GroupNorm (16-bit inputs are normalised in fp32 and returned
 // in their own dtype).
 #pragma once
+#pragma GCC visibility push(default)  // public API (docs/building.md)
 
 #include <cstdint>
 
@@ -33,3 +34,5 @@ class GroupNorm : public Module {
 };
 
 }  // namespace amp::nn
+
+#pragma GCC visibility pop

@@ -1,5 +1,6 @@
 // amp::nn::MaxPool2d and AvgPool2d: parameter-free pooling layers over NCHW inputs.
 #pragma once
+#pragma GCC visibility push(default)  // public API (docs/building.md)
 
 #include <cstdint>
 #include <optional>
@@ -35,3 +36,5 @@ class AvgPool2d : public Module {
 };
 
 }  // namespace amp::nn
+
+#pragma GCC visibility pop

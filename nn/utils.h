@@ -1,5 +1,6 @@
 // Gradient clipping over a model's parameters (torch.nn.utils.clip_grad_norm_ / _value_).
 #pragma once
+#pragma GCC visibility push(default)  // public API (docs/building.md)
 
 #include <vector>
 
@@ -21,3 +22,5 @@ double clip_grad_norm_(const std::vector<Tensor>& params, double max_norm, doubl
 void clip_grad_value_(const std::vector<Tensor>& params, double clip_value);
 
 }  // namespace amp::nn::utils
+
+#pragma GCC visibility pop

@@ -1,6 +1,7 @@
 // amp::optimizers::Adam and AdamW: the reference (unfused) Adam family, written plainly per
 // tensor with the same formulas and rounding steps as torch.optim.Adam / AdamW (1.13).
 #pragma once
+#pragma GCC visibility push(default)  // public API (docs/building.md)
 
 #include <utility>
 #include <vector>
@@ -57,3 +58,5 @@ class AdamW : public AdamBase {
 };
 
 }  // namespace amp::optimizers
+
+#pragma GCC visibility pop

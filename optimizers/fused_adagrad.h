@@ -4,6 +4,7 @@
 //
 //   amp::optimizers::FusedAdagrad opt(model.parameters(), {.lr = 1e-2});
 #pragma once
+#pragma GCC visibility push(default)  // public API (docs/building.md)
 
 #include <vector>
 
@@ -35,3 +36,5 @@ class FusedAdagrad : public FusedOptimizer {
 };
 
 }  // namespace amp::optimizers
+
+#pragma GCC visibility pop

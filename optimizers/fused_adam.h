@@ -5,6 +5,7 @@
 //
 //   amp::optimizers::FusedAdam opt(model.parameters(), {.lr = 3e-4, .weight_decay = 0.1});
 #pragma once
+#pragma GCC visibility push(default)  // public API (docs/building.md)
 
 #include <utility>
 #include <vector>
@@ -47,3 +48,5 @@ class FusedAdam : public FusedOptimizer {
 };
 
 }  // namespace amp::optimizers
+
+#pragma GCC visibility pop

@@ -4,6 +4,7 @@
 //
 //   amp::optimizers::FusedLAMB opt(model.parameters(), {.lr = 1e-3, .weight_decay = 0.01});
 #pragma once
+#pragma GCC visibility push(default)  // public API (docs/building.md)
 
 #include <utility>
 #include <vector>
@@ -53,3 +54,5 @@ class FusedLAMB : public FusedOptimizer {
 };
 
 }  // namespace amp::optimizers
+
+#pragma GCC visibility pop

@@ -4,6 +4,7 @@
 //
 //   amp::optimizers::FusedNovoGrad opt(model.parameters(), {.lr = 1e-2, .betas = {0.95, 0.98}});
 #pragma once
+#pragma GCC visibility push(default)  // public API (docs/building.md)
 
 #include <string>
 #include <utility>
@@ -53,3 +54,5 @@ class FusedNovoGrad : public FusedOptimizer {
 };
 
 }  // namespace amp::optimizers
+
+#pragma GCC visibility pop

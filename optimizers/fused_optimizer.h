@@ -7,6 +7,7 @@
 // A subclass sets its defaults, checks its options and implements run_step(): one update of
 // every parameter with a gradient, optionally unscaling the grads.
 #pragma once
+#pragma GCC visibility push(default)  // public API (docs/building.md)
 
 #include <functional>
 #include <optional>
@@ -113,3 +114,5 @@ void check_fused_dtype(const std::string& optimizer, const Tensor& param, size_t
 void check_adam_like_options(const std::string& optimizer, const Options& options);
 
 }  // namespace amp::optimizers
+
+#pragma GCC visibility pop

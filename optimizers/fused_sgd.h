@@ -4,6 +4,7 @@
 //
 //   amp::optimizers::FusedSGD opt(model.parameters(), {.lr = 0.1, .momentum = 0.9});
 #pragma once
+#pragma GCC visibility push(default)  // public API (docs/building.md)
 
 #include <vector>
 
@@ -50,3 +51,5 @@ class FusedSGD : public FusedOptimizer {
 };
 
 }  // namespace amp::optimizers
+
+#pragma GCC visibility pop

@@ -9,6 +9,7 @@
 // Construction records each group's current lr as its base lr and applies the lr of step 0
 // (PyTorch's initial step); last_epoch() is then 0 and each step() adds one.
 #pragma once
+#pragma GCC visibility push(default)  // public API (docs/building.md)
 
 #include <cstdint>
 #include <functional>
@@ -98,3 +99,5 @@ class LambdaLR : public LRScheduler {
 };
 
 }  // namespace amp::optimizers
+
+#pragma GCC visibility pop

@@ -19,6 +19,7 @@
 // state to a replacement, and fp32 master weights (add_master_weight) that every optimizer
 // updates in place of a 16-bit parameter, writing the rounded result back after each step.
 #pragma once
+#pragma GCC visibility push(default)  // public API (docs/building.md)
 
 #include <cstddef>
 #include <cstdint>
@@ -204,3 +205,5 @@ std::vector<ParamGroup> single_group(std::vector<Tensor> params);
 std::string python_repr(double value);
 
 }  // namespace amp::optimizers
+
+#pragma GCC visibility pop

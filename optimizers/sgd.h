@@ -1,6 +1,7 @@
 // amp::optimizers::SGD: stochastic gradient descent with momentum, dampening, Nesterov momentum
 // and L2 weight decay, written plainly per tensor; the same formulas as torch.optim.SGD (1.13).
 #pragma once
+#pragma GCC visibility push(default)  // public API (docs/building.md)
 
 #include <vector>
 
@@ -37,3 +38,5 @@ class SGD : public Optimizer {
 };
 
 }  // namespace amp::optimizers
+
+#pragma GCC visibility pop

@@ -9,6 +9,7 @@
 // thread to a device type whose thread slot has not been set explicitly. A new thread starts
 // with every slot following the process-wide casting (which is off until an O1 initialize).
 #pragma once
+#pragma GCC visibility push(default)  // public API (docs/building.md)
 
 #include <atomic>
 #include <cstdint>
@@ -111,3 +112,5 @@ inline bool is_active() {
 }
 
 }  // namespace amp::autocast_state
+
+#pragma GCC visibility pop

@@ -10,6 +10,7 @@
 // op again with autocast excluded for the rest of the call, as PyTorch's wrappers do. Casts are
 // ordinary differentiable conversions, so gradients flow back to the original dtype.
 #pragma once
+#pragma GCC visibility push(default)  // public API (docs/building.md)
 
 #include <cstddef>
 #include <optional>
@@ -116,3 +117,5 @@ void reset_first_routed_op();
   return ::amp::autocast_cast::run(           \
       ::amp::autocast_policy::AutocastOp::op, \
       [](const auto&... routed_args) { return fn(routed_args...); }, __VA_ARGS__)
+
+#pragma GCC visibility pop

@@ -4,6 +4,7 @@
 // the ops consult it at run time, the tests iterate over it, and docs/autocast.md is generated from
 // it (examples/autocast_table).
 #pragma once
+#pragma GCC visibility push(default)  // public API (docs/building.md)
 
 #include <span>
 #include <string>
@@ -108,3 +109,5 @@ class ScopedColumnOverride {
 DeviceType column_for(DeviceType type);
 
 }  // namespace amp::autocast_policy
+
+#pragma GCC visibility pop

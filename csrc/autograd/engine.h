@@ -1,5 +1,6 @@
 // The backward engine: runs the graph behind `roots` once, in dependency order.
 #pragma once
+#pragma GCC visibility push(default)  // public API (docs/building.md)
 
 #include <optional>
 #include <vector>
@@ -40,3 +41,5 @@ class DetectAnomaly {
 using detect_anomaly = DetectAnomaly;
 
 }  // namespace amp::autograd
+
+#pragma GCC visibility pop

@@ -15,6 +15,7 @@
 //   };
 //   amp::Tensor y = ScaledExp::apply(x, 2.0);
 #pragma once
+#pragma GCC visibility push(default)  // public API (docs/building.md)
 
 #include <cxxabi.h>
 
@@ -183,3 +184,5 @@ class Function {
 };
 
 }  // namespace amp::autograd
+
+#pragma GCC visibility pop

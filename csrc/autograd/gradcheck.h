@@ -1,5 +1,6 @@
 // Finite-difference checks of analytic gradients (torch.autograd.gradcheck / gradgradcheck).
 #pragma once
+#pragma GCC visibility push(default)  // public API (docs/building.md)
 
 #include <functional>
 #include <string>
@@ -35,3 +36,5 @@ GradcheckResult gradgradcheck(const DifferentiableFn& fn, const std::vector<Tens
                               const GradcheckOptions& options = {});
 
 }  // namespace amp::autograd
+
+#pragma GCC visibility pop

@@ -2,6 +2,7 @@
 // (bytes in use, peak, number of allocations). Freed blocks are kept for reuse, as PyTorch's
 // CUDA caching allocator does, so a training step allocates nothing from the system once warm.
 #pragma once
+#pragma GCC visibility push(default)  // public API (docs/building.md)
 
 #include <cstddef>
 #include <cstdint>
@@ -69,3 +70,5 @@ MemoryStats stats(DeviceType type);
 }  // namespace memory
 
 }  // namespace amp
+
+#pragma GCC visibility pop

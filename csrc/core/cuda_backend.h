@@ -1,6 +1,7 @@
 // The CUDA backend's host-side entry points. With CUDA built and a device present they work;
 // otherwise is_available() is false and everything else raises amp::Error naming the op.
 #pragma once
+#pragma GCC visibility push(default)  // public API (docs/building.md)
 
 #include <cstddef>
 
@@ -24,3 +25,5 @@ void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device
 void synchronize();
 
 }  // namespace amp::cuda_backend
+
+#pragma GCC visibility pop

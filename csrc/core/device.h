@@ -1,5 +1,6 @@
 // Devices: where a tensor's storage lives.
 #pragma once
+#pragma GCC visibility push(default)  // public API (docs/building.md)
 
 #include <compare>
 #include <string>
@@ -25,3 +26,5 @@ const char* device_type_name(DeviceType type);  // "CPU", "CUDA"
 std::string to_string(Device device);           // "CPU", "CUDA:0"
 
 }  // namespace amp
+
+#pragma GCC visibility pop

@@ -1,5 +1,6 @@
 // Element types, their C++ storage types and PyTorch's type-promotion lattice.
 #pragma once
+#pragma GCC visibility push(default)  // public API (docs/building.md)
 
 #include <cstddef>
 #include <cstdint>
@@ -198,3 +199,5 @@ AMP_HOST_DEVICE AMP_FORCEINLINE To convert(From v) {
     }                                          \
     AMP_FAIL(op_name, ": unknown dtype");      \
   }()
+
+#pragma GCC visibility pop

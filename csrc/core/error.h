@@ -1,5 +1,6 @@
 // amp::Error: the one exception type of the public API.
 #pragma once
+#pragma GCC visibility push(default)  // public API (docs/building.md)
 
 #include <stdexcept>
 
@@ -10,3 +11,5 @@ struct Error : std::runtime_error {
 };
 
 }  // namespace amp
+
+#pragma GCC visibility pop

@@ -3,6 +3,7 @@
 // subnormals, overflows to +-inf and keeps NaN a NaN (quiet, sign kept), so 16-bit results on the
 // CPU are bit-identical to what a GPU produces for the same fp32 value.
 #pragma once
+#pragma GCC visibility push(default)  // public API (docs/building.md)
 
 #include <cstdint>
 #include <cstring>
@@ -214,3 +215,5 @@ struct BFloat16 {
 static_assert(sizeof(Half) == 2 && sizeof(BFloat16) == 2);
 
 }  // namespace amp
+
+#pragma GCC visibility pop

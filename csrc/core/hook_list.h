@@ -9,6 +9,7 @@
 //   for (const auto& hook : hooks.snapshot()) hook(42);
 //   hooks.remove(id);
 #pragma once
+#pragma GCC visibility push(default)  // public API (docs/building.md)
 
 #include <algorithm>
 #include <cstdint>
@@ -52,3 +53,5 @@ class HookList {
 };
 
 }  // namespace amp
+
+#pragma GCC visibility pop

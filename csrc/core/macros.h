@@ -1,5 +1,6 @@
 // Portability and checking macros shared by host and device code.
 #pragma once
+#pragma GCC visibility push(default)  // public API (docs/building.md)
 
 #include <sstream>
 #include <string>
@@ -50,3 +51,5 @@ std::string concat(const Args&... args) {
                                     ::amp::detail::concat("" __VA_OPT__(, ) __VA_ARGS__)); \
     }                                                                                      \
   } while (0)
+
+#pragma GCC visibility pop

@@ -1,5 +1,6 @@
 // Storage: one allocation on one device, shared by a tensor and all of its views.
 #pragma once
+#pragma GCC visibility push(default)  // public API (docs/building.md)
 
 #include <cstddef>
 #include <cstdint>
@@ -40,3 +41,5 @@ class StorageImpl {
 using Storage = std::shared_ptr<StorageImpl>;
 
 }  // namespace amp
+
+#pragma GCC visibility pop

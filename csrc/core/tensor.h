@@ -9,6 +9,7 @@
 // Copying a Tensor copies the handle: both names refer to the same data. Views (reshape of a
 // contiguous tensor, transpose, narrow, expand, ...) share storage with their base.
 #pragma once
+#pragma GCC visibility push(default)  // public API (docs/building.md)
 
 #include <cstdint>
 #include <functional>
@@ -159,3 +160,5 @@ Tensor make_view(const Tensor& base, Shape sizes, Shape strides, int64_t offset)
 int64_t wrap_dim(int64_t dim, int64_t ndim, const char* op, bool wrap_scalar = true);
 
 }  // namespace amp
+
+#pragma GCC visibility pop

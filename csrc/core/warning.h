@@ -3,6 +3,7 @@
 //
 //   amp::ScopedWarningHandler capture([&](const std::string& m) { seen.push_back(m); });
 #pragma once
+#pragma GCC visibility push(default)  // public API (docs/building.md)
 
 #include <functional>
 #include <string>
@@ -33,3 +34,5 @@ class ScopedWarningHandler {
 };
 
 }  // namespace amp
+
+#pragma GCC visibility pop

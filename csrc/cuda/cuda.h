@@ -7,6 +7,7 @@
 // out of the library's sources (the CUDA and the CPU-only builds each compile their own backend
 // file there), and these two functions must exist in both builds.
 #pragma once
+#pragma GCC visibility push(default)  // public API (docs/building.md)
 
 #include "csrc/core/cuda_backend.h"
 
@@ -18,3 +19,5 @@ inline bool is_available() { return cuda_backend::is_available(); }
 inline int device_count() { return cuda_backend::device_count(); }
 
 }  // namespace amp::cuda
+
+#pragma GCC visibility pop

@@ -10,6 +10,7 @@
 // std::mt19937_64 seeded from (seed, e) through std::seed_seq, all three fully specified by the
 // C++ standard (std::shuffle and the std:: distributions are not, so they are not used).
 #pragma once
+#pragma GCC visibility push(default)  // public API (docs/building.md)
 
 #include <cstddef>
 #include <cstdint>
@@ -95,3 +96,5 @@ class DataLoader {
 };
 
 }  // namespace amp::data
+
+#pragma GCC visibility pop

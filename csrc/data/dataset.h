@@ -4,6 +4,7 @@
 //   auto test = amp::data::fashion_mnist(amp::data::kFashionMnistDir, /*train=*/false);
 //   amp::data::DataLoader loader(train, {.batch_size = 128, .shuffle = true, .seed = 0});
 #pragma once
+#pragma GCC visibility push(default)  // public API (docs/building.md)
 
 #include <string>
 
@@ -27,3 +28,5 @@ inline constexpr const char* kFashionMnistDir = "/usr/share/datasets/fashion-mni
 Dataset fashion_mnist(const std::string& dir = kFashionMnistDir, bool train = true);
 
 }  // namespace amp::data
+
+#pragma GCC visibility pop

@@ -2,6 +2,7 @@
 // or gzip-compressed: a big-endian magic 0x0000TTNN (TT = 0x08 for unsigned bytes, NN = number
 // of dimensions), NN big-endian uint32 dimension sizes, then the row-major bytes.
 #pragma once
+#pragma GCC visibility push(default)  // public API (docs/building.md)
 
 #include <cstdint>
 #include <string>
@@ -31,3 +32,5 @@ Tensor read_idx_images(const std::string& path);
 Tensor read_idx_labels(const std::string& path);
 
 }  // namespace amp::data
+
+#pragma GCC visibility pop

@@ -1,5 +1,6 @@
 // Per-tensor autograd state, hung off TensorImpl::autograd.
 #pragma once
+#pragma GCC visibility push(default)  // public API (docs/building.md)
 
 #include <cstdint>
 #include <functional>
@@ -32,3 +33,5 @@ inline AutogradMeta* meta_or_null(const Tensor& t) {
 }
 
 }  // namespace amp::autograd
+
+#pragma GCC visibility pop

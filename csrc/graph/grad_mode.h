@@ -1,5 +1,6 @@
 // Whether ops record autograd history on this thread.
 #pragma once
+#pragma GCC visibility push(default)  // public API (docs/building.md)
 
 namespace amp {
 
@@ -35,3 +36,5 @@ struct GradModeGuard {
 }  // namespace autograd
 
 }  // namespace amp
+
+#pragma GCC visibility pop

@@ -2,6 +2,7 @@
 // gradients of the op's outputs and returns the gradients of its inputs, which flow along
 // next_edges to the nodes that produced those inputs (or to AccumulateGrad for leaves).
 #pragma once
+#pragma GCC visibility push(default)  // public API (docs/building.md)
 
 #include <cstdint>
 #include <functional>
@@ -160,3 +161,5 @@ class ScopedName {
 };
 
 }  // namespace amp::autograd
+
+#pragma GCC visibility pop

@@ -11,6 +11,7 @@
 // laid out as the reference serializer does: by decreasing dtype alignment, then by name, so
 // each tensor's data starts at a multiple of its element size.
 #pragma once
+#pragma GCC visibility push(default)  // public API (docs/building.md)
 
 #include <map>
 #include <string>
@@ -44,3 +45,5 @@ StateDict load(const std::string& path);
 StateDict load(const std::string& path, CheckpointMetadata* metadata);
 
 }  // namespace amp
+
+#pragma GCC visibility pop

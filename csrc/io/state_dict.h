@@ -2,6 +2,7 @@
 // amp frontend save to and restore from (docs/design_decisions.md, "State dicts";
 // docs/checkpoints.md).
 #pragma once
+#pragma GCC visibility push(default)  // public API (docs/building.md)
 
 #include <map>
 #include <string>
@@ -15,3 +16,5 @@ namespace amp {
 using StateDict = std::map<std::string, Tensor>;
 
 }  // namespace amp
+
+#pragma GCC visibility pop

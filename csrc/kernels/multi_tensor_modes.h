@@ -1,6 +1,7 @@
 // The mode enums of the multi-tensor kernels, shared by the public API (multi_tensor.h) and the
 // host/device functors (functors.h).
 #pragma once
+#pragma GCC visibility push(default)  // public API (docs/building.md)
 
 namespace amp::multi_tensor {
 
@@ -15,3 +16,5 @@ enum class AdagradMode { L2 = 0, AdamW = 1 };
 enum class NormKind { L2, LInf };
 
 }  // namespace amp::multi_tensor
+
+#pragma GCC visibility pop

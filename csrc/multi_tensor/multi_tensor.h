@@ -25,6 +25,7 @@
 // The kernels compute in fp32 (loads converted to fp32, one rounding on store), with apex's
 // formulas in apex's operand order; docs/multi_tensor.md lists them.
 #pragma once
+#pragma GCC visibility push(default)  // public API (docs/building.md)
 
 #include <cstdint>
 #include <utility>
@@ -139,3 +140,5 @@ Tensor update_scale_(const Tensor& scale, const Tensor& growth_tracker, const Te
                      double growth_factor, double backoff_factor, int64_t growth_interval);
 
 }  // namespace amp::multi_tensor
+
+#pragma GCC visibility pop

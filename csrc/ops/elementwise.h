@@ -2,6 +2,7 @@
 // comparisons, where and clamp. 16-bit inputs compute in fp32 and round once (docs/numerics.md,
 // "How ops compute").
 #pragma once
+#pragma GCC visibility push(default)  // public API (docs/building.md)
 
 #include <optional>
 
@@ -81,3 +82,5 @@ Tensor operator/(double s, const Tensor& a);
 Tensor operator-(const Tensor& a);
 
 }  // namespace amp
+
+#pragma GCC visibility pop

@@ -1,5 +1,6 @@
 // Tensor factories and the global random generator.
 #pragma once
+#pragma GCC visibility push(default)  // public API (docs/building.md)
 
 #include <cstdint>
 #include <vector>
@@ -35,3 +36,5 @@ Tensor from_vector(const std::vector<T>& data, Shape shape, TensorOptions option
 Tensor scalar_tensor(double value, TensorOptions options = {});
 
 }  // namespace amp
+
+#pragma GCC visibility pop

@@ -2,6 +2,7 @@
 // tensor cores do; on the CPU bf16 runs natively in oneDNN and fp16 through fp32
 // (docs/design_decisions.md, "CPU matrix products").
 #pragma once
+#pragma GCC visibility push(default)  // public API (docs/building.md)
 
 #include "csrc/core/tensor.h"
 
@@ -13,3 +14,5 @@ Tensor bmm(const Tensor& a, const Tensor& b);  // (b, m, k) @ (b, k, n)
 Tensor matmul(const Tensor& a, const Tensor& b);
 
 }  // namespace amp
+
+#pragma GCC visibility pop

@@ -1,6 +1,7 @@
 // Reductions over all elements or over given dims (keepdim as PyTorch). Accumulation is fp32 for
 // 16-bit and fp32 inputs, fp64 for Float64 and int64 for integers; the result is rounded once.
 #pragma once
+#pragma GCC visibility push(default)  // public API (docs/building.md)
 
 #include "csrc/core/tensor.h"
 
@@ -18,3 +19,5 @@ Tensor argmax(const Tensor& x, int64_t dim, bool keepdim = false);  // Int64, fi
 Tensor argmin(const Tensor& x, int64_t dim, bool keepdim = false);
 
 }  // namespace amp
+
+#pragma GCC visibility pop

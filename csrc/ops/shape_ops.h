@@ -1,5 +1,6 @@
 // Joining tensors: cat along an existing dim, stack along a new one (dtypes promote).
 #pragma once
+#pragma GCC visibility push(default)  // public API (docs/building.md)
 
 #include <vector>
 
@@ -11,3 +12,5 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim = 0);
 Tensor stack(const std::vector<Tensor>& tensors, int64_t dim = 0);
 
 }  // namespace amp
+
+#pragma GCC visibility pop

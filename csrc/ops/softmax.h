@@ -1,5 +1,6 @@
 // softmax / log_softmax along one dim, computed in fp32 for 16-bit inputs (max-subtracted).
 #pragma once
+#pragma GCC visibility push(default)  // public API (docs/building.md)
 
 #include "csrc/core/tensor.h"
 
@@ -9,3 +10,5 @@ Tensor softmax(const Tensor& x, int64_t dim);
 Tensor log_softmax(const Tensor& x, int64_t dim);
 
 }  // namespace amp
+
+#pragma GCC visibility pop
