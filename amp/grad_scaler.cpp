@@ -22,7 +22,7 @@ namespace amp {
 
 namespace {
 
-using optimizers::python_repr;
+using optimizers::detail::python_repr;
 
 // The smallest normal fp32 number: a scale below it has lost precision (subnormal) or is 0.
 constexpr double kMinNormalFloat = static_cast<double>(std::numeric_limits<float>::min());
@@ -213,15 +213,15 @@ void GradScaler::unscale_(optimizers::Optimizer& optimizer) {
   if (!enabled_) return;
   check_scale_growth_tracker("unscale_");
   OptimizerState& state = per_optimizer_states_[&optimizer];
-  AMP_CHECK(state.stage != Stage::kUnscaled,
+  AMP_CHECK(state.stage != Stage::Unscaled,
             "GradScaler.unscale_: unscale_() has already been called on this optimizer since the "
             "last update().");
-  AMP_CHECK(state.stage != Stage::kStepped,
+  AMP_CHECK(state.stage != Stage::Stepped,
             "GradScaler.unscale_: unscale_() is being called after step().");
   const Tensor found_inf = scalar_tensor(0.0, {.dtype = DType::Float32, .device = scale_.device()});
   state.found_inf_per_device = unscale_grads(optimizer, make_inv_scale(), found_inf,
                                              options_.allow_fp16_grads, /*in_place=*/true);
-  state.stage = Stage::kUnscaled;
+  state.stage = Stage::Unscaled;
 }
 
 Tensor GradScaler::summed_found_inf(const PerDevice& found_inf_per_device) const {
@@ -265,7 +265,7 @@ GradScalerStepReport GradScaler::skip_report(const optimizers::Optimizer& optimi
                                              double scale) const {
   // The skip path only: one check per gradient into its own flag, then one read of all flags.
   GradScalerStepReport report;
-  report.outcome = GradScalerStepReport::Outcome::kSkippedNonFinite;
+  report.outcome = GradScalerStepReport::Outcome::SkippedNonFinite;
   report.scale = scale;
   struct Candidate {
     size_t group, index, flat;
@@ -315,12 +315,12 @@ bool GradScaler::step(optimizers::Optimizer& optimizer) {
   using Outcome = GradScalerStepReport::Outcome;
   if (!enabled_) {
     optimizer.step();
-    record(optimizer, make_report(Outcome::kStepped, 1.0));
+    record(optimizer, make_report(Outcome::Stepped, 1.0));
     return true;
   }
   check_scale_growth_tracker("step");
   OptimizerState& state = per_optimizer_states_[&optimizer];
-  AMP_CHECK(state.stage != Stage::kStepped,
+  AMP_CHECK(state.stage != Stage::Stepped,
             "GradScaler.step: step() has already been called since the last update().");
 
   if (optimizer.supports_amp_scaling()) {
@@ -329,21 +329,21 @@ bool GradScaler::step(optimizers::Optimizer& optimizer) {
     // optimizer's grads are only checked, and (beyond torch, which checks the scaled grads) as
     // the optimizer will unscale them: a finite grad whose product with 1/scale overflows sets
     // found_inf, so the optimizer skips.
-    if (state.stage == Stage::kReady) {
+    if (state.stage == Stage::Ready) {
       const Tensor found_inf = scalar_tensor(0.0, {.device = scale_.device()});
       state.found_inf_per_device = unscale_grads(optimizer, make_inv_scale(), found_inf,
                                                  /*allow_fp16=*/true, /*in_place=*/false);
     }
     // A copy, so that the optimizer cannot change the scaler's scale through it.
-    const Tensor grad_scale = state.stage == Stage::kUnscaled ? Tensor() : scale_.clone();
+    const Tensor grad_scale = state.stage == Stage::Unscaled ? Tensor() : scale_.clone();
     optimizer.step_with_amp_scaling(grad_scale, summed_found_inf(state.found_inf_per_device));
-    state.stage = Stage::kStepped;
-    record(optimizer, make_report(Outcome::kDeferred, std::nullopt,
+    state.stage = Stage::Stepped;
+    record(optimizer, make_report(Outcome::Deferred, std::nullopt,
                                   "the optimizer unscales and skips on the device"));
     return true;
   }
 
-  if (state.stage == Stage::kReady) unscale_(optimizer);
+  if (state.stage == Stage::Ready) unscale_(optimizer);
   AMP_CHECK(!state.found_inf_per_device.empty(),
             "GradScaler.step: No inf checks were recorded for this optimizer. (no parameter of "
             "the optimizer has a gradient)");
@@ -356,11 +356,11 @@ bool GradScaler::step(optimizers::Optimizer& optimizer) {
   if (host[0] == 0.0) {
     optimizer.step();
     stepped = true;
-    record(optimizer, make_report(Outcome::kStepped, host[1]));
+    record(optimizer, make_report(Outcome::Stepped, host[1]));
   } else {
     record(optimizer, skip_report(optimizer, host[1]));
   }
-  state.stage = Stage::kStepped;
+  state.stage = Stage::Stepped;
   return stepped;
 }
 

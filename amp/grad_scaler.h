@@ -65,16 +65,16 @@ struct GradScalerOptions {
 // What GradScaler::step did (beyond PyTorch; GradScaler::last_step).
 struct GradScalerStepReport {
   enum class Outcome {
-    kNone,              // no step() since construction (or for this optimizer)
-    kStepped,           // optimizer.step() ran (or the scaler is disabled and it ran)
-    kSkippedNonFinite,  // a gradient held inf or NaN: optimizer.step() was not called
-    kDeferred,          // a supports_amp_scaling() optimizer got found_inf and decides itself
+    None,              // no step() since construction (or for this optimizer)
+    Stepped,           // optimizer.step() ran (or the scaler is disabled and it ran)
+    SkippedNonFinite,  // a gradient held inf or NaN: optimizer.step() was not called
+    Deferred,          // a supports_amp_scaling() optimizer got found_inf and decides itself
   };
-  Outcome outcome = Outcome::kNone;
-  bool stepped() const { return outcome == Outcome::kStepped; }
-  bool skipped() const { return outcome == Outcome::kSkippedNonFinite; }
+  Outcome outcome = Outcome::None;
+  bool stepped() const { return outcome == Outcome::Stepped; }
+  bool skipped() const { return outcome == Outcome::SkippedNonFinite; }
   // The scale the step's gradients were multiplied by (read in step()'s one sync; empty for
-  // kDeferred, which does not sync).
+  // Deferred, which does not sync).
   std::optional<double> scale;
   // When skipped: the first parameter, in param-group order, whose gradient was non-finite at
   // step time. flat_index numbers parameters across groups as Optimizer::state_dict does.
@@ -150,10 +150,10 @@ class GradScaler {
   GradScalerStepReport last_step(const optimizers::Optimizer& optimizer) const;
 
  private:
-  enum class Stage { kReady, kUnscaled, kStepped };
+  enum class Stage { Ready, Unscaled, Stepped };
   using PerDevice = std::map<Device, Tensor>;
   struct OptimizerState {
-    Stage stage = Stage::kReady;
+    Stage stage = Stage::Ready;
     PerDevice found_inf_per_device;
   };
 

@@ -154,7 +154,7 @@ bool run_or_skip_step(Optimizer& opt, OptimizerStash& stash) {
   if (state.verbosity > 0 && id < state.loss_scalers.size()) {
     std::cout << "Gradient overflow.  Skipping step, loss scaler " << id
               << " reducing loss scale to "
-              << optimizers::python_repr(state.loss_scalers[id].loss_scale()) << std::endl;
+              << optimizers::detail::python_repr(state.loss_scalers[id].loss_scale()) << std::endl;
   }
   for (auto& [param, master] : opt.master_weights()) master.set_grad(Tensor());
   return false;

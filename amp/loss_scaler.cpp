@@ -36,7 +36,7 @@ LossScaler::LossScaler(const LossScale& loss_scale, std::optional<double> min_lo
 void LossScaler::load(double loss_scale, int64_t unskipped) {
   AMP_CHECK(std::isfinite(loss_scale) && loss_scale > 0,
             "LossScaler.load: expected a finite loss_scale > 0, got ",
-            optimizers::python_repr(loss_scale));
+            optimizers::detail::python_repr(loss_scale));
   AMP_CHECK(unskipped >= 0, "LossScaler.load: expected unskipped >= 0, got ", unskipped);
   scale_ = loss_scale;
   unskipped_ = unskipped;
@@ -105,7 +105,7 @@ bool LossScaler::update_scale() {
     unskipped_ = 0;
     if (scale_ < std::numeric_limits<float>::min() && !warned_degenerate_) {
       warned_degenerate_ = true;
-      warn("amp: a dynamic loss scale fell to ", optimizers::python_repr(scale_),
+      warn("amp: a dynamic loss scale fell to ", optimizers::detail::python_repr(scale_),
            ", below the smallest normal fp32 number: 1/scale no longer fits in fp32, so every "
            "step is skipped until the scale recovers. The model or the loss likely produces "
            "inf/NaN at any scale; set Overrides::min_loss_scale to keep a floor.");

@@ -51,7 +51,7 @@ std::string value_string(const std::optional<bool>& v) { return v ? value_string
 std::string value_string(const std::optional<DType>& v) { return v ? dtype_name(*v) : "nullopt"; }
 std::string value_string(const LossScale& v) {
   if (const auto* s = std::get_if<std::string>(&v)) return *s;
-  return optimizers::python_repr(std::get<double>(v));
+  return optimizers::detail::python_repr(std::get<double>(v));
 }
 
 // Python's float(): the whole string (surrounding white space allowed) must be a number.
@@ -73,7 +73,7 @@ void check_static_scale(double scale) {
   AMP_CHECK(std::isfinite(scale) && scale >= 1.1754943508222875e-38 && scale <= 3.4e38,
             "loss_scale: expected \"dynamic\" or a finite number in [1.1754943508222875e-38, "
             "3.4e+38] (its reciprocal must be a finite fp32 value), got ",
-            optimizers::python_repr(scale));
+            optimizers::detail::python_repr(scale));
 }
 
 class Printer {
@@ -173,13 +173,13 @@ Properties resolve_properties(const std::string& opt_level, const Overrides& o) 
   AMP_CHECK(o.verbosity >= 0, "amp::initialize: expected verbosity >= 0, got ", o.verbosity);
   AMP_CHECK(std::isfinite(o.max_loss_scale) && o.max_loss_scale > 0,
             "amp::initialize: expected a finite max_loss_scale > 0, got ",
-            optimizers::python_repr(o.max_loss_scale));
+            optimizers::detail::python_repr(o.max_loss_scale));
   if (o.min_loss_scale) {
     AMP_CHECK(std::isfinite(*o.min_loss_scale) && *o.min_loss_scale >= 0 &&
                   *o.min_loss_scale <= o.max_loss_scale,
               "amp::initialize: expected min_loss_scale in [0, max_loss_scale = ",
-              optimizers::python_repr(o.max_loss_scale), "], got ",
-              optimizers::python_repr(*o.min_loss_scale));
+              optimizers::detail::python_repr(o.max_loss_scale), "], got ",
+              optimizers::detail::python_repr(*o.min_loss_scale));
   }
   const DType low = o.low_precision_dtype.value_or(DType::Float16);
   AMP_CHECK(low == DType::Float16 || low == DType::BFloat16,

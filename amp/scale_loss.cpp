@@ -43,7 +43,7 @@ void ScaledLoss::backward(bool retain_graph) {
 void ScaledLoss::finish() {
   detail::AmpState& state = detail::amp_state();
   std::lock_guard<std::mutex> lock(state.mutex);
-  if (mode_ == Mode::kScaled) {
+  if (mode_ == Mode::Scaled) {
     if (delay_unscale_) {
       for (auto& stash : stashes_) stash->params_have_scaled_gradients = true;
     } else if (static_cast<size_t>(loss_id_) < state.loss_scalers.size()) {
@@ -116,12 +116,12 @@ ScaledLoss scale_loss(const Tensor& loss, const std::vector<optimizers::Optimize
   const LossScaler& scaler = state.loss_scalers[static_cast<size_t>(loss_id)];
   const double scale = scaler.loss_scale();
   if (!state.properties.master_weights.value_or(false) && !scaler.dynamic() && scale == 1.0) {
-    out.mode_ = ScaledLoss::Mode::kFastPath;
+    out.mode_ = ScaledLoss::Mode::FastPath;
     out.scaled_ = loss.to(DType::Float32);
     out.active_ = true;
     return out;
   }
-  out.mode_ = ScaledLoss::Mode::kScaled;
+  out.mode_ = ScaledLoss::Mode::Scaled;
   out.scaled_ = loss.to(DType::Float32) * scale;
   if (!delay_unscale) {
     for (size_t i = 0; i < out.stashes_.size(); ++i) {

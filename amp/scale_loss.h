@@ -55,16 +55,16 @@ class ScaledLoss {
                                const std::vector<optimizers::Optimizer*>& optimizers, int loss_id,
                                bool delay_unscale);
   enum class Mode {
-    kPassThrough,  // amp disabled: nothing happens on exit
-    kFastPath,     // no masters, static scale 1.0: nothing to unscale (apex's fast path)
-    kScaled,
+    PassThrough,  // amp disabled: nothing happens on exit
+    FastPath,     // no masters, static scale 1.0: nothing to unscale (apex's fast path)
+    Scaled,
   };
   ScaledLoss() = default;
   void finish();
   void abandon() noexcept;
 
   Tensor scaled_;
-  Mode mode_ = Mode::kPassThrough;
+  Mode mode_ = Mode::PassThrough;
   std::vector<optimizers::Optimizer*> optimizers_;
   std::vector<std::shared_ptr<detail::OptimizerStash>> stashes_;
   std::vector<bool> prepared_;  // which stashes this block prepared (and must restore on error)

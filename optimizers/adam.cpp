@@ -34,6 +34,8 @@ AdamBase::AdamBase(std::vector<ParamGroup> groups, const AdamOptions& options, b
   add_param_groups(std::move(groups));
 }
 
+namespace detail {
+
 void check_adam_options(const Options& o) {
   const double eps = o.at("eps");
   const double beta1 = o.at("beta1");
@@ -45,9 +47,11 @@ void check_adam_options(const Options& o) {
   AMP_CHECK(weight_decay >= 0.0, "Invalid weight_decay value: ", python_repr(weight_decay));
 }
 
+}  // namespace detail
+
 void AdamBase::check_options(const Options& o) const {
   Optimizer::check_options(o);
-  check_adam_options(o);
+  detail::check_adam_options(o);
 }
 
 void AdamBase::update() {
@@ -93,7 +97,7 @@ void AdamBase::update() {
 }
 
 Adam::Adam(std::vector<Tensor> params, AdamOptions options)
-    : AdamBase(single_group(std::move(params)), options, /*decoupled=*/false) {}
+    : AdamBase(detail::single_group(std::move(params)), options, /*decoupled=*/false) {}
 
 Adam::Adam(std::vector<ParamGroup> groups, AdamOptions options)
     : AdamBase(std::move(groups), options, /*decoupled=*/false) {}
@@ -105,7 +109,7 @@ AdamOptions AdamW::default_options() {
 }
 
 AdamW::AdamW(std::vector<Tensor> params, AdamOptions options)
-    : AdamBase(single_group(std::move(params)), options, /*decoupled=*/true) {}
+    : AdamBase(detail::single_group(std::move(params)), options, /*decoupled=*/true) {}
 
 AdamW::AdamW(std::vector<Tensor> params) : AdamW(std::move(params), default_options()) {}
 

@@ -18,6 +18,14 @@ struct AdamOptions {
   bool amsgrad = false;
 };
 
+namespace detail {
+
+// torch.optim.Adam's checks of eps, betas and weight_decay, with its messages (shared with the
+// fused Adam-like optimizers).
+void check_adam_options(const Options& options);
+
+}  // namespace detail
+
 // The shared update. Per parameter with a gradient g, at step t (counted per parameter):
 //   Adam:  g = g + weight_decay * p                     (L2 penalty in the gradient)
 //   AdamW: p = p * (1 - lr * weight_decay)              (decoupled weight decay)
@@ -26,10 +34,6 @@ struct AdamOptions {
 //   v_max = max(v_max, v)                               (amsgrad; v_max replaces v below)
 //   p = p - (lr / (1 - beta1^t)) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)
 // State: "exp_avg", "exp_avg_sq", "max_exp_avg_sq" (amsgrad) and the step counter.
-// torch.optim.Adam's checks of eps, betas and weight_decay, with its messages (shared with the
-// fused Adam-like optimizers).
-void check_adam_options(const Options& options);
-
 class AdamBase : public Optimizer {
  protected:
   void update() override;

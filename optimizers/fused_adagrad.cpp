@@ -22,7 +22,7 @@ Options to_options(const FusedAdagradOptions& o) {
 }  // namespace
 
 FusedAdagrad::FusedAdagrad(std::vector<Tensor> params, FusedAdagradOptions options)
-    : FusedAdagrad(single_group(std::move(params)), options) {}
+    : FusedAdagrad(detail::single_group(std::move(params)), options) {}
 
 FusedAdagrad::FusedAdagrad(std::vector<ParamGroup> groups, FusedAdagradOptions options)
     : FusedOptimizer("FusedAdagrad", to_options(options), options.set_grad_none) {
@@ -36,15 +36,16 @@ void FusedAdagrad::check_options(const Options& o) const {
   // torch.optim.Adagrad's messages.
   const double eps = o.at("eps");
   const double weight_decay = o.at("weight_decay");
-  AMP_CHECK(eps >= 0.0, "Invalid epsilon value: ", python_repr(eps));
-  AMP_CHECK(weight_decay >= 0.0, "Invalid weight_decay value: ", python_repr(weight_decay));
+  AMP_CHECK(eps >= 0.0, "Invalid epsilon value: ", detail::python_repr(eps));
+  AMP_CHECK(weight_decay >= 0.0, "Invalid weight_decay value: ", detail::python_repr(weight_decay));
   check_flag(o, "adagrad_w_mode");
 }
 
 void FusedAdagrad::run_step(const Tensor& inv_scale, const Tensor& /*found_inf*/) {
   for (size_t g = 0; g < param_groups().size(); ++g) {
-    const mt::AdagradMode mode =
-        option(g, "adagrad_w_mode") != 0.0 ? mt::AdagradMode::AdamW : mt::AdagradMode::L2;
+    const mt::AdagradMode mode = option(g, "adagrad_w_mode") != 0.0
+                                     ? mt::AdagradMode::DecoupledWeightDecay
+                                     : mt::AdagradMode::L2;
     for (const Bucket& b : buckets(g)) {
       const std::vector<Tensor> grads = fp32_grads(b, inv_scale, /*copy=*/false);
       const std::vector<Tensor> weights = updated_weights(b);

@@ -29,7 +29,7 @@ Options to_options(const FusedAdamOptions& o) {
 }  // namespace
 
 FusedAdam::FusedAdam(std::vector<Tensor> params, FusedAdamOptions options)
-    : FusedAdam(single_group(std::move(params)), options) {}
+    : FusedAdam(detail::single_group(std::move(params)), options) {}
 
 FusedAdam::FusedAdam(std::vector<ParamGroup> groups, FusedAdamOptions options)
     : FusedOptimizer("FusedAdam", to_options(options), options.set_grad_none) {
@@ -40,7 +40,7 @@ FusedAdam::FusedAdam(std::vector<ParamGroup> groups, FusedAdamOptions options)
 
 void FusedAdam::check_options(const Options& o) const {
   FusedOptimizer::check_options(o);
-  check_adam_like_options(name(), o);
+  detail::check_adam_like_options(name(), o);
   check_flag(o, "bias_correction");
   check_flag(o, "adam_w_mode");
 }

@@ -29,7 +29,7 @@ Options to_options(const FusedLAMBOptions& o) {
 }  // namespace
 
 FusedLAMB::FusedLAMB(std::vector<Tensor> params, FusedLAMBOptions options)
-    : FusedLAMB(single_group(std::move(params)), options) {}
+    : FusedLAMB(detail::single_group(std::move(params)), options) {}
 
 FusedLAMB::FusedLAMB(std::vector<ParamGroup> groups, FusedLAMBOptions options)
     : FusedOptimizer("FusedLAMB", to_options(options), options.set_grad_none) {
@@ -40,10 +40,10 @@ FusedLAMB::FusedLAMB(std::vector<ParamGroup> groups, FusedLAMBOptions options)
 
 void FusedLAMB::check_options(const Options& o) const {
   FusedOptimizer::check_options(o);
-  check_adam_like_options(name(), o);
+  detail::check_adam_like_options(name(), o);
   const double max_grad_norm = o.at("max_grad_norm");
   AMP_CHECK(max_grad_norm > 0.0, "FusedLAMB: expected max_grad_norm > 0, got ",
-            python_repr(max_grad_norm));
+            detail::python_repr(max_grad_norm));
   for (const char* flag : {"bias_correction", "adam_w_mode", "grad_averaging", "use_nvlamb"}) {
     check_flag(o, flag);
   }

@@ -46,7 +46,7 @@ Tensor first_norm(const Tensor& grad, int norm_type) {
 }  // namespace
 
 FusedNovoGrad::FusedNovoGrad(std::vector<Tensor> params, FusedNovoGradOptions options)
-    : FusedNovoGrad(single_group(std::move(params)), options) {}
+    : FusedNovoGrad(detail::single_group(std::move(params)), options) {}
 
 FusedNovoGrad::FusedNovoGrad(std::vector<ParamGroup> groups, FusedNovoGradOptions options)
     : FusedOptimizer("FusedNovoGrad", to_options(options), options.set_grad_none) {
@@ -57,11 +57,11 @@ FusedNovoGrad::FusedNovoGrad(std::vector<ParamGroup> groups, FusedNovoGradOption
 
 void FusedNovoGrad::check_options(const Options& o) const {
   FusedOptimizer::check_options(o);
-  check_adam_like_options(name(), o);
+  detail::check_adam_like_options(name(), o);
   const double norm_type = o.at("norm_type");
   AMP_CHECK(norm_type == 2.0 || norm_type == 0.0,
             "FusedNovoGrad only support l2/inf norm now. (expected norm_type 2 or 0, got ",
-            python_repr(norm_type), ")");
+            detail::python_repr(norm_type), ")");
   for (const char* flag : {"bias_correction", "reg_inside_moment", "grad_averaging", "init_zero"}) {
     check_flag(o, flag);
   }

@@ -46,6 +46,8 @@ void unscale_(const std::vector<Tensor>& grads, const Tensor& inv_scale, Device 
 
 }  // namespace
 
+namespace detail {
+
 void check_fused_dtype(const std::string& optimizer, const Tensor& param, size_t group,
                        size_t index) {
   const DType d = param.dtype();
@@ -57,6 +59,8 @@ void check_fused_dtype(const std::string& optimizer, const Tensor& param, size_t
             " of group ", group, " with sizes ", shape_to_string(param.sizes()), " and strides ",
             shape_to_string(param.strides()));
 }
+
+}  // namespace detail
 
 FusedOptimizer::FusedOptimizer(std::string name, Options defaults, bool set_grad_none)
     : Optimizer(std::move(defaults)), name_(std::move(name)), set_grad_none_(set_grad_none) {}
@@ -110,7 +114,7 @@ std::vector<FusedOptimizer::Bucket> FusedOptimizer::buckets(
   for (size_t i = 0; i < params.size(); ++i) {
     const Tensor& p = params[i];
     if (!p.requires_grad() || !p.grad().defined()) continue;
-    check_fused_dtype(name_, p, group, i);
+    detail::check_fused_dtype(name_, p, group, i);
     const int k = key ? key(p) : 0;
     const Tensor* copy = writes_master_params() ? param_of_master(p) : nullptr;
     const std::optional<DType> copy_dtype =
@@ -202,7 +206,7 @@ Tensor FusedOptimizer::device_copy(const Tensor& value, Device device) {
 void FusedOptimizer::check_param_dtypes() const {
   for (size_t g = 0; g < param_groups().size(); ++g) {
     const std::vector<Tensor>& params = param_groups()[g].params;
-    for (size_t i = 0; i < params.size(); ++i) check_fused_dtype(name_, params[i], g, i);
+    for (size_t i = 0; i < params.size(); ++i) detail::check_fused_dtype(name_, params[i], g, i);
   }
 }
 
@@ -212,7 +216,7 @@ void FusedOptimizer::check_options(const Options& options) const {
     const double step = it->second;
     AMP_CHECK(step >= 0 && step == std::floor(step) && step < 9007199254740992.0, name_,
               ": expected the group option 'step' to be a non-negative whole number, got ",
-              python_repr(step));
+              detail::python_repr(step));
   }
 }
 
@@ -220,8 +224,10 @@ void FusedOptimizer::check_flag(const Options& options, const std::string& flag)
   auto it = options.find(flag);
   if (it == options.end()) return;
   AMP_CHECK(it->second == 0.0 || it->second == 1.0, name_, ": expected option '", flag,
-            "' to be 0 or 1 (a bool), got ", python_repr(it->second));
+            "' to be 0 or 1 (a bool), got ", detail::python_repr(it->second));
 }
+
+namespace detail {
 
 void check_adam_like_options(const std::string& optimizer, const Options& o) {
   check_adam_options(o);  // torch.optim.Adam's checks and messages (apex relies on the user)
@@ -231,5 +237,7 @@ void check_adam_like_options(const std::string& optimizer, const Options& o) {
               python_repr(it->second), ")");
   }
 }
+
+}  // namespace detail
 
 }  // namespace amp::optimizers

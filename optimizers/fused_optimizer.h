@@ -105,6 +105,8 @@ class FusedOptimizer : public Optimizer {
   bool set_grad_none_;
 };
 
+namespace detail {
+
 // apex's `<Name> only support fp16 and fp32.` check, naming the parameter and its dtype.
 void check_fused_dtype(const std::string& optimizer, const Tensor& param, size_t group,
                        size_t index);
@@ -112,6 +114,8 @@ void check_fused_dtype(const std::string& optimizer, const Tensor& param, size_t
 // torch.optim.Adam's checks of "eps", "beta1", "beta2" and "weight_decay" (apex has none), and
 // apex's "<Name> does not support the AMSGrad variant." for a group option "amsgrad" != 0.
 void check_adam_like_options(const std::string& optimizer, const Options& options);
+
+}  // namespace detail
 
 }  // namespace amp::optimizers
 

@@ -32,7 +32,7 @@ FusedSGDOptions from_sgd(const SGDOptions& o) {
 }  // namespace
 
 FusedSGD::FusedSGD(std::vector<Tensor> params, FusedSGDOptions options)
-    : FusedSGD(single_group(std::move(params)), options) {}
+    : FusedSGD(detail::single_group(std::move(params)), options) {}
 
 FusedSGD::FusedSGD(std::vector<ParamGroup> groups, FusedSGDOptions options)
     : FusedOptimizer("FusedSGD", to_options(options), options.set_grad_none),
@@ -52,7 +52,7 @@ void FusedSGD::check_options(const Options& o) const {
   FusedOptimizer::check_options(o);
   check_flag(o, "nesterov");
   check_flag(o, "wd_after_momentum");
-  check_sgd_options(o);  // apex's (and torch's) checks and messages
+  detail::check_sgd_options(o);  // apex's (and torch's) checks and messages
 }
 
 void FusedSGD::run_step(const Tensor& inv_scale, const Tensor& found_inf) {

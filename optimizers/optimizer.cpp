@@ -48,7 +48,102 @@ double scalar_value(const std::string& key, const Tensor& value) {
   return value.item<double>();
 }
 
+// A state dict's keys sorted by what they describe (load_state_dict's first step).
+struct LoadedDict {
+  std::map<size_t, Options> options;                      // "param_groups.N.<option>"
+  std::map<size_t, Tensor> params;                        // "param_groups.N.params"
+  std::map<size_t, std::map<std::string, Tensor>> state;  // "state.I.<name>"
+
+  // One more than the highest group index any "param_groups." key names.
+  size_t group_count() const {
+    size_t count = 0;
+    for (const auto& [g, _] : options) count = std::max(count, g + 1);
+    for (const auto& [g, _] : params) count = std::max(count, g + 1);
+    return count;
+  }
+};
+
+LoadedDict sort_loaded_keys(const StateDict& state_dict) {
+  LoadedDict loaded;
+  for (const auto& [key, value] : state_dict) {
+    if (auto group_key = split_key(key, kGroupPrefix)) {
+      const auto& [g, name] = *group_key;
+      if (name == "params") {
+        loaded.params[g] = value;
+      } else {
+        loaded.options[g][name] = scalar_value(key, value);
+      }
+    } else if (auto state_key = split_key(key, kStatePrefix)) {
+      AMP_CHECK(value.defined(), "load_state_dict: '", key, "' is an undefined tensor");
+      loaded.state[state_key->first][state_key->second] = value;
+    } else {
+      AMP_FAIL("load_state_dict: unexpected key '", key,
+               "' (expected 'param_groups.N.<option>' or 'state.N.<name>')");
+    }
+  }
+  return loaded;
+}
+
+// The parameter indices "param_groups.<group>.params" lists: a 1-d Int64 tensor with one index
+// per parameter of the optimizer's group.
+std::vector<int64_t> loaded_param_indices(const std::map<size_t, Tensor>& params, size_t group,
+                                          size_t group_size) {
+  auto it = params.find(group);
+  AMP_CHECK(it != params.end(), "load_state_dict: missing key 'param_groups.", group, ".params'");
+  const Tensor& indices = it->second;
+  AMP_CHECK(indices.defined() && indices.dtype() == DType::Int64 && indices.dim() == 1,
+            "load_state_dict: expected 'param_groups.", group,
+            ".params' to be a 1-d Int64 tensor of parameter indices");
+  AMP_CHECK(indices.numel() == static_cast<int64_t>(group_size),
+            "loaded state dict contains a parameter group that doesn't match the size of "
+            "optimizer's group");
+  return indices.to_vector<int64_t>();
+}
+
+// Maps each loaded index to the parameter in its place; an index listed twice is an error.
+void index_loaded_params(const std::vector<int64_t>& ids, const std::vector<Tensor>& params,
+                         std::map<int64_t, Tensor>& param_of_index) {
+  for (size_t i = 0; i < ids.size(); ++i) {
+    AMP_CHECK(param_of_index.emplace(ids[i], params[i]).second, "load_state_dict: parameter index ",
+              ids[i], " appears more than once");
+  }
+}
+
+// A loaded group has every option of this optimizer and no other: a dict of another optimizer
+// (SGD's into Adam) fails here.
+void check_loaded_option_names(const Options& options, const Options& defaults, size_t group) {
+  const std::string where = "load_state_dict: parameter group " + std::to_string(group);
+  std::string missing, unknown;
+  for (const auto& [name, value] : defaults) {
+    if (options.count(name) == 0) missing += (missing.empty() ? "'" : ", '") + name + "'";
+  }
+  for (const auto& [name, value] : options) {
+    if (defaults.count(name) == 0) unknown += (unknown.empty() ? "'" : ", '") + name + "'";
+  }
+  AMP_CHECK(missing.empty() && unknown.empty(), where, ": expected this optimizer's options, got ",
+            missing.empty() ? "" : "none for " + missing,
+            missing.empty() || unknown.empty() ? "" : " and ",
+            unknown.empty() ? "" : "unknown option(s) " + unknown);
+}
+
+// A loaded "state.I.step": a whole number of steps that a double holds exactly.
+int64_t loaded_step(const std::string& key, const Tensor& value) {
+  const double step = scalar_value(key, value);
+  AMP_CHECK(step >= 0 && step == std::floor(step) && step < 9007199254740992.0,
+            "load_state_dict: expected '", key, "' to be a non-negative whole number, got ",
+            detail::python_repr(step));
+  return static_cast<int64_t>(step);
+}
+
+// The state tensor `name` of `state`, or nullptr.
+const Tensor* find_tensor(const ParamState& state, const std::string& name) {
+  auto it = state.tensors.find(name);
+  return it == state.tensors.end() ? nullptr : &it->second;
+}
+
 }  // namespace
+
+namespace detail {
 
 std::string python_repr(double value) {
   if (std::isnan(value)) return "nan";
@@ -92,12 +187,14 @@ std::string python_repr(double value) {
   return negative ? "-" + out : out;
 }
 
-Optimizer::Optimizer(Options defaults) : defaults_(std::move(defaults)) {}
-
 std::vector<ParamGroup> single_group(std::vector<Tensor> params) {
   if (params.empty()) return {};
   return {ParamGroup{std::move(params), {}}};
 }
+
+}  // namespace detail
+
+Optimizer::Optimizer(Options defaults) : defaults_(std::move(defaults)) {}
 
 Optimizer::~Optimizer() = default;
 
@@ -291,7 +388,7 @@ void Optimizer::set_lr(double lr) {
 void Optimizer::set_lr(size_t group, double lr) {
   AMP_CHECK(group < param_groups_.size(), "set_lr: parameter group ", group, " does not exist (",
             param_groups_.size(), " groups)");
-  AMP_CHECK(lr >= 0.0, "Invalid learning rate: ", python_repr(lr));
+  AMP_CHECK(lr >= 0.0, "Invalid learning rate: ", detail::python_repr(lr));
   param_groups_[group].options["lr"] = lr;
 }
 
@@ -336,7 +433,7 @@ void Optimizer::check_group_options(const Options& options, const std::string& w
 
 void Optimizer::check_options(const Options& options) const {
   if (auto it = options.find("lr"); it != options.end()) {
-    AMP_CHECK(it->second >= 0.0, "Invalid learning rate: ", python_repr(it->second));
+    AMP_CHECK(it->second >= 0.0, "Invalid learning rate: ", detail::python_repr(it->second));
   }
 }
 
@@ -389,107 +486,59 @@ StateDict Optimizer::state_dict() const {
 }
 
 void Optimizer::load_state_dict(const StateDict& state_dict) {
-  // 1. Sort the keys into groups and per-parameter state.
-  std::map<size_t, Options> loaded_options;
-  std::map<size_t, Tensor> loaded_params;
-  std::map<size_t, std::map<std::string, Tensor>> loaded_state;
-  for (const auto& [key, value] : state_dict) {
-    if (auto group_key = split_key(key, kGroupPrefix)) {
-      const auto& [g, name] = *group_key;
-      if (name == "params") {
-        loaded_params[g] = value;
-      } else {
-        loaded_options[g][name] = scalar_value(key, value);
-      }
-    } else if (auto state_key = split_key(key, kStatePrefix)) {
-      AMP_CHECK(value.defined(), "load_state_dict: '", key, "' is an undefined tensor");
-      loaded_state[state_key->first][state_key->second] = value;
-    } else {
-      AMP_FAIL("load_state_dict: unexpected key '", key,
-               "' (expected 'param_groups.N.<option>' or 'state.N.<name>')");
-    }
-  }
-  // 2. Groups: same count and sizes; every group lists its parameters.
-  size_t loaded_groups = 0;
-  for (const auto& [g, _] : loaded_options) loaded_groups = std::max(loaded_groups, g + 1);
-  for (const auto& [g, _] : loaded_params) loaded_groups = std::max(loaded_groups, g + 1);
-  AMP_CHECK(loaded_groups == param_groups_.size(),
+  LoadedDict loaded = sort_loaded_keys(state_dict);
+  AMP_CHECK(loaded.group_count() == param_groups_.size(),
             "loaded state dict has a different number of parameter groups");
+  // Groups: same sizes, every group lists its parameters, and its options are this optimizer's.
   std::map<int64_t, Tensor> param_of_index;
   std::vector<Options> new_options(param_groups_.size());
   for (size_t g = 0; g < param_groups_.size(); ++g) {
-    auto it = loaded_params.find(g);
-    AMP_CHECK(it != loaded_params.end(), "load_state_dict: missing key 'param_groups.", g,
-              ".params'");
-    const Tensor& indices = it->second;
-    AMP_CHECK(indices.defined() && indices.dtype() == DType::Int64 && indices.dim() == 1,
-              "load_state_dict: expected 'param_groups.", g,
-              ".params' to be a 1-d Int64 tensor of parameter indices");
-    AMP_CHECK(indices.numel() == static_cast<int64_t>(param_groups_[g].params.size()),
-              "loaded state dict contains a parameter group that doesn't match the size of "
-              "optimizer's group");
-    const std::vector<int64_t> ids = indices.to_vector<int64_t>();
-    for (size_t i = 0; i < ids.size(); ++i) {
-      AMP_CHECK(param_of_index.emplace(ids[i], param_groups_[g].params[i]).second,
-                "load_state_dict: parameter index ", ids[i], " appears more than once");
-    }
-    new_options[g] = loaded_options[g];
-    const std::string where = "load_state_dict: parameter group " + std::to_string(g);
-    // Every option, and no other: a dict of another optimizer (SGD's into Adam) fails here.
-    std::string missing, unknown;
-    for (const auto& [name, value] : defaults_) {
-      if (new_options[g].count(name) == 0) missing += (missing.empty() ? "'" : ", '") + name + "'";
-    }
-    for (const auto& [name, value] : new_options[g]) {
-      if (defaults_.count(name) == 0) unknown += (unknown.empty() ? "'" : ", '") + name + "'";
-    }
-    AMP_CHECK(missing.empty() && unknown.empty(), where,
-              ": expected this optimizer's options, got ",
-              missing.empty() ? "" : "none for " + missing,
-              missing.empty() || unknown.empty() ? "" : " and ",
-              unknown.empty() ? "" : "unknown option(s) " + unknown);
+    const std::vector<Tensor>& params = param_groups_[g].params;
+    index_loaded_params(loaded_param_indices(loaded.params, g, params.size()), params,
+                        param_of_index);
+    new_options[g] = loaded.options[g];
+    check_loaded_option_names(new_options[g], defaults_, g);
     check_options(new_options[g]);
   }
-  // 3. State: each entry belongs to a listed parameter and fits it; copies are made here so
-  //    that nothing is changed until everything was checked.
+  // State: each entry belongs to a listed parameter and fits it; copies are made here so that
+  // nothing is changed until everything was checked.
   std::unordered_map<const TensorImpl*, ParamState> new_state;
-  for (const auto& [index, entries] : loaded_state) {
+  for (const auto& [index, entries] : loaded.state) {
     auto it = param_of_index.find(static_cast<int64_t>(index));
     AMP_CHECK(it != param_of_index.end(), "load_state_dict: state for parameter index ", index,
               ", which no parameter group lists");
     const Tensor& param = it->second;
-    const ParamState* current = find_state(param);
-    ParamState st;
-    for (const auto& [name, value] : entries) {
-      const std::string key = kStatePrefix + std::to_string(index) + "." + name;
-      if (name == "step") {
-        const double step = scalar_value(key, value);
-        AMP_CHECK(step >= 0 && step == std::floor(step) && step < 9007199254740992.0,
-                  "load_state_dict: expected '", key, "' to be a non-negative whole number, got ",
-                  python_repr(step));
-        st.step = static_cast<int64_t>(step);
-        continue;
-      }
-      AMP_CHECK(is_floating_point(value.dtype()), "load_state_dict: expected '", key,
-                "' to be a floating-point tensor, got ", dtype_name(value.dtype()));
-      check_loaded_state(param, name, value);
-      DType dtype = state_dtype(param, name);
-      if (current != nullptr) {
-        if (auto existing = current->tensors.find(name); existing != current->tensors.end()) {
-          dtype = existing->second.dtype();  // keep the optimizer's own dtype
-        }
-      }
-      Tensor copy = empty(value.sizes(), {.dtype = dtype, .device = param.device()});
-      copy.copy_(value);
-      st.tensors[name] = copy;
-    }
-    new_state[param.impl()] = std::move(st);
+    new_state[param.impl()] = copy_loaded_state(param, index, entries);
   }
-  // 4. Commit.
+  // Commit.
   for (size_t g = 0; g < param_groups_.size(); ++g) {
     param_groups_[g].options = std::move(new_options[g]);
   }
   state_ = std::move(new_state);
+}
+
+ParamState Optimizer::copy_loaded_state(const Tensor& param, size_t index,
+                                        const std::map<std::string, Tensor>& entries) const {
+  const ParamState* current = find_state(param);
+  ParamState st;
+  for (const auto& [name, value] : entries) {
+    const std::string key = kStatePrefix + std::to_string(index) + "." + name;
+    if (name == "step") {
+      st.step = loaded_step(key, value);
+      continue;
+    }
+    AMP_CHECK(is_floating_point(value.dtype()), "load_state_dict: expected '", key,
+              "' to be a floating-point tensor, got ", dtype_name(value.dtype()));
+    check_loaded_state(param, name, value);
+    DType dtype = state_dtype(param, name);
+    if (const Tensor* existing = current != nullptr ? find_tensor(*current, name) : nullptr) {
+      dtype = existing->dtype();  // keep the optimizer's own dtype
+    }
+    Tensor copy = empty(value.sizes(), {.dtype = dtype, .device = param.device()});
+    copy.copy_(value);
+    st.tensors[name] = copy;
+  }
+  return st;
 }
 
 }  // namespace amp::optimizers

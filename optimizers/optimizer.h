@@ -185,6 +185,10 @@ class Optimizer {
   void check_group_options(const Options& options, const std::string& where) const;
   // Where a parameter sits in the groups; {npos, npos} when it is not there.
   std::pair<size_t, size_t> position_of(const Tensor& param) const;
+  // load_state_dict's copy of the state loaded for `param` ("state.<index>.<name>" entries),
+  // each tensor checked and converted to the dtype the optimizer keeps it in; changes nothing.
+  ParamState copy_loaded_state(const Tensor& param, size_t index,
+                               const std::map<std::string, Tensor>& entries) const;
 
   Options defaults_;
   std::vector<ParamGroup> param_groups_;
@@ -197,12 +201,17 @@ class Optimizer {
   HookId next_hook_id_ = 1;
 };
 
+// Helpers the optimizers and amp's front ends share; not part of the public API.
+namespace detail {
+
 // The parameter list of the optimizers' single-group constructors as a list of groups: one group
 // without options, or no group for an empty list (which add_param_groups then rejects).
 std::vector<ParamGroup> single_group(std::vector<Tensor> params);
 
 // Formats a double as Python's repr does ("-0.1", "1e-08", "2.0"), for PyTorch's messages.
 std::string python_repr(double value);
+
+}  // namespace detail
 
 }  // namespace amp::optimizers
 

@@ -21,12 +21,14 @@ Options to_options(const SGDOptions& o) {
 }  // namespace
 
 SGD::SGD(std::vector<Tensor> params, SGDOptions options)
-    : SGD(single_group(std::move(params)), options) {}
+    : SGD(detail::single_group(std::move(params)), options) {}
 
 SGD::SGD(std::vector<ParamGroup> groups, SGDOptions options) : Optimizer(to_options(options)) {
   check_options(defaults());
   add_param_groups(std::move(groups));
 }
+
+namespace detail {
 
 void check_sgd_options(const Options& o) {
   const double momentum = o.at("momentum");
@@ -37,9 +39,11 @@ void check_sgd_options(const Options& o) {
             "Nesterov momentum requires a momentum and zero dampening");
 }
 
+}  // namespace detail
+
 void SGD::check_options(const Options& o) const {
   Optimizer::check_options(o);
-  check_sgd_options(o);
+  detail::check_sgd_options(o);
 }
 
 void SGD::update() {

@@ -17,16 +17,20 @@ struct SGDOptions {
   bool nesterov = false;
 };
 
+namespace detail {
+
+// torch.optim.SGD's checks of momentum, weight_decay and nesterov, with its messages (shared with
+// FusedSGD).
+void check_sgd_options(const Options& options);
+
+}  // namespace detail
+
 // Per parameter with a gradient g (PyTorch's update; lr outside the momentum):
 //   g = g + weight_decay * p
 //   buf = g (first step, no dampening)  or  buf = momentum * buf + (1 - dampening) * g
 //   g = nesterov ? g + momentum * buf : buf          (when momentum != 0)
 //   p = p - lr * g
 // State: "momentum_buffer" (only when momentum != 0). No step counter.
-// torch.optim.SGD's checks of momentum, weight_decay and nesterov, with its messages (shared with
-// FusedSGD).
-void check_sgd_options(const Options& options);
-
 class SGD : public Optimizer {
  public:
   SGD(std::vector<Tensor> params, SGDOptions options);

@@ -1,5 +1,7 @@
 #include "csrc/autograd/engine.h"
 
+#include <algorithm>
+#include <memory>
 #include <queue>
 #include <unordered_map>
 #include <unordered_set>
@@ -51,6 +53,243 @@ struct ByOrder {
   }
 };
 
+// The gradient a root starts from: the one given, or ones for a scalar root.
+Tensor root_gradient(const Tensor& root, const Tensor& given, size_t i, const char* op) {
+  if (!given.defined()) {
+    AMP_CHECK(root.numel() == 1, op, ": grad can be implicitly created only for scalar ",
+              "outputs; got an output of shape ", shape_to_string(root.sizes()));
+    return ones_like(root);
+  }
+  AMP_CHECK(given.sizes() == root.sizes(), op, ": mismatch in shape: grad_output[", i,
+            "] has a shape of ", shape_to_string(given.sizes()), " and output[", i,
+            "] has a shape of ", shape_to_string(root.sizes()));
+  return given;
+}
+
+// Whether one of `node`'s edges leads into `targets`.
+bool has_edge_into(const Node& node, const std::unordered_set<Node*>& targets) {
+  return std::any_of(node.next_edges.begin(), node.next_edges.end(),
+                     [&](const Edge& e) { return e.valid() && targets.count(e.fn.get()) != 0; });
+}
+
+// The hooks on the gradient of a node's output: a non-leaf's live on its grad_fn, a leaf's on
+// the tensor (its AccumulateGrad is recreated when no graph holds it). Copies, because a hook
+// may register another.
+std::vector<TensorHook> hooks_on_output(const Node& node, uint32_t output, bool is_accumulator) {
+  std::vector<TensorHook> hooks;
+  if (auto found = node.pre_hooks.find(output); found != node.pre_hooks.end()) {
+    hooks = found->second;
+  }
+  if (!is_accumulator) return hooks;
+  const AutogradMeta* meta = meta_or_null(static_cast<const AccumulateGrad&>(node).variable());
+  if (meta != nullptr) hooks.insert(hooks.end(), meta->hooks.begin(), meta->hooks.end());
+  return hooks;
+}
+
+// Gives every output of `node` a gradient (zeros where no edge delivered one) and runs the hooks
+// on each, output by output. The hooks run before the captures, so autograd::grad returns hooked
+// gradients as backward accumulates them.
+void complete_and_hook(const Node& node, std::vector<Tensor>& grads, bool is_accumulator) {
+  grads.resize(node.output_meta.size());
+  for (size_t i = 0; i < grads.size(); ++i) {
+    if (!grads[i].defined()) {
+      const TensorMeta& m = node.output_meta[i];
+      grads[i] = zeros(m.shape, {.dtype = m.dtype, .device = m.device});
+    }
+    for (const auto& hook : hooks_on_output(node, static_cast<uint32_t>(i), is_accumulator)) {
+      Tensor replaced = hook(grads[i]);
+      if (replaced.defined()) grads[i] = validate(replaced, node.output_meta[i], node);
+    }
+  }
+}
+
+// One backward pass over the graph behind some roots (PyTorch's GraphTask): the gradients
+// waiting for each node, how many edges into each node have yet to deliver, the nodes ready to
+// run, and what autograd::grad captures. The steps, in run_backward's order: seed_roots,
+// compute_dependencies, prepare_captures, execute, captured_gradients.
+class GraphTask {
+ public:
+  // op: the entry point errors name; inputs: autograd::grad's inputs (none for backward).
+  GraphTask(const char* op, bool keep_graph, size_t inputs)
+      : op_(op), keep_graph_(keep_graph), capturing_(inputs != 0), captured_(inputs) {}
+
+  // Puts each root's gradient into the buffer of the node its gradient flows into.
+  void seed_roots(const std::vector<Tensor>& roots, const std::vector<Tensor>& grad_roots) {
+    // The producer that messages about a root's gradient name.
+    struct RootNode final : Node {
+      std::vector<Tensor> apply(std::vector<Tensor>&&) override { return {}; }
+      std::string name() const override { return "GraphRoot"; }
+    } root_producer;
+    for (size_t i = 0; i < roots.size(); ++i) {
+      const Tensor& root = roots[i];
+      AMP_CHECK(root.defined(), op_, ": expected defined outputs, got an undefined tensor at ", i);
+      const Edge edge = gradient_edge(root);
+      AMP_CHECK(edge.valid(), op_, ": element ", i,
+                " of tensors does not require grad and does not have a grad_fn");
+      const Tensor given = grad_roots.empty() ? Tensor() : grad_roots[i];
+      accumulate(edge, root_gradient(root, given, i, op_), root_producer);
+      root_nodes_.push_back(edge.fn);
+    }
+  }
+
+  // Dependencies: how many edges point at each node from nodes reachable from the roots.
+  void compute_dependencies() {
+    std::vector<Node*> stack;
+    for (const auto& r : root_nodes_) {
+      if (reachable_.insert(r.get()).second) stack.push_back(r.get());
+    }
+    while (!stack.empty()) {
+      Node* n = stack.back();
+      stack.pop_back();
+      for (const Edge& e : n->next_edges) {
+        if (!e.valid()) continue;
+        ++dependencies_[e.fn.get()];
+        if (reachable_.insert(e.fn.get()).second) stack.push_back(e.fn.get());
+      }
+    }
+  }
+
+  // autograd::grad: the capture points (where each input's gradient arrives), and the nodes that
+  // lead to one; the others need not run.
+  void prepare_captures(const std::vector<Tensor>& inputs) {
+    if (inputs.empty()) return;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      AMP_CHECK(inputs[i].defined() && inputs[i].requires_grad(), op_, ": input ", i,
+                " does not require grad (expected every input to require grad)");
+      const Edge e = gradient_edge(inputs[i]);
+      captures_.push_back({e.fn.get(), e.input_nr});
+    }
+    mark_nodes_leading_to_captures();
+  }
+
+  // Runs the ready nodes, latest first, until none is left.
+  void execute() {
+    for (const auto& r : root_nodes_) {
+      if (dependencies_[r.get()] == 0) schedule(r);
+    }
+    while (!ready_.empty()) {
+      std::shared_ptr<Node> node = ready_.top();
+      ready_.pop();
+      const std::vector<Tensor> outputs = evaluate_function(*node);
+      deliver(*node, outputs);
+    }
+  }
+
+  // The gradients captured for autograd::grad's inputs, in order; an input no gradient reached is
+  // an error unless allow_unused.
+  std::vector<Tensor> captured_gradients(bool allow_unused) {
+    for (size_t i = 0; i < captured_.size(); ++i) {
+      AMP_CHECK(captured_[i].defined() || allow_unused, op_, ": one of the differentiated tensors ",
+                "(input ", i,
+                ") appears to not have been used in the graph. Set allow_unused=true "
+                "if this is the desired behavior.");
+    }
+    return std::move(captured_);
+  }
+
+ private:
+  // Where autograd::grad reads an input's gradient: output `slot` of node `fn`.
+  struct Capture {
+    Node* fn;
+    uint32_t slot;
+  };
+
+  // Adds `grad` into the buffer slot that `edge` feeds, converted to that slot's dtype and
+  // device; `producer` is named when the shape does not fit.
+  void accumulate(const Edge& edge, Tensor grad, const Node& producer) {
+    Node* fn = edge.fn.get();
+    std::vector<Tensor>& buffer = buffers_[fn];
+    if (buffer.size() < fn->output_meta.size()) buffer.resize(fn->output_meta.size());
+    Tensor& slot = buffer[edge.input_nr];
+    grad = validate(grad, fn->output_meta[edge.input_nr], producer);
+    slot = slot.defined() ? add(slot, grad) : grad;
+  }
+
+  // A node is needed if a capture node is reachable from it: iterate to a fixed point over the
+  // reachable set (graphs are small compared with the tensors they carry).
+  void mark_nodes_leading_to_captures() {
+    for (const auto& c : captures_) needed_.insert(c.fn);
+    bool changed = true;
+    while (changed) {
+      changed = false;
+      for (Node* n : reachable_) {
+        if (needed_.count(n) != 0 || !has_edge_into(*n, needed_)) continue;
+        needed_.insert(n);
+        changed = true;
+      }
+    }
+  }
+
+  void schedule(const std::shared_ptr<Node>& node) {
+    if (queued_.insert(node.get()).second) ready_.push(node);
+  }
+
+  // The gradients `node` returns for its inputs; none when no gradient reached it (every path
+  // into it carried none) or when autograd::grad does not need it. Either way it still releases
+  // its dependants (deliver).
+  std::vector<Tensor> evaluate_function(Node& node) {
+    auto buffered = buffers_.find(&node);
+    if (buffered == buffers_.end()) return {};
+    std::vector<Tensor> grads = std::move(buffered->second);
+    buffers_.erase(buffered);
+    const bool is_accumulator = dynamic_cast<AccumulateGrad*>(&node) != nullptr;
+    complete_and_hook(node, grads, is_accumulator);
+    capture(node, grads);
+    // autograd::grad leaves every leaf's grad() alone, and skips nodes that lead to no input.
+    const bool run = !capturing_ || (needed_.count(&node) != 0 && !is_accumulator);
+    if (!run) return {};
+    return call_function(node, std::move(grads), is_accumulator);
+  }
+
+  void capture(const Node& node, const std::vector<Tensor>& grads) {
+    for (size_t c = 0; c < captures_.size(); ++c) {
+      if (captures_[c].fn == &node) captured_[c] = grads[captures_[c].slot];
+    }
+  }
+
+  // Applies the node's backward formula; without keep_graph it then frees the saved tensors.
+  std::vector<Tensor> call_function(Node& node, std::vector<Tensor>&& grads, bool is_accumulator) {
+    AMP_CHECK(!node.released, node.name(),
+              ": trying to backward through the graph a second time (or directly access "
+              "saved tensors after they have already been freed). Saved intermediate values "
+              "of the graph are freed when you call backward() or autograd::grad(). Specify "
+              "retain_graph=true if you need to backward through the graph a second time.");
+    std::vector<Tensor> outputs = node.apply(std::move(grads));
+    if (!keep_graph_ && !is_accumulator) {
+      node.release_saved();
+      node.released = true;
+    }
+    if (anomaly_enabled) check_finite(node, outputs);
+    AMP_ASSERT(outputs.size() == node.next_edges.size() || is_accumulator, node.name(),
+               " returned ", outputs.size(), " gradients for ", node.next_edges.size(), " inputs");
+    return outputs;
+  }
+
+  // Hands each of `node`'s gradients to the node its edge leads to, and schedules every such node
+  // whose last dependency this was.
+  void deliver(const Node& node, const std::vector<Tensor>& outputs) {
+    for (size_t i = 0; i < node.next_edges.size(); ++i) {
+      const Edge& e = node.next_edges[i];
+      if (!e.valid()) continue;
+      if (i < outputs.size() && outputs[i].defined()) accumulate(e, outputs[i], node);
+      if (--dependencies_[e.fn.get()] == 0) schedule(e.fn);
+    }
+  }
+
+  const char* op_;
+  bool keep_graph_;
+  bool capturing_;
+  std::unordered_map<Node*, std::vector<Tensor>> buffers_;  // one slot per forward output
+  std::vector<std::shared_ptr<Node>> root_nodes_;
+  std::unordered_map<Node*, int> dependencies_;
+  std::unordered_set<Node*> reachable_;
+  std::vector<Capture> captures_;
+  std::vector<Tensor> captured_;
+  std::unordered_set<Node*> needed_;
+  std::priority_queue<std::shared_ptr<Node>, std::vector<std::shared_ptr<Node>>, ByOrder> ready_;
+  std::unordered_set<Node*> queued_;
+};
+
 }  // namespace
 
 DetectAnomaly::DetectAnomaly() : previous_(anomaly_enabled) { anomaly_enabled = true; }
@@ -64,177 +303,16 @@ std::vector<Tensor> run_backward(const std::vector<Tensor>& roots,
   const char* op = inputs.empty() ? "backward" : "autograd::grad";
   AMP_CHECK(grad_roots.empty() || grad_roots.size() == roots.size(), op, ": expected ",
             roots.size(), " gradients (one per output), got ", grad_roots.size());
-  using Buffer = std::vector<Tensor>;
-  std::unordered_map<Node*, Buffer> buffers;
-  std::vector<std::shared_ptr<Node>> root_nodes;
-
-  auto add_to_buffer = [&](const Edge& edge, Tensor grad, const Node& producer) {
-    Node* fn = edge.fn.get();
-    Buffer& buffer = buffers[fn];
-    if (buffer.size() < fn->output_meta.size()) buffer.resize(fn->output_meta.size());
-    Tensor& slot = buffer[edge.input_nr];
-    grad = validate(grad, fn->output_meta[edge.input_nr], producer);
-    slot = slot.defined() ? add(slot, grad) : grad;
-  };
-
-  struct RootNode final : Node {
-    std::vector<Tensor> apply(std::vector<Tensor>&&) override { return {}; }
-    std::string name() const override { return "GraphRoot"; }
-  } root_producer;
-
-  for (size_t i = 0; i < roots.size(); ++i) {
-    const Tensor& root = roots[i];
-    AMP_CHECK(root.defined(), op, ": expected defined outputs, got an undefined tensor at ", i);
-    const Edge edge = gradient_edge(root);
-    AMP_CHECK(edge.valid(), op, ": element ", i,
-              " of tensors does not require grad and does not have a grad_fn");
-    Tensor g = grad_roots.empty() ? Tensor() : grad_roots[i];
-    if (!g.defined()) {
-      AMP_CHECK(root.numel() == 1, op, ": grad can be implicitly created only for scalar ",
-                "outputs; got an output of shape ", shape_to_string(root.sizes()));
-      g = ones_like(root);
-    } else {
-      AMP_CHECK(g.sizes() == root.sizes(), op, ": mismatch in shape: grad_output[", i,
-                "] has a shape of ", shape_to_string(g.sizes()), " and output[", i,
-                "] has a shape of ", shape_to_string(root.sizes()));
-    }
-    add_to_buffer(edge, g, root_producer);
-    root_nodes.push_back(edge.fn);
-  }
-
-  // Dependencies: how many edges point at each node from nodes reachable from the roots.
-  std::unordered_map<Node*, int> dependencies;
-  std::vector<Node*> stack;
-  std::unordered_set<Node*> seen;
-  for (const auto& r : root_nodes) {
-    if (seen.insert(r.get()).second) stack.push_back(r.get());
-  }
-  while (!stack.empty()) {
-    Node* n = stack.back();
-    stack.pop_back();
-    for (const Edge& e : n->next_edges) {
-      if (!e.valid()) continue;
-      ++dependencies[e.fn.get()];
-      if (seen.insert(e.fn.get()).second) stack.push_back(e.fn.get());
-    }
-  }
-
-  // autograd::grad: capture points, and the nodes that lead to one (others need not run).
-  struct Capture {
-    Node* fn;
-    uint32_t slot;
-  };
-  std::vector<Capture> captures;
-  std::vector<Tensor> captured(inputs.size());
-  std::unordered_set<Node*> needed;
-  if (!inputs.empty()) {
-    for (size_t i = 0; i < inputs.size(); ++i) {
-      AMP_CHECK(inputs[i].defined() && inputs[i].requires_grad(), op, ": input ", i,
-                " does not require grad (expected every input to require grad)");
-      const Edge e = gradient_edge(inputs[i]);
-      captures.push_back({e.fn.get(), e.input_nr});
-    }
-    // A node is needed if a capture node is reachable from it: iterate to a fixed point over
-    // the reachable set (graphs are small compared with the tensors they carry).
-    for (const auto& c : captures) needed.insert(c.fn);
-    bool changed = true;
-    while (changed) {
-      changed = false;
-      for (Node* n : seen) {
-        if (needed.count(n)) continue;
-        for (const Edge& e : n->next_edges) {
-          if (e.valid() && needed.count(e.fn.get())) {
-            needed.insert(n);
-            changed = true;
-            break;
-          }
-        }
-      }
-    }
-  }
-
+  GraphTask task(op, keep_graph, inputs.size());
+  task.seed_roots(roots, grad_roots);
+  task.compute_dependencies();
+  task.prepare_captures(inputs);
   GradModeGuard grad_mode(create_graph);
   // Backward ops run in the dtypes forward chose: autocast is off (custom functions may restore
   // their forward's state, see function.h).
   autocast_state::ScopedState no_autocast(autocast_state::all_disabled());
-  std::priority_queue<std::shared_ptr<Node>, std::vector<std::shared_ptr<Node>>, ByOrder> ready;
-  std::unordered_set<Node*> queued;
-  for (const auto& r : root_nodes) {
-    if (dependencies[r.get()] == 0 && queued.insert(r.get()).second) ready.push(r);
-  }
-  while (!ready.empty()) {
-    std::shared_ptr<Node> node = ready.top();
-    ready.pop();
-    // A node no gradient reached (every path into it carried none) runs nothing but still
-    // releases its dependants.
-    auto buffered = buffers.find(node.get());
-    const bool has_grads = buffered != buffers.end();
-    const bool is_accumulator = dynamic_cast<AccumulateGrad*>(node.get()) != nullptr;
-    std::vector<Tensor> outputs;
-    if (has_grads) {
-      Buffer grads = std::move(buffered->second);
-      buffers.erase(buffered);
-      grads.resize(node->output_meta.size());
-      for (size_t i = 0; i < grads.size(); ++i) {
-        if (!grads[i].defined()) {
-          const TensorMeta& m = node->output_meta[i];
-          grads[i] = zeros(m.shape, {.dtype = m.dtype, .device = m.device});
-        }
-        // Hooks on the gradient of output i: a non-leaf's live on its grad_fn, a leaf's on the
-        // tensor (its AccumulateGrad is recreated when no graph holds it). They run before the
-        // captures, so autograd::grad returns hooked gradients as backward accumulates them;
-        // copies, because a hook may register another.
-        std::vector<TensorHook> hooks;
-        if (auto found = node->pre_hooks.find(static_cast<uint32_t>(i));
-            found != node->pre_hooks.end()) {
-          hooks = found->second;
-        }
-        if (is_accumulator) {
-          const AutogradMeta* meta =
-              meta_or_null(static_cast<const AccumulateGrad&>(*node).variable());
-          if (meta != nullptr) hooks.insert(hooks.end(), meta->hooks.begin(), meta->hooks.end());
-        }
-        for (const auto& hook : hooks) {
-          Tensor replaced = hook(grads[i]);
-          if (replaced.defined()) grads[i] = validate(replaced, node->output_meta[i], *node);
-        }
-      }
-      for (size_t c = 0; c < captures.size(); ++c) {
-        if (captures[c].fn == node.get()) captured[c] = grads[captures[c].slot];
-      }
-      const bool run = inputs.empty() || (needed.count(node.get()) && !is_accumulator);
-      if (run) {
-        AMP_CHECK(!node->released, node->name(),
-                  ": trying to backward through the graph a second time (or directly access "
-                  "saved tensors after they have already been freed). Saved intermediate values "
-                  "of the graph are freed when you call backward() or autograd::grad(). Specify "
-                  "retain_graph=true if you need to backward through the graph a second time.");
-        outputs = node->apply(std::move(grads));
-        if (!keep_graph && !is_accumulator) {
-          node->release_saved();
-          node->released = true;
-        }
-        if (anomaly_enabled) check_finite(*node, outputs);
-        AMP_ASSERT(outputs.size() == node->next_edges.size() || is_accumulator, node->name(),
-                   " returned ", outputs.size(), " gradients for ", node->next_edges.size(),
-                   " inputs");
-      }
-    }
-    for (size_t i = 0; i < node->next_edges.size(); ++i) {
-      const Edge& e = node->next_edges[i];
-      if (!e.valid()) continue;
-      if (i < outputs.size() && outputs[i].defined()) add_to_buffer(e, outputs[i], *node);
-      if (--dependencies[e.fn.get()] == 0 && queued.insert(e.fn.get()).second) ready.push(e.fn);
-    }
-  }
-
-  for (size_t i = 0; i < captured.size(); ++i) {
-    AMP_CHECK(captured[i].defined() || allow_unused, op, ": one of the differentiated tensors ",
-              "(input ", i,
-              ") appears to not have been used in the graph. Set allow_unused=true "
-              "if this is the desired behavior.");
-  }
-  return captured;
+  task.execute();
+  return task.captured_gradients(allow_unused);
 }
 
 std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,

@@ -229,14 +229,138 @@ struct Entry {
 
 std::string range_string(const Entry& e) { return detail::concat("[", e.begin, ", ", e.end, "]"); }
 
+// A header must be a JSON object; anything else is told by its first byte.
+void check_header_opens_an_object(const std::string& header, const std::string& where) {
+  if (!header.empty() && header[0] == '{') return;
+  AMP_FAIL(where, ": expected the JSON header to start with '{', got ",
+           header.empty() ? std::string("an empty header")
+                          : "byte " + std::to_string(static_cast<unsigned char>(header[0])));
+}
+
+// The "__metadata__" object: string values under unique keys.
+void read_metadata(io::JsonReader& r, CheckpointMetadata& metadata) {
+  r.read_object([&](const std::string& k) {
+    const size_t value_at = r.offset();
+    std::string v = r.read_string("a string (a __metadata__ value)");
+    if (!metadata.emplace(k, std::move(v)).second) {
+      r.fail_at(value_at, "expected unique __metadata__ keys, got '" + k + "' twice");
+    }
+  });
+}
+
+// A tensor's "dtype" field. A valid safetensors dtype that ampcpp has no tensor type for is
+// told apart from a name the format does not know.
+const DTypeInfo* read_dtype(io::JsonReader& r, const std::string& tensor, size_t field_at) {
+  const std::string name = r.read_string("a string (the dtype)");
+  if (const DTypeInfo* info = info_of(name)) return info;
+  const bool known = std::any_of(std::begin(kUnsupportedDTypes), std::end(kUnsupportedDTypes),
+                                 [&](const char* s) { return name == s; });
+  r.fail_at(field_at, tensor + ": expected dtype F32, F16, BF16, F64, I64 or BOOL, got " +
+                          (known ? "'" + name + "', which ampcpp does not support"
+                                 : "unknown dtype '" + name + "'"));
+}
+
+// A tensor's "shape" field: at most kMaxDims non-negative integers.
+Shape read_shape(io::JsonReader& r, const std::string& tensor) {
+  Shape shape;
+  r.read_array([&] {
+    const size_t dim_at = r.offset();
+    const int64_t d = r.read_integer("an integer (a shape dimension)");
+    if (d < 0) {
+      r.fail_at(dim_at,
+                tensor + ": expected non-negative shape dimensions, got " + std::to_string(d));
+    }
+    if (shape.size() >= static_cast<size_t>(kMaxDims)) {
+      r.fail_at(dim_at, tensor + ": expected at most " + std::to_string(kMaxDims) +
+                            " dimensions, got more");
+    }
+    shape.push_back(d);
+  });
+  return shape;
+}
+
+// A tensor's "data_offsets" field: exactly two non-negative integers, into e.begin and e.end.
+void read_data_offsets(io::JsonReader& r, const std::string& tensor, size_t field_at, Entry& e) {
+  int count = 0;
+  r.read_array([&] {
+    const size_t value_at = r.offset();
+    const int64_t v = r.read_integer("an integer (a data offset)");
+    if (v < 0) {
+      r.fail_at(value_at,
+                tensor + ": expected non-negative data_offsets, got " + std::to_string(v));
+    }
+    if (count >= 2) {
+      r.fail_at(value_at, tensor +
+                              ": expected data_offsets [begin, end], got more than 2 "
+                              "values");
+    }
+    (count == 0 ? e.begin : e.end) = v;
+    ++count;
+  });
+  if (count != 2) {
+    r.fail_at(field_at, tensor + ": expected data_offsets [begin, end], got " +
+                            std::to_string(count) + " value" + (count == 1 ? "" : "s"));
+  }
+}
+
+// Which of a tensor's three fields were read: each must come exactly once.
+struct FieldsSeen {
+  bool dtype = false;
+  bool shape = false;
+  bool data_offsets = false;
+};
+
+void mark_field_once(io::JsonReader& r, bool& seen, const std::string& tensor, const char* field,
+                     size_t field_at) {
+  if (seen) r.fail_at(field_at, tensor + ": expected one \"" + field + "\" field, got two");
+  seen = true;
+}
+
+// Names the fields a tensor's entry lacks; `at` is where the entry starts.
+void check_no_field_missing(io::JsonReader& r, const FieldsSeen& seen, const std::string& tensor,
+                            size_t at) {
+  if (seen.dtype && seen.shape && seen.data_offsets) return;
+  std::string missing;
+  for (auto [has, name] : {std::pair{seen.dtype, "dtype"}, std::pair{seen.shape, "shape"},
+                           std::pair{seen.data_offsets, "data_offsets"}}) {
+    if (!has) missing += std::string(missing.empty() ? "" : ", ") + name;
+  }
+  r.fail_at(at, tensor + ": expected the fields dtype, shape and data_offsets, got no " + missing);
+}
+
+// One tensor's entry, {"dtype": ..., "shape": [...], "data_offsets": [begin, end]}: each field
+// once and no other. `at` is where the entry starts.
+Entry read_entry(io::JsonReader& r, const std::string& key, size_t at) {
+  Entry e;
+  e.name = key;
+  const std::string tensor = "tensor '" + key + "'";
+  FieldsSeen seen;
+  r.read_object([&](const std::string& field) {
+    const size_t field_at = r.offset();
+    if (field == "dtype") {
+      mark_field_once(r, seen.dtype, tensor, "dtype", field_at);
+      e.info = read_dtype(r, tensor, field_at);
+    } else if (field == "shape") {
+      mark_field_once(r, seen.shape, tensor, "shape", field_at);
+      e.shape = read_shape(r, tensor);
+    } else if (field == "data_offsets") {
+      mark_field_once(r, seen.data_offsets, tensor, "data_offsets", field_at);
+      read_data_offsets(r, tensor, field_at, e);
+    } else {
+      r.fail_at(field_at, tensor +
+                              ": expected only the fields dtype, shape and data_offsets, "
+                              "got unknown field '" +
+                              field + "'");
+    }
+  });
+  check_no_field_missing(r, seen, tensor, at);
+  return e;
+}
+
 // Parses the header into tensor entries and metadata; checks the JSON and each entry's fields.
 std::vector<Entry> parse_header(const std::string& header, const std::string& where,
                                 CheckpointMetadata& metadata) {
-  if (header.empty() || header[0] != '{') {
-    AMP_FAIL(where, ": expected the JSON header to start with '{', got ",
-             header.empty() ? std::string("an empty header")
-                            : "byte " + std::to_string(static_cast<unsigned char>(header[0])));
-  }
+  check_header_opens_an_object(header, where);
   io::JsonReader r(header, where + ": header");
   std::vector<Entry> entries;
   std::set<std::string> keys;
@@ -246,94 +370,13 @@ std::vector<Entry> parse_header(const std::string& header, const std::string& wh
     if (key == "__metadata__") {
       if (seen_metadata) r.fail_at(at, "expected one \"__metadata__\" key, got a second one");
       seen_metadata = true;
-      r.read_object([&](const std::string& k) {
-        const size_t value_at = r.offset();
-        std::string v = r.read_string("a string (a __metadata__ value)");
-        if (!metadata.emplace(k, std::move(v)).second) {
-          r.fail_at(value_at, "expected unique __metadata__ keys, got '" + k + "' twice");
-        }
-      });
+      read_metadata(r, metadata);
       return;
     }
     if (!keys.insert(key).second) {
       r.fail_at(at, "expected unique tensor names, got '" + key + "' twice");
     }
-    Entry e;
-    e.name = key;
-    const std::string tensor = "tensor '" + key + "'";
-    bool has_dtype = false, has_shape = false, has_offsets = false;
-    const auto once = [&](bool& seen, const char* field, size_t field_at) {
-      if (seen) r.fail_at(field_at, tensor + ": expected one \"" + field + "\" field, got two");
-      seen = true;
-    };
-    r.read_object([&](const std::string& field) {
-      const size_t field_at = r.offset();
-      if (field == "dtype") {
-        once(has_dtype, "dtype", field_at);
-        const std::string name = r.read_string("a string (the dtype)");
-        e.info = info_of(name);
-        if (!e.info) {
-          const bool known =
-              std::any_of(std::begin(kUnsupportedDTypes), std::end(kUnsupportedDTypes),
-                          [&](const char* s) { return name == s; });
-          r.fail_at(field_at, tensor + ": expected dtype F32, F16, BF16, F64, I64 or BOOL, got " +
-                                  (known ? "'" + name + "', which ampcpp does not support"
-                                         : "unknown dtype '" + name + "'"));
-        }
-      } else if (field == "shape") {
-        once(has_shape, "shape", field_at);
-        r.read_array([&] {
-          const size_t dim_at = r.offset();
-          const int64_t d = r.read_integer("an integer (a shape dimension)");
-          if (d < 0) {
-            r.fail_at(dim_at, tensor + ": expected non-negative shape dimensions, got " +
-                                  std::to_string(d));
-          }
-          if (e.shape.size() >= static_cast<size_t>(kMaxDims)) {
-            r.fail_at(dim_at, tensor + ": expected at most " + std::to_string(kMaxDims) +
-                                  " dimensions, got more");
-          }
-          e.shape.push_back(d);
-        });
-      } else if (field == "data_offsets") {
-        once(has_offsets, "data_offsets", field_at);
-        int count = 0;
-        r.read_array([&] {
-          const size_t value_at = r.offset();
-          const int64_t v = r.read_integer("an integer (a data offset)");
-          if (v < 0) {
-            r.fail_at(value_at,
-                      tensor + ": expected non-negative data_offsets, got " + std::to_string(v));
-          }
-          if (count >= 2) {
-            r.fail_at(value_at, tensor +
-                                    ": expected data_offsets [begin, end], got more than 2 "
-                                    "values");
-          }
-          (count == 0 ? e.begin : e.end) = v;
-          ++count;
-        });
-        if (count != 2) {
-          r.fail_at(field_at, tensor + ": expected data_offsets [begin, end], got " +
-                                  std::to_string(count) + " value" + (count == 1 ? "" : "s"));
-        }
-      } else {
-        r.fail_at(field_at, tensor +
-                                ": expected only the fields dtype, shape and data_offsets, "
-                                "got unknown field '" +
-                                field + "'");
-      }
-    });
-    if (!has_dtype || !has_shape || !has_offsets) {
-      std::string missing;
-      for (auto [has, name] : {std::pair{has_dtype, "dtype"}, std::pair{has_shape, "shape"},
-                               std::pair{has_offsets, "data_offsets"}}) {
-        if (!has) missing += std::string(missing.empty() ? "" : ", ") + name;
-      }
-      r.fail_at(at,
-                tensor + ": expected the fields dtype, shape and data_offsets, got no " + missing);
-    }
-    entries.push_back(std::move(e));
+    entries.push_back(read_entry(r, key, at));
   });
   r.expect_end();
   return entries;

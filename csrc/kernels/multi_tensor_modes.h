@@ -9,8 +9,12 @@ namespace amp::multi_tensor {
 // ADAM_MODE_1 = decoupled weight decay ("AdamW"). LAMB uses the same two modes.
 enum class AdamMode { L2 = 0, AdamW = 1 };
 
-// apex's adagradMode_t: ADAGRAD_MODE_0 = L2, ADAGRAD_MODE_1 = decoupled (adagrad_w_mode).
-enum class AdagradMode { L2 = 0, AdamW = 1 };
+// apex's adagradMode_t: ADAGRAD_MODE_0 = L2 regularisation (the decay is added to the grad
+// before it enters the sum of squares), ADAGRAD_MODE_1 = decoupled weight decay (FusedAdagrad's
+// adagrad_w_mode: the decay is applied to the weight beside the adaptive step, and the sum of
+// squares sees the plain grad). apex's docstring adds "also known as AdamW", but the update stays
+// Adagrad's; only the way weight decay enters is AdamW's.
+enum class AdagradMode { L2 = 0, DecoupledWeightDecay = 1 };
 
 // What a chunk partial holds: the sum of squares (L2 norms) or max |x| (L-inf norms).
 enum class NormKind { L2, LInf };

@@ -30,14 +30,14 @@ constexpr int64_t kPlainLinesPerRun = 10;
 
 Progress::Progress(std::ostream& out, Mode mode, int runs) : out_(out), mode_(mode), runs_(runs) {
   winsize size{};
-  if (mode == Mode::kTerminal && ioctl(STDOUT_FILENO, TIOCGWINSZ, &size) == 0 && size.ws_col > 1) {
+  if (mode == Mode::Terminal && ioctl(STDOUT_FILENO, TIOCGWINSZ, &size) == 0 && size.ws_col > 1) {
     max_width_ = size.ws_col - 1u;
   }
 }
 
 Progress::Mode progress_mode_for_stdout(bool quiet) {
-  if (quiet) return Progress::Mode::kQuiet;
-  return isatty(STDOUT_FILENO) ? Progress::Mode::kTerminal : Progress::Mode::kPlain;
+  if (quiet) return Progress::Mode::Quiet;
+  return isatty(STDOUT_FILENO) ? Progress::Mode::Terminal : Progress::Mode::Plain;
 }
 
 void Progress::start_run(const RunSpec& spec, int64_t steps, int64_t epochs) {
@@ -51,11 +51,11 @@ void Progress::start_run(const RunSpec& spec, int64_t steps, int64_t epochs) {
 }
 
 void Progress::step(int64_t epoch, int64_t step, int64_t samples, double loss, double loss_scale) {
-  if (mode_ == Mode::kQuiet) return;
+  if (mode_ == Mode::Quiet) return;
   const Clock::time_point now = Clock::now();
   const bool last = step == steps_;
-  if (mode_ == Mode::kTerminal && !last && now - last_draw_ < kRedrawInterval) return;
-  if (mode_ == Mode::kPlain &&
+  if (mode_ == Mode::Terminal && !last && now - last_draw_ < kRedrawInterval) return;
+  if (mode_ == Mode::Plain &&
       step * kPlainLinesPerRun / steps_ == (step - 1) * kPlainLinesPerRun / steps_) {
     return;
   }
@@ -71,8 +71,8 @@ void Progress::step(int64_t epoch, int64_t step, int64_t samples, double loss, d
 }
 
 void Progress::finish_run(const RunResult& result) {
-  if (mode_ == Mode::kQuiet) return;
-  if (mode_ == Mode::kTerminal) out_ << "\n";
+  if (mode_ == Mode::Quiet) return;
+  if (mode_ == Mode::Terminal) out_ << "\n";
   out_ << format("%s  done: %lld steps in %.1f s, final loss %.4f, test accuracy %.2f%%",
                  label_.c_str(), static_cast<long long>(result.steps), result.train_seconds,
                  result.final_train_loss, 100 * result.test_accuracy)
@@ -80,7 +80,7 @@ void Progress::finish_run(const RunResult& result) {
 }
 
 void Progress::write(const std::string& line) {
-  if (mode_ == Mode::kPlain) {
+  if (mode_ == Mode::Plain) {
     out_ << line << std::endl;
     return;
   }

@@ -16,7 +16,7 @@ namespace amp::compare {
 
 class Progress {
  public:
-  enum class Mode { kTerminal, kPlain, kQuiet };
+  enum class Mode { Terminal, Plain, Quiet };
   // `runs`: how many runs the comparison has (the "/7" of "[2/7]").
   Progress(std::ostream& out, Mode mode, int runs);
 
@@ -43,7 +43,7 @@ class Progress {
   size_t max_width_ = 0;
 };
 
-// kTerminal when stdout is a terminal, kPlain otherwise, kQuiet when quiet.
+// Terminal when stdout is a terminal, Plain otherwise, Quiet when quiet.
 Progress::Mode progress_mode_for_stdout(bool quiet);
 
 }  // namespace amp::compare

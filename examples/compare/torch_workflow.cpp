@@ -33,9 +33,9 @@ class TorchWorkflow : public Workflow {
     const Outcome outcome = scaler_.last_step().outcome;
     scaler_.update();
     // A fused optimizer that supports amp scaling skips on the device and step() cannot tell
-    // (kDeferred); the scale backing off in update() is what an overflow leaves behind then.
-    return outcome == Outcome::kSkippedNonFinite ||
-           (outcome == Outcome::kDeferred && scaler_.get_scale() < scale_before);
+    // (Deferred); the scale backing off in update() is what an overflow leaves behind then.
+    return outcome == Outcome::SkippedNonFinite ||
+           (outcome == Outcome::Deferred && scaler_.get_scale() < scale_before);
   }
 
   double loss_scale() const override { return scaler_.get_scale(); }

@@ -44,23 +44,23 @@ struct TwoWeights : amp::nn::Module {
   Tensor weight0, weight1;
 };
 
-enum class Zeroing { kNone, kModel, kOptimizer };
-const std::vector<Zeroing> kZeroings = {Zeroing::kNone, Zeroing::kModel, Zeroing::kOptimizer};
+enum class Zeroing { None, Model, Optimizer };
+const std::vector<Zeroing> kZeroings = {Zeroing::None, Zeroing::Model, Zeroing::Optimizer};
 const char* zeroing_name(Zeroing z) {
-  return z == Zeroing::kNone ? "none" : z == Zeroing::kModel ? "model" : "optimizer";
+  return z == Zeroing::None ? "none" : z == Zeroing::Model ? "model" : "optimizer";
 }
 
 // apex's zero_grad helper: grads set to None, model.zero_grad() (in place, as the torch of
 // apex's tests), or optimizer.zero_grad().
 void zero(const std::vector<TwoWeights*>& models, const std::vector<Optimizer*>& opts, Zeroing z) {
   for (TwoWeights* m : models) {
-    if (z == Zeroing::kNone) {
+    if (z == Zeroing::None) {
       for (Tensor p : m->parameters()) p.set_grad(Tensor());
-    } else if (z == Zeroing::kModel) {
+    } else if (z == Zeroing::Model) {
       m->zero_grad(false);
     }
   }
-  if (z == Zeroing::kOptimizer) {
+  if (z == Zeroing::Optimizer) {
     for (Optimizer* o : opts) o->zero_grad();
   }
 }
@@ -102,10 +102,10 @@ void poison_first_element(const Tensor& grad) {
 // ---------------------------------------------------------------------------------------------
 // Several models, losses and optimizers (test_multiple_models_optimizers_losses.py).
 
-enum class OptKind { kSGD, kFusedSGD, kFusedAdam };
+enum class OptKind { SGD, FusedSGD, FusedAdam };
 
 const char* kind_name(OptKind k) {
-  return k == OptKind::kSGD ? "SGD" : k == OptKind::kFusedSGD ? "FusedSGD" : "FusedAdam";
+  return k == OptKind::SGD ? "SGD" : k == OptKind::FusedSGD ? "FusedSGD" : "FusedAdam";
 }
 
 struct OptSpec {
@@ -135,14 +135,14 @@ std::unique_ptr<Optimizer> make_optimizer(OptKind kind,
                                           double momentum, bool reference) {
   namespace O = amp::optimizers;
   switch (kind) {
-    case OptKind::kSGD:
+    case OptKind::SGD:
       return std::make_unique<O::SGD>(groups, O::SGDOptions{.lr = 0.1, .momentum = momentum});
-    case OptKind::kFusedSGD:
+    case OptKind::FusedSGD:
       if (reference) {
         return std::make_unique<O::SGD>(groups, O::SGDOptions{.lr = 0.1, .momentum = momentum});
       }
       return std::make_unique<O::FusedSGD>(groups, O::SGDOptions{.lr = 0.1, .momentum = momentum});
-    case OptKind::kFusedAdam:
+    case OptKind::FusedAdam:
       // The reference is FusedAdam without amp, with its own fp32 state and masters: plain Adam
       // on an fp16 parameter keeps fp16 moments, whose v underflows to 0 and gives 0/0 = NaN.
       return std::make_unique<O::FusedAdam>(groups, O::FusedAdamOptions{.lr = 0.1});
@@ -300,7 +300,7 @@ void check_scenario_with(const Scenario& s, OptKind kind) {
 
 // Every opt level, zeroing mode, scaler count and injection, with SGD, FusedSGD and FusedAdam.
 void check_scenario(const Scenario& s) {
-  for (OptKind kind : {OptKind::kSGD, OptKind::kFusedSGD, OptKind::kFusedAdam}) {
+  for (OptKind kind : {OptKind::SGD, OptKind::FusedSGD, OptKind::FusedAdam}) {
     check_scenario_with(s, kind);
   }
 }

@@ -458,7 +458,7 @@ BOOST_AUTO_TEST_CASE(amp_scaling_optimizer_gets_scale_and_found_inf_with_grads_s
   BOOST_TEST(opt.seen_found_inf.item<double>() == 0.0);
   BOOST_TEST(values_of(p.grad()) == std::vector<double>({8.0, 16.0}));  // only checked
   BOOST_TEST(values_of(p) == std::vector<double>({0.5, 0.0}));
-  BOOST_TEST((scaler->last_step().outcome == Outcome::kDeferred));
+  BOOST_TEST((scaler->last_step().outcome == Outcome::Deferred));
   BOOST_TEST(!scaler->last_step().scale.has_value());
   // The optimizer gets a copy: writing to it leaves the scaler's scale alone.
   opt.seen_grad_scale.fill_(1.0);
@@ -530,7 +530,7 @@ BOOST_AUTO_TEST_CASE(step_report_names_the_first_parameter_with_a_non_finite_gra
 
   scaler->scale(amp::nn::functional::mse_loss((*net.seq)(x), y)).backward();
   BOOST_TEST(scaler->step(opt));
-  BOOST_TEST((scaler->last_step().outcome == Outcome::kStepped));
+  BOOST_TEST((scaler->last_step().outcome == Outcome::Stepped));
   BOOST_TEST(scaler->last_step().stepped());
   BOOST_TEST(*scaler->last_step().scale == 16.0);
   BOOST_TEST(!scaler->last_step().flat_index.has_value());
@@ -574,7 +574,7 @@ BOOST_AUTO_TEST_CASE(step_report_is_kept_per_optimizer_and_works_without_names) 
   BOOST_TEST(scaler->last_step().param_name.empty());
   BOOST_TEST(scaler->last_step(o0).stepped());
   BOOST_TEST(scaler->last_step(o1).skipped());
-  BOOST_TEST((scaler->last_step(never).outcome == Outcome::kNone));
+  BOOST_TEST((scaler->last_step(never).outcome == Outcome::None));
   scaler->update();
   BOOST_TEST(scaler->last_step(o1).skipped());  // reports outlive update()
 }

@@ -66,7 +66,7 @@ void check_reference_outcomes(const Outcome& reference) {
   BOOST_TEST_REQUIRE(reference.outcomes.size() == size_t(kSteps));
   for (int step = 0; step < kSteps; ++step) {
     const StepOutcome want =
-        step == kInfStep ? StepOutcome::kSkippedNonFinite : StepOutcome::kStepped;
+        step == kInfStep ? StepOutcome::SkippedNonFinite : StepOutcome::Stepped;
     BOOST_TEST((reference.outcomes[step] == want), "reference step " << step);
   }
   BOOST_TEST(reference.inf_step_left_params);
@@ -77,7 +77,7 @@ void check_reference_outcomes(const Outcome& reference) {
 void check_fused_outcomes(const Outcome& fused) {
   BOOST_TEST_REQUIRE(fused.outcomes.size() == size_t(kSteps));
   for (int step = 0; step < kSteps; ++step) {
-    BOOST_TEST((fused.outcomes[step] == StepOutcome::kDeferred), "fused step " << step);
+    BOOST_TEST((fused.outcomes[step] == StepOutcome::Deferred), "fused step " << step);
   }
   BOOST_TEST(fused.inf_step_left_params);
 }
@@ -142,7 +142,7 @@ BOOST_AUTO_TEST_CASE(fused_optimizers_at_a_collapsed_scale_skip_instead_of_writi
     scaler.scale(amp::sum(amp::mul(w, w))).backward();
     BOOST_TEST(std::isfinite(w.grad().sum().item<double>()));
     scaler.step(*optimizer);
-    BOOST_TEST((scaler.last_step().outcome == StepOutcome::kDeferred));
+    BOOST_TEST((scaler.last_step().outcome == StepOutcome::Deferred));
     BOOST_TEST(w.detach().to_vector<double>() == std::vector<double>(16, 0.5),
                "weights written at a collapsed scale");
   }

@@ -177,7 +177,7 @@ BOOST_AUTO_TEST_CASE(update_rejects_a_new_scale_that_is_not_finite_and_positive_
   // positive but 0 in fp32.
   auto scaler = ready_scaler({.init_scale = 4.0});
   for (double bad : {0.0, -0.0, -1.0, kNaN, kInf, -kInf, 1e39, 1e-50}) {
-    const std::string got = "got " + amp::optimizers::python_repr(bad);
+    const std::string got = "got " + amp::optimizers::detail::python_repr(bad);
     check_error([&] { scaler->update(bad); },
                 {"GradScaler.update: expected a finite new_scale > 0 (in fp32)", got});
     check_error([&] { scaler->update(amp::full({1}, bad, {.dtype = DType::Float64})); },
@@ -189,7 +189,7 @@ BOOST_AUTO_TEST_CASE(update_rejects_a_new_scale_that_is_not_finite_and_positive_
     sd["scale"] = amp::scalar_tensor(bad, {.dtype = DType::Float64});
     check_error([&] { scaler->load_state_dict(sd); },
                 {"GradScaler.load_state_dict: expected a finite 'scale' >= 0 (in fp32)",
-                 "got " + amp::optimizers::python_repr(bad)});
+                 "got " + amp::optimizers::detail::python_repr(bad)});
   }
   BOOST_TEST(scaler->get_scale() == 4.0);
 }

@@ -19,28 +19,28 @@ namespace amp_test {
 
 // Where an input's values come from. Every domain starts from amp::randn (fixed seed per row).
 enum class Domain {
-  kReal,          // standard normal
-  kPositive,      // 0.5 + |N(0,1)| / 2: log, sqrt, rsqrt, fractional powers, pow bases
-  kAwayFromZero,  // N(0,1) pushed 0.25 away from 0: abs, relu, reciprocal, 1/x
-  kAwayFromHalf,  // N(0,1) kept at least 0.1 from the clamp bounds -0.5 and 0.5
-  kGrid,          // distinct multiples of 0.25 in random order: max/min without ties
-  kGridOffset,    // kGrid + 0.125: never equal to any kGrid value (maximum/minimum of two)
+  Real,          // standard normal
+  Positive,      // 0.5 + |N(0,1)| / 2: log, sqrt, rsqrt, fractional powers, pow bases
+  AwayFromZero,  // N(0,1) pushed 0.25 away from 0: abs, relu, reciprocal, 1/x
+  AwayFromHalf,  // N(0,1) kept at least 0.1 from the clamp bounds -0.5 and 0.5
+  Grid,          // distinct multiples of 0.25 in random order: max/min without ties
+  GridOffset,    // Grid + 0.125: never equal to any Grid value (maximum/minimum of two)
 };
 
 struct Input {
   amp::Shape shape;
-  Domain domain = Domain::kReal;
+  Domain domain = Domain::Real;
   bool requires_grad = true;
 };
 
-inline Input real(amp::Shape shape) { return {std::move(shape), Domain::kReal}; }
-inline Input positive(amp::Shape shape) { return {std::move(shape), Domain::kPositive}; }
-inline Input away_from_zero(amp::Shape shape) { return {std::move(shape), Domain::kAwayFromZero}; }
-inline Input away_from_half(amp::Shape shape) { return {std::move(shape), Domain::kAwayFromHalf}; }
-inline Input grid(amp::Shape shape) { return {std::move(shape), Domain::kGrid}; }
-inline Input grid_offset(amp::Shape shape) { return {std::move(shape), Domain::kGridOffset}; }
+inline Input real(amp::Shape shape) { return {std::move(shape), Domain::Real}; }
+inline Input positive(amp::Shape shape) { return {std::move(shape), Domain::Positive}; }
+inline Input away_from_zero(amp::Shape shape) { return {std::move(shape), Domain::AwayFromZero}; }
+inline Input away_from_half(amp::Shape shape) { return {std::move(shape), Domain::AwayFromHalf}; }
+inline Input grid(amp::Shape shape) { return {std::move(shape), Domain::Grid}; }
+inline Input grid_offset(amp::Shape shape) { return {std::move(shape), Domain::GridOffset}; }
 // An input that takes part in the op but is not differentiated (gradcheck skips it).
-inline Input constant(amp::Shape shape) { return {std::move(shape), Domain::kReal, false}; }
+inline Input constant(amp::Shape shape) { return {std::move(shape), Domain::Real, false}; }
 
 using Args = std::vector<amp::Tensor>;
 
@@ -58,28 +58,28 @@ inline std::ostream& operator<<(std::ostream& out, const CheckCase& c) { return 
 inline amp::Tensor draw(const Input& in) {
   std::vector<double> v = amp::randn(in.shape, {.dtype = amp::DType::Float64}).to_vector<double>();
   switch (in.domain) {
-    case Domain::kReal:
+    case Domain::Real:
       break;
-    case Domain::kPositive:
+    case Domain::Positive:
       for (double& x : v) x = 0.5 + std::abs(x) / 2;
       break;
-    case Domain::kAwayFromZero:
+    case Domain::AwayFromZero:
       for (double& x : v) x += std::copysign(0.25, x);
       break;
-    case Domain::kAwayFromHalf:
+    case Domain::AwayFromHalf:
       for (double& x : v) {
         for (double bound : {-0.5, 0.5}) {
           if (std::abs(x - bound) < 0.1) x = bound + std::copysign(0.1, x - bound);
         }
       }
       break;
-    case Domain::kGrid:
-    case Domain::kGridOffset: {
+    case Domain::Grid:
+    case Domain::GridOffset: {
       // The rank of each normal sample gives a random permutation of 0..n-1.
       std::vector<size_t> order(v.size());
       std::iota(order.begin(), order.end(), size_t{0});
       std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return v[a] < v[b]; });
-      const double offset = in.domain == Domain::kGridOffset ? 0.125 : 0.0;
+      const double offset = in.domain == Domain::GridOffset ? 0.125 : 0.0;
       for (size_t rank = 0; rank < order.size(); ++rank) {
         v[order[rank]] = 0.25 * static_cast<double>(rank) - 1.0 + offset;
       }

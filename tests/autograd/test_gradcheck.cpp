@@ -145,7 +145,7 @@ const std::vector<CheckCase>& gradcheck_cases() {
        {positive({3, 4}), real({})}},
       {"pow_exponent_only",
        [](const Args& x) { return amp::pow(x[0], x[1]); },
-       {{{3, 4}, amp_test::Domain::kPositive, false}, real({3, 4})}},
+       {{{3, 4}, amp_test::Domain::Positive, false}, real({3, 4})}},
 
       // Unary math, each in a domain where it is smooth.
       {"neg", [](const Args& x) { return amp::neg(x[0]); }, {real({3, 4})}},

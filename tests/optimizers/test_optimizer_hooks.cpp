@@ -146,7 +146,7 @@ BOOST_AUTO_TEST_CASE(update_runs_without_autocast_and_without_recording_gradient
   // An optimizer that records the state its update() runs in.
   struct Probe : opt::Optimizer {
     explicit Probe(std::vector<Tensor> params) : Optimizer({{"lr", 0.1}}) {
-      add_param_groups(opt::single_group(std::move(params)));
+      add_param_groups(opt::detail::single_group(std::move(params)));
     }
     void update() override {
       autocast_on = amp::is_autocast_enabled(amp::DeviceType::CPU);

@@ -627,7 +627,7 @@ BOOST_AUTO_TEST_CASE(invalid_options_are_rejected_with_pytorch_messages) {
 }
 
 BOOST_AUTO_TEST_CASE(python_repr_formats_like_python) {
-  using amp::optimizers::python_repr;
+  using amp::optimizers::detail::python_repr;
   BOOST_TEST(python_repr(-0.1) == "-0.1");
   BOOST_TEST(python_repr(2.0) == "2.0");
   BOOST_TEST(python_repr(1e-8) == "1e-08");
