@@ -17,6 +17,8 @@ std::string shape_to_string(const Shape& shape) {
   return out.str();
 }
 
+namespace detail {
+
 Shape contiguous_strides(const Shape& shape, const char* op) {
   Shape strides(shape.size());
   int64_t stride = 1;
@@ -55,27 +57,6 @@ int64_t wrap_dim(int64_t dim, int64_t ndim, const char* op, bool wrap_scalar) {
   return dim < 0 ? dim + std::max<int64_t>(ndim, 1) : dim;
 }
 
-Tensor empty(Shape shape, TensorOptions options) {
-  if (options.device.is_cuda()) cuda_backend::require_available("empty");
-  AMP_CHECK(static_cast<int>(shape.size()) <= kMaxDims, "empty: expected at most ", kMaxDims,
-            " dims, got ", shape.size(), " (shape ", shape_to_string(shape), ")");
-  for (int64_t s : shape) {
-    AMP_CHECK(s >= 0, "empty: expected non-negative sizes, got shape ", shape_to_string(shape));
-  }
-  const int64_t n = shape_numel(shape, "empty");
-  int64_t nbytes = 0;
-  AMP_CHECK(!__builtin_mul_overflow(n, static_cast<int64_t>(element_size(options.dtype)), &nbytes),
-            "empty: expected a tensor of at most ", INT64_MAX, " bytes, got ", n, " elements of ",
-            dtype_name(options.dtype), " (shape ", shape_to_string(shape),
-            "; the byte count overflows int64)");
-  auto impl = std::make_shared<TensorImpl>();
-  impl->strides = contiguous_strides(shape, "empty");
-  impl->storage = std::make_shared<StorageImpl>(static_cast<size_t>(nbytes), options.device);
-  impl->sizes = std::move(shape);
-  impl->dtype = options.dtype;
-  return Tensor(std::move(impl));
-}
-
 Tensor make_view(const Tensor& base, Shape sizes, Shape strides, int64_t offset) {
   auto impl = std::make_shared<TensorImpl>();
   impl->storage = base.storage();
@@ -83,6 +64,29 @@ Tensor make_view(const Tensor& base, Shape sizes, Shape strides, int64_t offset)
   impl->strides = std::move(strides);
   impl->offset = offset;
   impl->dtype = base.dtype();
+  return Tensor(std::move(impl));
+}
+
+}  // namespace detail
+
+Tensor empty(Shape shape, TensorOptions options) {
+  if (options.device.is_cuda()) cuda_backend::require_available("empty");
+  AMP_CHECK(static_cast<int>(shape.size()) <= kMaxDims, "empty: expected at most ", kMaxDims,
+            " dims, got ", shape.size(), " (shape ", shape_to_string(shape), ")");
+  for (int64_t s : shape) {
+    AMP_CHECK(s >= 0, "empty: expected non-negative sizes, got shape ", shape_to_string(shape));
+  }
+  const int64_t n = detail::shape_numel(shape, "empty");
+  int64_t nbytes = 0;
+  AMP_CHECK(!__builtin_mul_overflow(n, static_cast<int64_t>(element_size(options.dtype)), &nbytes),
+            "empty: expected a tensor of at most ", INT64_MAX, " bytes, got ", n, " elements of ",
+            dtype_name(options.dtype), " (shape ", shape_to_string(shape),
+            "; the byte count overflows int64)");
+  auto impl = std::make_shared<TensorImpl>();
+  impl->strides = detail::contiguous_strides(shape, "empty");
+  impl->storage = std::make_shared<StorageImpl>(static_cast<size_t>(nbytes), options.device);
+  impl->sizes = std::move(shape);
+  impl->dtype = options.dtype;
   return Tensor(std::move(impl));
 }
 
@@ -94,7 +98,7 @@ const TensorImpl& Tensor::checked_impl(const char* op) const {
 const Shape& Tensor::sizes() const { return checked_impl("sizes").sizes; }
 const Shape& Tensor::strides() const { return checked_impl("strides").strides; }
 int64_t Tensor::dim() const { return static_cast<int64_t>(checked_impl("dim").sizes.size()); }
-int64_t Tensor::numel() const { return shape_numel(checked_impl("numel").sizes); }
+int64_t Tensor::numel() const { return detail::shape_numel(checked_impl("numel").sizes); }
 DType Tensor::dtype() const { return checked_impl("dtype").dtype; }
 Device Tensor::device() const { return checked_impl("device").storage->device(); }
 int64_t Tensor::storage_offset() const { return checked_impl("storage_offset").offset; }
@@ -102,17 +106,17 @@ const Storage& Tensor::storage() const { return checked_impl("storage").storage;
 
 int64_t Tensor::size(int64_t dim) const {
   const auto& s = checked_impl("size").sizes;
-  return s[wrap_dim(dim, static_cast<int64_t>(s.size()), "size", false)];
+  return s[detail::wrap_dim(dim, static_cast<int64_t>(s.size()), "size", false)];
 }
 
 int64_t Tensor::stride(int64_t dim) const {
   const auto& s = checked_impl("stride").strides;
-  return s[wrap_dim(dim, static_cast<int64_t>(s.size()), "stride", false)];
+  return s[detail::wrap_dim(dim, static_cast<int64_t>(s.size()), "stride", false)];
 }
 
 bool Tensor::is_contiguous() const {
   const auto& impl = checked_impl("is_contiguous");
-  if (shape_numel(impl.sizes) == 0) return true;  // no elements, no layout (as PyTorch)
+  if (detail::shape_numel(impl.sizes) == 0) return true;  // no elements, no layout (as PyTorch)
   int64_t expected = 1;
   for (size_t i = impl.sizes.size(); i-- > 0;) {
     if (impl.sizes[i] == 1) continue;

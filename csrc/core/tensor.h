@@ -143,21 +143,28 @@ class Tensor {
 std::ostream& operator<<(std::ostream& out, const Tensor& tensor);
 std::string shape_to_string(const Shape& shape);  // "[2, 3]"
 
+// A new, uninitialised tensor.
+Tensor empty(Shape shape, TensorOptions options = {});
+
+// Shape arithmetic and view construction for the library's own ops (public only because the
+// inline code of public headers may use them).
+namespace detail {
+
 // Contiguous strides of a shape, in elements; amp::Error naming `op` when a stride overflows int64
 // (possible for shapes with a 0 size, whose element count does not).
 Shape contiguous_strides(const Shape& shape, const char* op = "contiguous_strides");
 // The element count of a shape; amp::Error naming `op` when it overflows int64.
 int64_t shape_numel(const Shape& shape, const char* op = "numel");
 
-// A new, uninitialised tensor.
-Tensor empty(Shape shape, TensorOptions options = {});
-// A tensor viewing `storage` with the given geometry.
+// A tensor viewing `base`'s storage with the given geometry (no autograd history).
 Tensor make_view(const Tensor& base, Shape sizes, Shape strides, int64_t offset);
 
 // Wraps a possibly negative dim into [0, ndim); amp::Error naming `op` when out of range. As in
 // PyTorch's maybe_wrap_dim, a 0-d tensor accepts dims 0 and -1 (meaning the tensor itself) when
 // `wrap_scalar`, and rejects every dim otherwise (size, stride: there is no dimension to index).
 int64_t wrap_dim(int64_t dim, int64_t ndim, const char* op, bool wrap_scalar = true);
+
+}  // namespace detail
 
 }  // namespace amp
 

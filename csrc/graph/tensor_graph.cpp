@@ -42,7 +42,7 @@ bool Tensor::is_leaf() const {
 
 Tensor Tensor::detach() const {
   const auto& impl = checked_impl("detach");
-  return make_view(*this, impl.sizes, impl.strides, impl.offset);
+  return amp::detail::make_view(*this, impl.sizes, impl.strides, impl.offset);
 }
 
 const std::shared_ptr<autograd::Node>& Tensor::grad_fn() const {

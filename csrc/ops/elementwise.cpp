@@ -115,7 +115,7 @@ Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op) {
               i, ")");
     out[i] = da == 1 ? db : da;
   }
-  shape_numel(out, op);  // amp::Error when the element count overflows int64
+  amp::detail::shape_numel(out, op);  // amp::Error when the element count overflows int64
   return out;
 }
 

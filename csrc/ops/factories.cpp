@@ -36,7 +36,7 @@ void check_request(const Shape& shape, const TensorOptions& options, const char*
   for (int64_t s : shape) {
     AMP_CHECK(s >= 0, op, ": expected non-negative sizes, got shape ", shape_to_string(shape));
   }
-  shape_numel(shape, op);  // amp::Error when the element count overflows int64
+  amp::detail::shape_numel(shape, op);  // amp::Error when the element count overflows int64
   if (options.device.is_cuda()) cuda_backend::require_available(op);
 }
 
@@ -169,9 +169,9 @@ Tensor arange(int64_t end, TensorOptions options) {
 template <class T>
 Tensor from_vector(const std::vector<T>& data, Shape shape, TensorOptions options) {
   check_request(shape, options, "from_vector");
-  AMP_CHECK(static_cast<int64_t>(data.size()) == shape_numel(shape), "from_vector: expected ",
-            shape_numel(shape), " values for shape ", shape_to_string(shape), ", got ",
-            data.size());
+  AMP_CHECK(static_cast<int64_t>(data.size()) == amp::detail::shape_numel(shape),
+            "from_vector: expected ", amp::detail::shape_numel(shape), " values for shape ",
+            shape_to_string(shape), ", got ", data.size());
   // Stage in the closest exact type, then convert (one rounding) to the requested dtype.
   using Staged = std::conditional_t<std::is_floating_point_v<T>, double,
                                     std::conditional_t<std::is_same_v<T, bool>, bool, int64_t>>;

@@ -154,7 +154,7 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   Shape a_shape = batch, b_shape = batch;
   a_shape.insert(a_shape.end(), {m, ka});
   b_shape.insert(b_shape.end(), {ka, n});
-  const int64_t batch_numel = shape_numel(batch);
+  const int64_t batch_numel = amp::detail::shape_numel(batch);
   const Tensor out = bmm(a3.expand(a_shape).reshape({batch_numel, m, ka}),
                          b3.expand(b_shape).reshape({batch_numel, ka, n}));
   Shape out_shape = batch;

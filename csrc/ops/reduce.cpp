@@ -27,7 +27,7 @@ Tensor reduce(ReduceOp op, const Tensor& x, Shape dims, bool keepdim) {
   const int64_t ndim = x.dim();
   std::vector<bool> reduced(std::max<int64_t>(ndim, 1), dims.empty());
   for (int64_t d : dims) {
-    const int64_t w = wrap_dim(d, ndim, name);
+    const int64_t w = amp::detail::wrap_dim(d, ndim, name);
     AMP_CHECK(!reduced[w] || dims.empty(), name, ": dim ", w,
               " appears multiple times in the list of dims ", shape_to_string(dims));
     reduced[w] = true;
@@ -72,7 +72,7 @@ Tensor expand_reduced(const Tensor& g, const Shape& input_shape, const Shape& di
   if (dims.empty()) {
     std::fill(kept.begin(), kept.end(), 1);
   } else {
-    for (int64_t d : dims) kept[wrap_dim(d, ndim, "sum")] = 1;
+    for (int64_t d : dims) kept[amp::detail::wrap_dim(d, ndim, "sum")] = 1;
   }
   return g.reshape(kept).expand(input_shape);
 }
@@ -80,9 +80,9 @@ Tensor expand_reduced(const Tensor& g, const Shape& input_shape, const Shape& di
 int64_t reduced_count(const Shape& input_shape, const Shape& dims) {
   const int64_t ndim = static_cast<int64_t>(input_shape.size());
   // A 0-d input reduced over dim 0 or -1 (the tensor itself) holds one element.
-  if (dims.empty() || ndim == 0) return shape_numel(input_shape);
+  if (dims.empty() || ndim == 0) return amp::detail::shape_numel(input_shape);
   int64_t count = 1;
-  for (int64_t d : dims) count *= input_shape[wrap_dim(d, ndim, "mean")];
+  for (int64_t d : dims) count *= input_shape[amp::detail::wrap_dim(d, ndim, "mean")];
   return count;
 }
 

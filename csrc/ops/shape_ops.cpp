@@ -21,7 +21,7 @@ Tensor cat_impl(const std::vector<Tensor>& tensors, int64_t dim) {
   AMP_CHECK(first.dim() > 0,
             "cat: zero-dimensional tensor (at position 0) cannot be "
             "concatenated");
-  dim = wrap_dim(dim, first.dim(), "cat");
+  dim = amp::detail::wrap_dim(dim, first.dim(), "cat");
   DType dtype = first.dtype();
   int64_t total = 0;
   for (size_t i = 0; i < tensors.size(); ++i) {
@@ -61,7 +61,7 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
   Tensor out = autograd::without_grad([&] { return cat_impl(tensors, dim); });
   if (!autograd::any_requires_grad(tensors)) return out;
   // Each input's gradient is its slice of the output gradient.
-  const int64_t d = wrap_dim(dim, tensors[0].dim(), "cat");
+  const int64_t d = amp::detail::wrap_dim(dim, tensors[0].dim(), "cat");
   auto node = std::make_shared<autograd::FunctionNode>(
       "CatBackward",
       [d](const std::vector<Tensor>& g, const std::vector<Tensor>&, const autograd::Node& n) {
@@ -87,7 +87,7 @@ Tensor stack(const std::vector<Tensor>& tensors, int64_t dim) {
   AMP_CHECK(tensors[0].defined(),
             "stack: expected defined tensors, got an undefined tensor at "
             "position 0");
-  dim = wrap_dim(dim, tensors[0].dim() + 1, "stack");
+  dim = amp::detail::wrap_dim(dim, tensors[0].dim() + 1, "stack");
   std::vector<Tensor> expanded;
   expanded.reserve(tensors.size());
   for (size_t i = 0; i < tensors.size(); ++i) {

@@ -18,7 +18,7 @@ Tensor softmax_impl(const Tensor& x, int64_t dim, bool log) {
             ": expected a floating-point input (Float32, Float16, BFloat16, Float64), got ",
             dtype_name(x.dtype()));
   const int64_t ndim = x.dim();
-  dim = wrap_dim(dim, ndim, name);
+  dim = amp::detail::wrap_dim(dim, ndim, name);
   if (x.numel() == 0) return empty(x.sizes(), {.dtype = x.dtype(), .device = x.device()});
   // Rows along `dim`: move it last, run the row kernel, move it back.
   const int64_t last = std::max<int64_t>(ndim, 1) - 1;

@@ -118,13 +118,13 @@ Shape infer_shape(Shape shape, int64_t numel, const char* op) {
                 shape_to_string(shape));
     }
   }
-  const int64_t known = shape_numel(known_sizes, op);
+  const int64_t known = amp::detail::shape_numel(known_sizes, op);
   if (infer >= 0) {
     AMP_CHECK(known != 0 && numel % known == 0, op, ": shape ", shape_to_string(shape),
               " is invalid for input of size ", numel);
     shape[infer] = numel / known;
   }
-  AMP_CHECK(shape_numel(shape, op) == numel, op, ": shape ", shape_to_string(shape),
+  AMP_CHECK(amp::detail::shape_numel(shape, op) == numel, op, ": shape ", shape_to_string(shape),
             " is invalid for input of size ", numel);
   return shape;
 }
@@ -138,8 +138,8 @@ bool view_strides(const Shape& sizes, const Shape& strides, const Shape& shape, 
     out.assign(shape.size(), 1);
     return true;
   }
-  if (shape_numel(sizes) == 0) {
-    out = contiguous_strides(shape);
+  if (amp::detail::shape_numel(sizes) == 0) {
+    out = amp::detail::contiguous_strides(shape);
     return true;
   }
   int64_t view_d = static_cast<int64_t>(shape.size()) - 1;
@@ -174,28 +174,28 @@ Tensor Tensor::view(Shape shape) const {
             shape_to_string(shape), " is not compatible with input of size ",
             shape_to_string(sizes()), " and stride ", shape_to_string(this->strides()),
             " (at least one dimension spans across two contiguous subspaces); use reshape");
-  return record_unary(make_view(*this, std::move(shape), std::move(strides), storage_offset()),
-                      *this, "ViewBackward", [](const Tensor& g, const Node& n) {
-                        return g.reshape(n.input_meta[0].shape);
-                      });
+  return record_unary(
+      amp::detail::make_view(*this, std::move(shape), std::move(strides), storage_offset()), *this,
+      "ViewBackward",
+      [](const Tensor& g, const Node& n) { return g.reshape(n.input_meta[0].shape); });
 }
 
 Tensor Tensor::reshape(Shape shape) const {
   shape = infer_shape(std::move(shape), numel(), "reshape");
   Shape strides;
   if (view_strides(sizes(), this->strides(), shape, strides)) {
-    return record_unary(make_view(*this, std::move(shape), std::move(strides), storage_offset()),
-                        *this, "ReshapeBackward", [](const Tensor& g, const Node& n) {
-                          return g.reshape(n.input_meta[0].shape);
-                        });
+    return record_unary(
+        amp::detail::make_view(*this, std::move(shape), std::move(strides), storage_offset()),
+        *this, "ReshapeBackward",
+        [](const Tensor& g, const Node& n) { return g.reshape(n.input_meta[0].shape); });
   }
   return clone().view(std::move(shape));
 }
 
 Tensor Tensor::flatten(int64_t start_dim, int64_t end_dim) const {
   const int64_t n = dim();
-  start_dim = wrap_dim(start_dim, n, "flatten");
-  end_dim = wrap_dim(end_dim, n, "flatten");
+  start_dim = amp::detail::wrap_dim(start_dim, n, "flatten");
+  end_dim = amp::detail::wrap_dim(end_dim, n, "flatten");
   if (n == 0) return reshape({1});
   AMP_CHECK(start_dim <= end_dim, "flatten: expected start_dim <= end_dim, got start_dim ",
             start_dim, " and end_dim ", end_dim);
@@ -216,16 +216,16 @@ Tensor Tensor::t() const {
 
 Tensor Tensor::transpose(int64_t dim0, int64_t dim1) const {
   const int64_t n = dim();
-  dim0 = wrap_dim(dim0, n, "transpose");
-  dim1 = wrap_dim(dim1, n, "transpose");
+  dim0 = amp::detail::wrap_dim(dim0, n, "transpose");
+  dim1 = amp::detail::wrap_dim(dim1, n, "transpose");
   if (n == 0) return *this;
   Shape sizes = this->sizes(), strides = this->strides();
   std::swap(sizes[dim0], sizes[dim1]);
   std::swap(strides[dim0], strides[dim1]);
-  return record_unary(make_view(*this, std::move(sizes), std::move(strides), storage_offset()),
-                      *this, "TransposeBackward", [dim0, dim1](const Tensor& g, const Node&) {
-                        return g.transpose(dim0, dim1);
-                      });
+  return record_unary(
+      amp::detail::make_view(*this, std::move(sizes), std::move(strides), storage_offset()), *this,
+      "TransposeBackward",
+      [dim0, dim1](const Tensor& g, const Node&) { return g.transpose(dim0, dim1); });
 }
 
 Tensor Tensor::permute(Shape dims) const {
@@ -235,7 +235,7 @@ Tensor Tensor::permute(Shape dims) const {
   Shape sizes(n), strides(n), inverse(n);
   std::vector<bool> seen(n, false);
   for (int64_t i = 0; i < n; ++i) {
-    const int64_t d = wrap_dim(dims[i], n, "permute");
+    const int64_t d = amp::detail::wrap_dim(dims[i], n, "permute");
     AMP_CHECK(!seen[d], "permute: expected a permutation, got repeated dim ", dims[i], " in ",
               shape_to_string(dims));
     seen[d] = true;
@@ -243,14 +243,14 @@ Tensor Tensor::permute(Shape dims) const {
     strides[i] = stride(d);
     inverse[d] = i;
   }
-  return record_unary(make_view(*this, std::move(sizes), std::move(strides), storage_offset()),
-                      *this, "PermuteBackward",
-                      [inverse](const Tensor& g, const Node&) { return g.permute(inverse); });
+  return record_unary(
+      amp::detail::make_view(*this, std::move(sizes), std::move(strides), storage_offset()), *this,
+      "PermuteBackward", [inverse](const Tensor& g, const Node&) { return g.permute(inverse); });
 }
 
 Tensor Tensor::narrow(int64_t dim, int64_t start, int64_t length) const {
   AMP_CHECK(this->dim() > 0, "narrow: expected a tensor with at least one dimension, got 0-d");
-  dim = wrap_dim(dim, this->dim(), "narrow");
+  dim = amp::detail::wrap_dim(dim, this->dim(), "narrow");
   const int64_t n = size(dim);
   const int64_t begin = start < 0 ? start + n : start;
   // length <= n - begin, not begin + length <= n: the sum overflows for lengths near INT64_MAX.
@@ -262,7 +262,7 @@ Tensor Tensor::narrow(int64_t dim, int64_t start, int64_t length) const {
 
 Tensor Tensor::slice(int64_t dim, int64_t start, int64_t end, int64_t step) const {
   AMP_CHECK(this->dim() > 0, "slice: expected a tensor with at least one dimension, got 0-d");
-  dim = wrap_dim(dim, this->dim(), "slice");
+  dim = amp::detail::wrap_dim(dim, this->dim(), "slice");
   AMP_CHECK(step > 0, "slice: expected a positive step, got ", step);
   const int64_t n = size(dim);
   if (start < 0) start += n;
@@ -275,16 +275,16 @@ Tensor Tensor::slice(int64_t dim, int64_t start, int64_t end, int64_t step) cons
   sizes[dim] = end == start ? 0 : (end - start - 1) / step + 1;
   const int64_t offset = storage_offset() + start * strides[dim];
   if (sizes[dim] > 1) strides[dim] *= step;
-  return record_unary(make_view(*this, std::move(sizes), std::move(strides), offset), *this,
-                      "SliceBackward", [dim, start, end, step](const Tensor& g, const Node& n) {
-                        return autograd::slice_backward(g, n.input_meta[0].shape, dim, start, end,
-                                                        step);
-                      });
+  return record_unary(
+      amp::detail::make_view(*this, std::move(sizes), std::move(strides), offset), *this,
+      "SliceBackward", [dim, start, end, step](const Tensor& g, const Node& n) {
+        return autograd::slice_backward(g, n.input_meta[0].shape, dim, start, end, step);
+      });
 }
 
 Tensor Tensor::select(int64_t dim, int64_t index) const {
   AMP_CHECK(this->dim() > 0, "select: expected a tensor with at least one dimension, got 0-d");
-  dim = wrap_dim(dim, this->dim(), "select");
+  dim = amp::detail::wrap_dim(dim, this->dim(), "select");
   const int64_t n = size(dim);
   AMP_CHECK(index >= -n && index < n, "select: index ", index, " out of range for dimension ", dim,
             " of size ", n);
@@ -293,8 +293,8 @@ Tensor Tensor::select(int64_t dim, int64_t index) const {
   const int64_t offset = storage_offset() + index * strides[dim];
   sizes.erase(sizes.begin() + dim);
   strides.erase(strides.begin() + dim);
-  return record_unary(make_view(*this, std::move(sizes), std::move(strides), offset), *this,
-                      "SelectBackward", [dim, index](const Tensor& g, const Node& n) {
+  return record_unary(amp::detail::make_view(*this, std::move(sizes), std::move(strides), offset),
+                      *this, "SelectBackward", [dim, index](const Tensor& g, const Node& n) {
                         return autograd::slice_backward(g.unsqueeze(dim), n.input_meta[0].shape,
                                                         dim, index, index + 1, 1);
                       });
@@ -324,34 +324,34 @@ Tensor Tensor::expand(Shape shape) const {
       strides[i] = 0;
     }
   }
-  shape_numel(shape, "expand");  // amp::Error when the element count overflows int64
-  return record_unary(make_view(*this, std::move(shape), std::move(strides), storage_offset()),
-                      *this, "ExpandBackward", [](const Tensor& g, const Node& n) {
-                        return autograd::sum_to(g, n.input_meta[0].shape);
-                      });
+  amp::detail::shape_numel(shape, "expand");  // amp::Error when the element count overflows int64
+  return record_unary(
+      amp::detail::make_view(*this, std::move(shape), std::move(strides), storage_offset()), *this,
+      "ExpandBackward",
+      [](const Tensor& g, const Node& n) { return autograd::sum_to(g, n.input_meta[0].shape); });
 }
 
 Tensor Tensor::unsqueeze(int64_t dim) const {
-  dim = wrap_dim(dim, this->dim() + 1, "unsqueeze");
+  dim = amp::detail::wrap_dim(dim, this->dim() + 1, "unsqueeze");
   Shape sizes = this->sizes(), strides = this->strides();
   const int64_t stride = dim < this->dim() ? strides[dim] * sizes[dim] : 1;
   sizes.insert(sizes.begin() + dim, 1);
   strides.insert(strides.begin() + dim, stride);
-  return record_unary(make_view(*this, std::move(sizes), std::move(strides), storage_offset()),
-                      *this, "UnsqueezeBackward",
-                      [dim](const Tensor& g, const Node&) { return g.squeeze(dim); });
+  return record_unary(
+      amp::detail::make_view(*this, std::move(sizes), std::move(strides), storage_offset()), *this,
+      "UnsqueezeBackward", [dim](const Tensor& g, const Node&) { return g.squeeze(dim); });
 }
 
 Tensor Tensor::squeeze(int64_t dim) const {
   if (this->dim() == 0) return *this;
-  dim = wrap_dim(dim, this->dim(), "squeeze");
+  dim = amp::detail::wrap_dim(dim, this->dim(), "squeeze");
   if (size(dim) != 1) return *this;
   Shape sizes = this->sizes(), strides = this->strides();
   sizes.erase(sizes.begin() + dim);
   strides.erase(strides.begin() + dim);
-  return record_unary(make_view(*this, std::move(sizes), std::move(strides), storage_offset()),
-                      *this, "SqueezeBackward",
-                      [dim](const Tensor& g, const Node&) { return g.unsqueeze(dim); });
+  return record_unary(
+      amp::detail::make_view(*this, std::move(sizes), std::move(strides), storage_offset()), *this,
+      "SqueezeBackward", [dim](const Tensor& g, const Node&) { return g.unsqueeze(dim); });
 }
 
 Tensor Tensor::sum() const { return amp::sum(*this); }

@@ -20,7 +20,7 @@ using amp::Tensor;
 using amp_test::has;
 
 Tensor iota(amp::Shape shape) {
-  const int64_t n = amp::shape_numel(shape);
+  const int64_t n = amp::detail::shape_numel(shape);
   std::vector<double> values(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) values[static_cast<size_t>(i)] = static_cast<double>(i);
   return amp::from_vector(values, std::move(shape));

@@ -23,7 +23,7 @@ std::string name_of(DType d) { return amp::dtype_name(d); }
 // A Float32 (or `dtype`) tensor holding 0, 1, 2, ... in row-major order, so that the value of an
 // element is its flat index in the base and every aliasing claim can be checked by arithmetic.
 Tensor iota(Shape shape, DType dtype = DType::Float32) {
-  const int64_t n = amp::shape_numel(shape);
+  const int64_t n = amp::detail::shape_numel(shape);
   std::vector<double> values(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) values[static_cast<size_t>(i)] = static_cast<double>(i);
   return amp::from_vector(values, std::move(shape), {.dtype = dtype});

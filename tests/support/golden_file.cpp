@@ -135,7 +135,7 @@ std::map<std::string, GoldenTensor> read_tensors(const std::string& name) {
     for (; at < f.size(); ++at) t.shape.push_back(to_int(f[at], file));
     BOOST_TEST_REQUIRE(file.next(values), file.where() << ": tensor " << f[0] << " has no values");
     for (const std::string& v : fields_of(values)) t.values.push_back(to_double(v, file));
-    BOOST_TEST_REQUIRE(static_cast<int64_t>(t.values.size()) == amp::shape_numel(t.shape),
+    BOOST_TEST_REQUIRE(static_cast<int64_t>(t.values.size()) == amp::detail::shape_numel(t.shape),
                        file.where() << ": " << t.values.size() << " values for shape "
                                     << amp::shape_to_string(t.shape));
     BOOST_TEST_REQUIRE(out.emplace(f[0], std::move(t)).second,
