@@ -13,6 +13,14 @@
 #if defined(__CUDACC__)
 #include <cuda_fp16.h>
 #endif
+// Inside the CPU kernels compiled for a level with F16C (cmake/ampcpp_cpu_dispatch.cmake), a
+// single conversion is one F16C instruction; everywhere else the branch-free code below. Both give
+// the same bits. Loops that GCC vectorises use the branch-free forms explicitly
+// (csrc/kernels/multi_tensor_functors.h), since F16C's scalar intrinsics keep a loop scalar.
+#if !defined(__CUDA_ARCH__) && defined(AMP_CPU_CAPABILITY) && defined(__F16C__)
+#include <immintrin.h>
+#define AMP_HALF_USES_F16C 1
+#endif
 
 namespace amp {
 
@@ -157,6 +165,8 @@ AMP_HOST_DEVICE AMP_FORCEINLINE uint16_t float_to_half_bits_branchless(float v) 
 AMP_HOST_DEVICE AMP_FORCEINLINE uint16_t float_to_half_bits(float f) {
 #if defined(__CUDA_ARCH__)
   return __half_as_ushort(__float2half_rn(f));  // the hardware conversion, also RNE
+#elif defined(AMP_HALF_USES_F16C)
+  return static_cast<uint16_t>(_cvtss_sh(f, _MM_FROUND_TO_NEAREST_INT));
 #else
   return float_to_half_bits_branchless(f);
 #endif
@@ -165,6 +175,8 @@ AMP_HOST_DEVICE AMP_FORCEINLINE uint16_t float_to_half_bits(float f) {
 AMP_HOST_DEVICE AMP_FORCEINLINE float half_bits_to_float(uint16_t h) {
 #if defined(__CUDA_ARCH__)
   return __half2float(__ushort_as_half(h));
+#elif defined(AMP_HALF_USES_F16C)
+  return _cvtsh_ss(h);
 #else
   return half_bits_to_float_branchless(h);
 #endif
@@ -188,28 +200,32 @@ struct Half {
   uint16_t x = 0;
 
   Half() = default;
-  AMP_HOST_DEVICE explicit Half(float f) : x(detail::float_to_half_bits(f)) {}
+  // Forced inline: a call per element would keep the kernels' loops from vectorising.
+  AMP_HOST_DEVICE AMP_FORCEINLINE explicit Half(float f) : x(detail::float_to_half_bits(f)) {}
   AMP_HOST_DEVICE explicit Half(double d) : x(detail::round_double_to_small_float<5, 10>(d)) {}
   AMP_HOST_DEVICE static Half from_bits(uint16_t bits) {
     Half h;
     h.x = bits;
     return h;
   }
-  AMP_HOST_DEVICE operator float() const { return detail::half_bits_to_float(x); }
+  AMP_HOST_DEVICE AMP_FORCEINLINE operator float() const { return detail::half_bits_to_float(x); }
 };
 
 struct BFloat16 {
   uint16_t x = 0;
 
   BFloat16() = default;
-  AMP_HOST_DEVICE explicit BFloat16(float f) : x(detail::float_to_bfloat16_bits(f)) {}
+  AMP_HOST_DEVICE AMP_FORCEINLINE explicit BFloat16(float f)
+      : x(detail::float_to_bfloat16_bits(f)) {}
   AMP_HOST_DEVICE explicit BFloat16(double d) : x(detail::round_double_to_small_float<8, 7>(d)) {}
   AMP_HOST_DEVICE static BFloat16 from_bits(uint16_t bits) {
     BFloat16 b;
     b.x = bits;
     return b;
   }
-  AMP_HOST_DEVICE operator float() const { return detail::bfloat16_bits_to_float(x); }
+  AMP_HOST_DEVICE AMP_FORCEINLINE operator float() const {
+    return detail::bfloat16_bits_to_float(x);
+  }
 };
 
 static_assert(sizeof(Half) == 2 && sizeof(BFloat16) == 2);

@@ -52,9 +52,20 @@ inline void run_strided(const ElementwisePlan& p, int64_t begin, int64_t end, co
         (p.ndim > 0 ? p.strides[I + 1][0] : 0)...};
     char* o = ptr[0];
     [[maybe_unused]] const std::array<const char*, sizeof...(InT)> ip{ptr[I + 1]...};
-    for (int64_t j = 0; j < count; ++j) {
-      *reinterpret_cast<OutT*>(o + j * s0) = convert<OutT>(
-          f(convert<opmath_t<InT>>(*reinterpret_cast<const InT*>(ip[I] + j * si[I]))...));
+    if (s0 == static_cast<int64_t>(sizeof(OutT)) &&
+        ((si[I] == static_cast<int64_t>(sizeof(InT))) && ...)) {
+      // Unit strides in the innermost dim (a row of a broadcast or a slice): the typed loop of
+      // run_contiguous, which GCC vectorises.
+      OutT* out = reinterpret_cast<OutT*>(o);
+      for (int64_t j = 0; j < count; ++j) {
+        out[j] =
+            convert<OutT>(f(convert<opmath_t<InT>>(reinterpret_cast<const InT*>(ip[I])[j])...));
+      }
+    } else {
+      for (int64_t j = 0; j < count; ++j) {
+        *reinterpret_cast<OutT*>(o + j * s0) = convert<OutT>(
+            f(convert<opmath_t<InT>>(*reinterpret_cast<const InT*>(ip[I] + j * si[I]))...));
+      }
     }
     done += count;
     if (done >= end) break;
