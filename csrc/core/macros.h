@@ -53,3 +53,17 @@ std::string concat(const Args&... args) {
   } while (0)
 
 #pragma GCC visibility pop
+
+// The CPU kernels are compiled once per instruction-set level (cmake/ampcpp_cpu_dispatch.cmake,
+// which defines AMP_CPU_CAPABILITY). Templates of the private kernel headers are instantiated by
+// every level with the same types; without a per-level namespace the linker keeps one copy of
+// each instantiation for all levels (the first it sees: the scalar one), and the avx2/avx512
+// kernels would run scalar loops. These headers put their templates in
+// `inline namespace AMP_CPU_LEVEL_NAMESPACE`, which differs per level.
+#define AMP_CPU_LEVEL_NAMESPACE_PASTE(level) level_##level
+#define AMP_CPU_LEVEL_NAMESPACE_EXPAND(level) AMP_CPU_LEVEL_NAMESPACE_PASTE(level)
+#if defined(AMP_CPU_CAPABILITY)
+#define AMP_CPU_LEVEL_NAMESPACE AMP_CPU_LEVEL_NAMESPACE_EXPAND(AMP_CPU_CAPABILITY)
+#else
+#define AMP_CPU_LEVEL_NAMESPACE level_baseline
+#endif

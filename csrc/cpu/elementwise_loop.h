@@ -9,10 +9,12 @@
 #include <utility>
 
 #include "csrc/core/dtype.h"
+#include "csrc/core/macros.h"
 #include "csrc/cpu/parallel.h"
 #include "csrc/kernels/elementwise_plan.h"
 
 namespace amp::cpu {
+inline namespace AMP_CPU_LEVEL_NAMESPACE {
 
 namespace detail {
 
@@ -99,4 +101,5 @@ void elementwise(const ElementwisePlan& plan, const F& f) {
   });
 }
 
+}  // namespace AMP_CPU_LEVEL_NAMESPACE
 }  // namespace amp::cpu

@@ -7,7 +7,10 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "csrc/core/macros.h"
+
 namespace amp::cpu {
+inline namespace AMP_CPU_LEVEL_NAMESPACE {
 
 // Calls fn(begin, end) on disjoint sub-ranges covering [0, n). Ranges smaller than `grain`
 // elements, and calls made from inside a parallel region, run on the calling thread.
@@ -35,4 +38,5 @@ void parallel_for(int64_t n, int64_t grain, const Fn& fn) {
 // region costs a few microseconds, about what 32K simple element operations take.
 constexpr int64_t kElementwiseGrain = 32768;
 
+}  // namespace AMP_CPU_LEVEL_NAMESPACE
 }  // namespace amp::cpu

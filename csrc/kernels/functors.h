@@ -57,6 +57,7 @@ inline bool is_comparison(BinaryOp op) {
 inline bool unary_returns_bool(UnaryOp op) { return op == UnaryOp::IsFinite; }
 
 namespace functors {
+inline namespace AMP_CPU_LEVEL_NAMESPACE {
 
 template <class T>
 AMP_HOST_DEVICE AMP_FORCEINLINE bool is_nan(T v) {
@@ -342,6 +343,7 @@ struct Where {
   }
 };
 
+}  // namespace AMP_CPU_LEVEL_NAMESPACE
 }  // namespace functors
 
 // Calls fn(functor) with the functor of `op`; the CPU and CUDA kernels both go through here.

@@ -9,9 +9,11 @@
 #include <type_traits>
 
 #include "csrc/core/dtype.h"
+#include "csrc/core/macros.h"
 #include "csrc/kernels/functors.h"
 
 namespace amp::rows {
+inline namespace AMP_CPU_LEVEL_NAMESPACE {
 
 // Sum of n values with 8 independent accumulators: the compiler vectorises it without
 // reassociation flags, and the error grows like n/8 instead of n.
@@ -97,4 +99,5 @@ AMP_HOST_DEVICE void softmax(const T* x, T* y, int64_t n, bool log) {
   }
 }
 
+}  // namespace AMP_CPU_LEVEL_NAMESPACE
 }  // namespace amp::rows
