@@ -5,7 +5,6 @@
 
 #include <array>
 #include <cstdint>
-#include <tuple>
 #include <utility>
 
 #include "csrc/core/dtype.h"
@@ -18,14 +17,17 @@ inline namespace AMP_CPU_LEVEL_NAMESPACE {
 
 namespace detail {
 
+// out[j] = f(in[j]...) for j in [0, n): unit-stride typed pointers, the loop GCC vectorises.
+template <class OutT, class... InT, class F>
+inline void run_unit_stride(OutT* out, const F& f, int64_t n, const InT*... in) {
+  for (int64_t j = 0; j < n; ++j) out[j] = convert<OutT>(f(convert<opmath_t<InT>>(in[j])...));
+}
+
 template <class OutT, class... InT, class F, size_t... I>
 inline void run_contiguous(const ElementwisePlan& p, int64_t begin, int64_t end, const F& f,
                            std::index_sequence<I...>) {
-  OutT* out = reinterpret_cast<OutT*>(p.data[0]);
-  const std::tuple<const InT*...> in{reinterpret_cast<const InT*>(p.data[I + 1])...};
-  for (int64_t i = begin; i < end; ++i) {
-    out[i] = convert<OutT>(f(convert<opmath_t<InT>>(std::get<I>(in)[i])...));
-  }
+  run_unit_stride<OutT, InT...>(reinterpret_cast<OutT*>(p.data[0]) + begin, f, end - begin,
+                                (reinterpret_cast<const InT*>(p.data[I + 1]) + begin)...);
 }
 
 template <class OutT, class... InT, class F, size_t... I>
@@ -56,13 +58,9 @@ inline void run_strided(const ElementwisePlan& p, int64_t begin, int64_t end, co
     [[maybe_unused]] const std::array<const char*, sizeof...(InT)> ip{ptr[I + 1]...};
     if (s0 == static_cast<int64_t>(sizeof(OutT)) &&
         ((si[I] == static_cast<int64_t>(sizeof(InT))) && ...)) {
-      // Unit strides in the innermost dim (a row of a broadcast or a slice): the typed loop of
-      // run_contiguous, which GCC vectorises.
-      OutT* out = reinterpret_cast<OutT*>(o);
-      for (int64_t j = 0; j < count; ++j) {
-        out[j] =
-            convert<OutT>(f(convert<opmath_t<InT>>(reinterpret_cast<const InT*>(ip[I])[j])...));
-      }
+      // Unit strides in the innermost dim (a row of a broadcast or a slice).
+      run_unit_stride<OutT, InT...>(reinterpret_cast<OutT*>(o), f, count,
+                                    reinterpret_cast<const InT*>(ip[I])...);
     } else {
       for (int64_t j = 0; j < count; ++j) {
         *reinterpret_cast<OutT*>(o + j * s0) = convert<OutT>(
