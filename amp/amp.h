@@ -23,6 +23,7 @@
 #include "csrc/core/dtype.h"
 #include "csrc/core/error.h"
 #include "csrc/core/half.h"
+#include "csrc/core/profiler.h"
 #include "csrc/core/tensor.h"
 #include "csrc/core/warning.h"
 #include "csrc/cuda/cuda.h"

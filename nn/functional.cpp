@@ -7,6 +7,7 @@
 #include "csrc/autocast/cast.h"
 #include "csrc/autograd/autograd.h"
 #include "csrc/core/macros.h"
+#include "csrc/ops/profile_scope.h"
 #include "csrc/ops/elementwise.h"
 #include "csrc/ops/factories.h"
 #include "csrc/ops/formulas.h"
@@ -100,6 +101,7 @@ Tensor embedding_backward_impl(const std::vector<int64_t>& idx, const Tensor& gr
 }  // namespace
 
 Tensor embedding(const Tensor& indices, const Tensor& weight) {
+  AMP_PROFILE_OP("embedding", weight);
   check_floating(weight, "embedding", "weight");
   AMP_CHECK(weight.dim() == 2, "embedding: expected a 2-D weight (num_embeddings, dim), got shape ",
             shape_to_string(weight.sizes()));
@@ -132,6 +134,7 @@ Tensor embedding_backward(const Tensor& grad, const Tensor& indices, int64_t num
 
 Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b) {
   AMP_AUTOCAST_ROUTE(Linear, linear, x, w, b);
+  AMP_PROFILE_OP("linear", x, w);
   check_floating(x, "linear", "input");
   check_floating(w, "linear", "weight");
   AMP_CHECK(w.dim() == 2, "linear: expected a 2-D weight (out_features, in_features), got shape ",
@@ -164,6 +167,7 @@ Tensor softmax(const Tensor& x, int64_t dim) { return amp::softmax(x, dim); }
 Tensor log_softmax(const Tensor& x, int64_t dim) { return amp::log_softmax(x, dim); }
 
 Tensor dropout(const Tensor& x, double p, bool training) {
+  AMP_PROFILE_OP("dropout", x);
   AMP_CHECK(p >= 0.0 && p <= 1.0, "dropout: expected probability p in [0, 1], got ", p);
   check_floating(x, "dropout", "input");
   if (!training || p == 0.0) return x;
@@ -189,6 +193,7 @@ Tensor compute_dtype(const Tensor& t) {
 Tensor layer_norm(const Tensor& x, Shape normalized_shape, const Tensor& w, const Tensor& b,
                   double eps) {
   AMP_AUTOCAST_ROUTE(LayerNorm, layer_norm, x, normalized_shape, w, b, eps);
+  AMP_PROFILE_OP("layer_norm", x, w);
   check_floating(x, "layer_norm", "input");
   const int64_t k = static_cast<int64_t>(normalized_shape.size());
   AMP_CHECK(
@@ -212,6 +217,7 @@ Tensor layer_norm(const Tensor& x, Shape normalized_shape, const Tensor& w, cons
 Tensor group_norm(const Tensor& x, int64_t num_groups, const Tensor& w, const Tensor& b,
                   double eps) {
   AMP_AUTOCAST_ROUTE(GroupNorm, group_norm, x, num_groups, w, b, eps);
+  AMP_PROFILE_OP("group_norm", x, w);
   check_floating(x, "group_norm", "input");
   AMP_CHECK(x.dim() >= 2, "group_norm: expected input (N, C, *), got shape ",
             shape_to_string(x.sizes()));

@@ -10,6 +10,7 @@
 #include "csrc/autocast/cast.h"
 #include "csrc/core/dtype.h"
 #include "csrc/core/macros.h"
+#include "csrc/ops/profile_scope.h"
 #include "csrc/cpu/parallel.h"
 #include "csrc/graph/grad_mode.h"
 #include "csrc/graph/node.h"
@@ -364,6 +365,7 @@ Tensor fold(const Tensor& cols, int64_t height, int64_t width, int64_t kernel_h,
 Tensor conv2d(const Tensor& x_in, const Tensor& w, const Tensor& b, int64_t stride,
               int64_t padding) {
   AMP_AUTOCAST_ROUTE(Conv2d, conv2d, x_in, w, b, stride, padding);
+  AMP_PROFILE_OP("conv2d", x_in, w);
   check_cpu_floating(x_in, "conv2d", "input");
   check_cpu_floating(w, "conv2d", "weight");
   bool unbatched = false;
@@ -404,6 +406,7 @@ Tensor conv2d(const Tensor& x_in, const Tensor& w, const Tensor& b, int64_t stri
 
 Tensor max_pool2d(const Tensor& x_in, int64_t kernel, std::optional<int64_t> stride,
                   int64_t padding) {
+  AMP_PROFILE_OP("max_pool2d", x_in);
   check_cpu_floating(x_in, "max_pool2d", "input");
   bool unbatched = false;
   const Tensor x = as_batched(x_in, "max_pool2d", &unbatched);
@@ -429,6 +432,7 @@ Tensor max_pool2d(const Tensor& x_in, int64_t kernel, std::optional<int64_t> str
 
 Tensor avg_pool2d(const Tensor& x_in, int64_t kernel, std::optional<int64_t> stride,
                   int64_t padding) {
+  AMP_PROFILE_OP("avg_pool2d", x_in);
   check_cpu_floating(x_in, "avg_pool2d", "input");
   bool unbatched = false;
   const Tensor x = as_batched(x_in, "avg_pool2d", &unbatched);
@@ -444,6 +448,7 @@ Tensor avg_pool2d(const Tensor& x_in, int64_t kernel, std::optional<int64_t> str
 Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& running_var,
                   const Tensor& weight, const Tensor& bias, bool training, double momentum,
                   double eps) {
+  AMP_PROFILE_OP("batch_norm", x, weight);
   check_cpu_floating(x, "batch_norm", "input");
   AMP_CHECK(x.dim() >= 2, "batch_norm: expected an input of at least 2 dims (N, C, ...), got ",
             "shape ", shape_to_string(x.sizes()));
@@ -509,6 +514,7 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
                                     std::optional<double> scale) {
   AMP_AUTOCAST_ROUTE(ScaledDotProductAttention, scaled_dot_product_attention, q, k, v, attn_mask,
                      dropout_p, is_causal, scale);
+  AMP_PROFILE_OP("scaled_dot_product_attention", q, k, v);
   check_cpu_floating(q, "scaled_dot_product_attention", "query");
   check_cpu_floating(k, "scaled_dot_product_attention", "key");
   check_cpu_floating(v, "scaled_dot_product_attention", "value");

@@ -6,6 +6,7 @@
 #include "csrc/autocast/cast.h"
 #include "csrc/autograd/autograd.h"
 #include "csrc/core/macros.h"
+#include "csrc/ops/profile_scope.h"
 #include "csrc/ops/elementwise.h"
 #include "csrc/ops/factories.h"
 #include "csrc/ops/formulas.h"
@@ -130,6 +131,7 @@ Tensor reduce_counted(const Tensor& loss, int64_t count, Reduction reduction, co
 Tensor nll_loss(const Tensor& log_probs, const Tensor& target, Reduction reduction,
                 int64_t ignore_index) {
   AMP_AUTOCAST_ROUTE(NllLoss, nll_loss, log_probs, target, reduction, ignore_index);
+  AMP_PROFILE_OP("nll_loss", log_probs);
   check_class_target(log_probs, target, "nll_loss");
   const PickedLoss picked = pick_nll(log_probs, target, ignore_index, "nll_loss");
   return reduce_counted(picked.loss, picked.count, reduction, "nll_loss");
@@ -139,6 +141,7 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& target, Reduction reduc
                      double label_smoothing, int64_t ignore_index) {
   AMP_AUTOCAST_ROUTE(CrossEntropy, cross_entropy, logits, target, reduction, label_smoothing,
                      ignore_index);
+  AMP_PROFILE_OP("cross_entropy", logits);
   check_input(logits, "cross_entropy", "input");
   AMP_CHECK(label_smoothing >= 0.0 && label_smoothing <= 1.0,
             "cross_entropy: expected label_smoothing in [0, 1], got ", label_smoothing);
@@ -167,6 +170,7 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& target, Reduction reduc
 
 Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction) {
   AMP_AUTOCAST_ROUTE(MseLoss, mse_loss, input, target, reduction);
+  AMP_PROFILE_OP("mse_loss", input, target);
   check_pair(input, target, "mse_loss");
   const Tensor d = sub(input, target);
   return reduce(mul(d, d), reduction, "mse_loss");
@@ -174,12 +178,14 @@ Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction) 
 
 Tensor l1_loss(const Tensor& input, const Tensor& target, Reduction reduction) {
   AMP_AUTOCAST_ROUTE(L1Loss, l1_loss, input, target, reduction);
+  AMP_PROFILE_OP("l1_loss", input, target);
   check_pair(input, target, "l1_loss");
   return reduce(abs(sub(input, target)), reduction, "l1_loss");
 }
 
 Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, Reduction reduction, double beta) {
   AMP_AUTOCAST_ROUTE(SmoothL1Loss, smooth_l1_loss, input, target, reduction, beta);
+  AMP_PROFILE_OP("smooth_l1_loss", input, target);
   check_pair(input, target, "smooth_l1_loss");
   AMP_CHECK(beta >= 0, "smooth_l1_loss: expected beta >= 0, got ", beta);
   const Tensor d = abs(sub(input, target));
@@ -195,6 +201,7 @@ Tensor clamped_log(const Tensor& x) { return clamp(log(x), -100.0, std::nullopt)
 
 Tensor binary_cross_entropy(const Tensor& prob, const Tensor& target, Reduction reduction) {
   AMP_AUTOCAST_ROUTE(BinaryCrossEntropy, binary_cross_entropy, prob, target, reduction);
+  AMP_PROFILE_OP("binary_cross_entropy", prob, target);
   check_pair(prob, target, "binary_cross_entropy");
   const bool in_range = without_grad([&] {
     return prob.numel() == 0 ||
@@ -227,6 +234,7 @@ Tensor binary_cross_entropy_with_logits(const Tensor& logits, const Tensor& targ
                                         Reduction reduction, const Tensor& pos_weight) {
   AMP_AUTOCAST_ROUTE(BinaryCrossEntropyWithLogits, binary_cross_entropy_with_logits, logits, target,
                      reduction, pos_weight);
+  AMP_PROFILE_OP("binary_cross_entropy_with_logits", logits, target);
   check_pair(logits, target, "binary_cross_entropy_with_logits");
   // (1 - t) x + w (log(1 + exp(-|x|)) + max(-x, 0)), w = 1 + (pos_weight - 1) t: never
   // exponentiates a positive number. maximum() splits the gradient at the tie x = 0, which
@@ -245,6 +253,7 @@ Tensor binary_cross_entropy_with_logits(const Tensor& logits, const Tensor& targ
 
 Tensor kl_div(const Tensor& input, const Tensor& target, Reduction reduction, bool log_target) {
   AMP_AUTOCAST_ROUTE(KlDiv, kl_div, input, target, reduction, log_target);
+  AMP_PROFILE_OP("kl_div", input, target);
   check_pair(input, target, "kl_div");
   Tensor loss;
   if (log_target) {

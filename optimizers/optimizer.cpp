@@ -5,8 +5,11 @@
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
+#include <cxxabi.h>
+#include <memory>
 #include <optional>
 #include <set>
+#include <typeinfo>
 #include <utility>
 
 #include "csrc/autocast/autocast_state.h"
@@ -14,10 +17,22 @@
 #include "csrc/graph/grad_mode.h"
 #include "csrc/multi_tensor/multi_tensor.h"
 #include "csrc/ops/factories.h"
+#include "csrc/ops/profile_scope.h"
 
 namespace amp::optimizers {
 
 namespace {
+
+// The optimizer's class without namespaces ("SGD", "FusedAdam"), for the profiler.
+std::string class_name(const Optimizer& optimizer) {
+  const char* mangled = typeid(optimizer).name();
+  int status = 0;
+  std::unique_ptr<char, decltype(&std::free)> demangled(
+      abi::__cxa_demangle(mangled, nullptr, nullptr, &status), &std::free);
+  const std::string full = status == 0 && demangled ? demangled.get() : mangled;
+  const size_t colon = full.rfind("::");
+  return colon == std::string::npos ? full : full.substr(colon + 2);
+}
 
 constexpr const char* kGroupPrefix = "param_groups.";
 constexpr const char* kStatePrefix = "state.";
@@ -212,6 +227,15 @@ void Optimizer::update_with_amp_scaling(const Tensor&, const Tensor&) {
 }
 
 void Optimizer::step_between_hooks(const std::function<void()>& body) {
+  profiler::RecordScope scope(
+      profiler::EventKind::Optimizer, [this] { return class_name(*this) + ".step"; },
+      [this] {
+        std::vector<const Tensor*> params;
+        for (const auto& group : param_groups_) {
+          for (const Tensor& p : group.params) params.push_back(&p);
+        }
+        return amp::detail::dtype_label(params);
+      });
   // Options may have been written through param_groups() since the last step.
   for (size_t g = 0; g < param_groups_.size(); ++g) {
     check_group_options(param_groups_[g].options, "step: parameter group " + std::to_string(g));

@@ -12,6 +12,7 @@
 #include "csrc/graph/node.h"
 #include "csrc/ops/elementwise.h"
 #include "csrc/ops/factories.h"
+#include "csrc/ops/profile_scope.h"
 
 namespace amp::autograd {
 
@@ -254,7 +255,17 @@ class GraphTask {
               "saved tensors after they have already been freed). Saved intermediate values "
               "of the graph are freed when you call backward() or autograd::grad(). Specify "
               "retain_graph=true if you need to backward through the graph a second time.");
-    std::vector<Tensor> outputs = node.apply(std::move(grads));
+    std::vector<Tensor> outputs;
+    {
+      profiler::RecordScope scope(
+          profiler::EventKind::Backward, [&] { return node.name(); },
+          [&] {
+            std::vector<const Tensor*> defined;
+            for (const Tensor& g : grads) defined.push_back(&g);
+            return amp::detail::dtype_label(defined);
+          });
+      outputs = node.apply(std::move(grads));
+    }
     if (!keep_graph_ && !is_accumulator) {
       node.release_saved();
       node.released = true;

@@ -8,6 +8,7 @@
 
 #include "csrc/core/cuda_backend.h"
 #include "csrc/core/macros.h"
+#include "csrc/core/profiler.h"
 
 namespace amp {
 
@@ -63,11 +64,13 @@ size_t CachingAllocator::round_size(size_t bytes) {
 
 void* CachingAllocator::allocate(size_t bytes, int device_index) {
   if (bytes == 0) return nullptr;
+  const int64_t profile_start = profiler::is_enabled() ? profiler::now_ns() : 0;
   const size_t size = round_size(bytes);
   std::lock_guard<std::mutex> lock(mutex_);
   void* ptr = nullptr;
   auto it = free_.find({device_index, size});
-  if (it != free_.end()) {
+  const bool cached = it != free_.end();
+  if (cached) {
     ptr = it->second;
     free_.erase(it);
   } else {
@@ -98,6 +101,11 @@ void* CachingAllocator::allocate(size_t bytes, int device_index) {
   ++stats_.allocations;
   stats_.allocated += static_cast<int64_t>(size);
   if (stats_.allocated > stats_.max_allocated) stats_.max_allocated = stats_.allocated;
+  if (profile_start != 0) {
+    profiler::record_complete(profiler::EventKind::Allocation,
+                              cached ? "allocate (cached block)" : "allocate (new block)",
+                              device_type_name(type_), profile_start, static_cast<int64_t>(bytes));
+  }
   return ptr;
 }
 

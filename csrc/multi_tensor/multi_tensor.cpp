@@ -16,6 +16,7 @@
 #include "csrc/kernels/multi_tensor_kernels.h"
 #include "csrc/ops/dispatch.h"
 #include "csrc/ops/factories.h"
+#include "csrc/ops/profile_scope.h"
 
 namespace amp::multi_tensor {
 
@@ -33,6 +34,15 @@ ListsView ListsView::slice(int first, int count) const {
 }
 
 namespace {
+
+// The dtypes of every tensor of the lists, for the profiler.
+std::string lists_label(const TensorLists& lists) {
+  std::vector<const Tensor*> all;
+  for (const auto& list : lists) {
+    for (const Tensor& t : list) all.push_back(&t);
+  }
+  return amp::detail::dtype_label(all);
+}
 
 std::string dtype_list(std::initializer_list<DType> dtypes) {
   std::ostringstream out;
@@ -241,6 +251,7 @@ std::vector<ListBucket> bucket_by_device_and_dtype(const TensorLists& lists) {
 
 void scale(int64_t chunk_size, const Tensor& noop_flag, const TensorLists& lists, double scale) {
   constexpr const char* kOp = "multi_tensor::scale";
+  profiler::RecordScope scope(profiler::EventKind::Optimizer, kOp, [&] { return lists_label(lists); });
   const ListsView view =
       check_lists(kOp, chunk_size, lists, {{"in", kFloat16x}, {"out", kFloat16x}});
   int64_t* noop = flag_ptr(kOp, noop_flag, view.device);
@@ -251,6 +262,7 @@ void scale(int64_t chunk_size, const Tensor& noop_flag, const TensorLists& lists
 void axpby(int64_t chunk_size, const Tensor& noop_flag, const TensorLists& lists, double a,
            double b, int arg_to_check) {
   constexpr const char* kOp = "multi_tensor::axpby";
+  profiler::RecordScope scope(profiler::EventKind::Optimizer, kOp, [&] { return lists_label(lists); });
   const ListsView view =
       check_lists(kOp, chunk_size, lists, {{"x", kFloat16x}, {"y", kFloat16x}, {"out", kFloat16x}});
   int64_t* noop = flag_ptr(kOp, noop_flag, view.device);
@@ -264,6 +276,7 @@ void axpby(int64_t chunk_size, const Tensor& noop_flag, const TensorLists& lists
 std::pair<Tensor, Tensor> l2norm(int64_t chunk_size, const Tensor& noop_flag,
                                  const TensorLists& lists, bool per_tensor) {
   constexpr const char* kOp = "multi_tensor::l2norm";
+  profiler::RecordScope scope(profiler::EventKind::Optimizer, kOp, [&] { return lists_label(lists); });
   const ListsView view = check_lists(kOp, chunk_size, lists, {{"x", kFloat16x}});
   int64_t* noop = flag_ptr(kOp, noop_flag, view.device);
   return l2norm_of(multi_tensor_kernels_for(view.device), view, 0, chunk_size, noop, per_tensor);
@@ -273,6 +286,7 @@ void adam(int64_t chunk_size, const Tensor& noop_flag, const TensorLists& lists,
           double beta1, double beta2, double epsilon, int64_t step, AdamMode mode,
           bool bias_correction_on, double weight_decay, const GradScaling& scaling) {
   constexpr const char* kOp = "multi_tensor::adam";
+  profiler::RecordScope scope(profiler::EventKind::Optimizer, kOp, [&] { return lists_label(lists); });
   AMP_CHECK(lists.size() == 4 || lists.size() == 5, kOp,
             ": expected 4 tensor lists (g, p, m, v) or 5 (g, p, m, v, master), got ", lists.size());
   const ListsView view =
@@ -313,6 +327,7 @@ void sgd(int64_t chunk_size, const Tensor& noop_flag, const TensorLists& lists, 
          double momentum, double dampening, double lr, bool nesterov, bool first_run,
          bool wd_after_momentum, double scale, const GradScaling& scaling) {
   constexpr const char* kOp = "multi_tensor::sgd";
+  profiler::RecordScope scope(profiler::EventKind::Optimizer, kOp, [&] { return lists_label(lists); });
   AMP_CHECK(lists.size() == 3 || lists.size() == 4, kOp,
             ": expected 3 tensor lists (g, w, mom) or 4 (g, w, mom, w_out), got ", lists.size());
   const ListsView view =
@@ -355,6 +370,7 @@ void lamb(int64_t chunk_size, const Tensor& noop_flag, const TensorLists& lists,
           double weight_decay, bool grad_averaging, AdamMode mode, const Tensor& global_grad_norm,
           double max_grad_norm, bool use_nvlamb) {
   constexpr const char* kOp = "multi_tensor::lamb";
+  profiler::RecordScope scope(profiler::EventKind::Optimizer, kOp, [&] { return lists_label(lists); });
   const ListsView view =
       check_lists(kOp, chunk_size, lists,
                   {{"g", kFloat16x}, {"p", kFloat16x}, {"m", kFloat16x}, {"v", kFloat16x}});
@@ -398,6 +414,7 @@ void novograd(int64_t chunk_size, const Tensor& noop_flag, const TensorLists& li
               int64_t step, bool bias_correction_on, double weight_decay, bool grad_averaging,
               int moment_mode, int norm_type) {
   constexpr const char* kOp = "multi_tensor::novograd";
+  profiler::RecordScope scope(profiler::EventKind::Optimizer, kOp, [&] { return lists_label(lists); });
   const ListsView view =
       check_lists(kOp, chunk_size, lists, {{"g", kFloating}, {"p", kFloating}, {"m", kFloating}});
   AMP_CHECK(view.dtype[1] == view.dtype[0] && view.dtype[2] == view.dtype[0], kOp,
@@ -448,6 +465,7 @@ void novograd(int64_t chunk_size, const Tensor& noop_flag, const TensorLists& li
 void adagrad(int64_t chunk_size, const Tensor& noop_flag, const TensorLists& lists, double lr,
              double epsilon, AdagradMode mode, double weight_decay) {
   constexpr const char* kOp = "multi_tensor::adagrad";
+  profiler::RecordScope scope(profiler::EventKind::Optimizer, kOp, [&] { return lists_label(lists); });
   const ListsView view =
       check_lists(kOp, chunk_size, lists, {{"g", kFloating}, {"p", kFloating}, {"h", kFloating}});
   AMP_CHECK(view.dtype[1] == view.dtype[0] && view.dtype[2] == view.dtype[0], kOp,
@@ -467,6 +485,8 @@ namespace {
 // non_finite_check_and_unscale_ (in_place) and non_finite_check_ (not), named op in errors.
 void check_and_unscale(const char* op, const std::vector<Tensor>& scaled_grads,
                        const Tensor& found_inf, const Tensor& inv_scale, bool in_place) {
+  profiler::RecordScope scope(profiler::EventKind::Optimizer, op,
+                              [&] { return amp::detail::dtype_label(scaled_grads); });
   if (scaled_grads.empty()) return;  // as torch: no checks at all
   AMP_CHECK(scaled_grads[0].defined(), op, ": one of scaled_grads is undefined (index 0)");
   const Device device = scaled_grads[0].device();
@@ -534,6 +554,7 @@ void non_finite_check_(const std::vector<Tensor>& scaled_grads, const Tensor& fo
 Tensor update_scale_(const Tensor& scale, const Tensor& growth_tracker, const Tensor& found_inf,
                      double growth_factor, double backoff_factor, int64_t growth_interval) {
   constexpr const char* kOp = "update_scale_";
+  profiler::RecordScope scope(profiler::EventKind::Optimizer, kOp);
   AMP_CHECK(scale.defined() && growth_tracker.defined() && found_inf.defined(), kOp,
             ": expected defined scale, growth_tracker and found_inf tensors");
   const Device device = scale.device();

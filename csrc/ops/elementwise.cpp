@@ -11,6 +11,7 @@
 #include "csrc/ops/dispatch.h"
 #include "csrc/ops/factories.h"
 #include "csrc/ops/formulas.h"
+#include "csrc/ops/profile_scope.h"
 #include "csrc/ops/reduce.h"
 
 namespace amp {
@@ -36,6 +37,7 @@ void check_numeric(DType dtype, const char* op) {
 DType floating_dtype(DType dtype) { return is_floating_point(dtype) ? dtype : DType::Float32; }
 
 Tensor run_unary(UnaryOp op, const Tensor& x, DType dtype, UnaryParams params = {}) {
+  AMP_PROFILE_OP(unary_op_name(op), x);
   const Tensor in = x.to(dtype);
   Tensor out = empty(
       in.sizes(), {.dtype = unary_returns_bool(op) ? DType::Bool : dtype, .device = in.device()});
@@ -71,6 +73,7 @@ Tensor scalar_unary(UnaryOp op, const Tensor& x, double s) {
 
 Tensor run_binary(BinaryOp op, const Tensor& a, const Tensor& b) {
   const char* name = binary_op_name(op);
+  AMP_PROFILE_OP(name, a, b);
   check_defined(a, name, "first");
   check_defined(b, name, "second");
   check_same_device(a, b, name);

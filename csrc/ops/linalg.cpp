@@ -3,6 +3,7 @@
 
 #include "csrc/autocast/cast.h"
 #include "csrc/core/macros.h"
+#include "csrc/ops/profile_scope.h"
 #include "csrc/graph/node.h"
 #include "csrc/ops/dispatch.h"
 #include "csrc/ops/elementwise.h"
@@ -101,6 +102,7 @@ using Grads = std::vector<Tensor>;
 
 Tensor mm(const Tensor& a, const Tensor& b) {
   AMP_AUTOCAST_ROUTE(Mm, amp::mm, a, b);
+  AMP_PROFILE_OP("mm", a, b);
   Tensor out = autograd::without_grad([&] { return mm_impl(a, b); });
   autograd::record("MmBackward", out, {&a, &b}, {{&a, false}, {&b, false}},
                    [](const Grads& g, const Grads& s, const autograd::Node& n) {
@@ -112,6 +114,7 @@ Tensor mm(const Tensor& a, const Tensor& b) {
 
 Tensor bmm(const Tensor& a, const Tensor& b) {
   AMP_AUTOCAST_ROUTE(Bmm, amp::bmm, a, b);
+  AMP_PROFILE_OP("bmm", a, b);
   Tensor out = autograd::without_grad([&] { return bmm_impl(a, b); });
   autograd::record("BmmBackward", out, {&a, &b}, {{&a, false}, {&b, false}},
                    [](const Grads& g, const Grads& s, const autograd::Node& n) {
@@ -125,6 +128,7 @@ Tensor bmm(const Tensor& a, const Tensor& b) {
 // matmul is composite: it reshapes and calls mm/bmm, so autograd differentiates through those.
 Tensor matmul(const Tensor& a, const Tensor& b) {
   AMP_AUTOCAST_ROUTE(Matmul, amp::matmul, a, b);
+  AMP_PROFILE_OP("matmul", a, b);
   check_operands(a, b, "matmul");
   const int64_t da = a.dim(), db = b.dim();
   AMP_CHECK(da > 0 && db > 0, "matmul: both arguments need to be at least 1-D, got ", da, "-D and ",

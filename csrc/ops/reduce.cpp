@@ -6,6 +6,7 @@
 
 #include "csrc/autocast/cast.h"
 #include "csrc/core/macros.h"
+#include "csrc/ops/profile_scope.h"
 #include "csrc/graph/node.h"
 #include "csrc/ops/dispatch.h"
 #include "csrc/ops/elementwise.h"
@@ -87,6 +88,7 @@ int64_t reduced_count(const Shape& input_shape, const Shape& dims) {
 }
 
 Tensor differentiable_sum(const Tensor& x, Shape dims, bool keepdim, bool mean) {
+  AMP_PROFILE_OP(mean ? "mean" : "sum", x);
   Tensor out = autograd::without_grad(
       [&] { return reduce(mean ? ReduceOp::Mean : ReduceOp::Sum, x, dims, keepdim); });
   autograd::record(mean ? "MeanBackward" : "SumBackward", out, {&x}, {},
@@ -102,6 +104,7 @@ Tensor differentiable_sum(const Tensor& x, Shape dims, bool keepdim, bool mean) 
 // max/min over dims: the gradient goes to every position holding the extreme value, split
 // evenly between ties (PyTorch's amax/amin backward).
 Tensor differentiable_extreme(const Tensor& x, Shape dims, bool keepdim, bool is_max) {
+  AMP_PROFILE_OP(is_max ? "max" : "min", x);
   Tensor out = autograd::without_grad(
       [&] { return reduce(is_max ? ReduceOp::Max : ReduceOp::Min, x, dims, keepdim); });
   autograd::record(is_max ? "MaxBackward" : "MinBackward", out, {&x}, {{&x, false}, {&out, true}},
@@ -142,9 +145,11 @@ Tensor min(const Tensor& x, Shape dims, bool keepdim) {
   return differentiable_extreme(x, std::move(dims), keepdim, false);
 }
 Tensor argmax(const Tensor& x, int64_t dim, bool keepdim) {
+  AMP_PROFILE_OP("argmax", x);
   return reduce(ReduceOp::ArgMax, x, {dim}, keepdim);
 }
 Tensor argmin(const Tensor& x, int64_t dim, bool keepdim) {
+  AMP_PROFILE_OP("argmin", x);
   return reduce(ReduceOp::ArgMin, x, {dim}, keepdim);
 }
 

@@ -2,6 +2,7 @@
 
 #include "csrc/autocast/cast.h"
 #include "csrc/core/macros.h"
+#include "csrc/ops/profile_scope.h"
 #include "csrc/graph/node.h"
 #include "csrc/ops/elementwise.h"
 
@@ -58,6 +59,8 @@ Tensor cat_impl(const std::vector<Tensor>& tensors, int64_t dim) {
 
 Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
   AMP_AUTOCAST_ROUTE(Cat, amp::cat, tensors, dim);
+  profiler::RecordScope scope(profiler::EventKind::Op, "cat",
+                              [&] { return amp::detail::dtype_label(tensors); });
   Tensor out = autograd::without_grad([&] { return cat_impl(tensors, dim); });
   if (!autograd::any_requires_grad(tensors)) return out;
   // Each input's gradient is its slice of the output gradient.
@@ -83,6 +86,8 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
 
 Tensor stack(const std::vector<Tensor>& tensors, int64_t dim) {
   AMP_AUTOCAST_ROUTE(Stack, amp::stack, tensors, dim);
+  profiler::RecordScope scope(profiler::EventKind::Op, "stack",
+                              [&] { return amp::detail::dtype_label(tensors); });
   AMP_CHECK(!tensors.empty(), "stack: expected a non-empty list of tensors, got an empty list");
   AMP_CHECK(tensors[0].defined(),
             "stack: expected defined tensors, got an undefined tensor at "

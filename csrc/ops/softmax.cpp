@@ -2,6 +2,7 @@
 
 #include "csrc/autocast/cast.h"
 #include "csrc/core/macros.h"
+#include "csrc/ops/profile_scope.h"
 #include "csrc/graph/node.h"
 #include "csrc/ops/dispatch.h"
 #include "csrc/ops/elementwise.h"
@@ -36,6 +37,7 @@ using Grads = std::vector<Tensor>;
 
 Tensor softmax(const Tensor& x, int64_t dim) {
   AMP_AUTOCAST_ROUTE(Softmax, amp::softmax, x, dim);
+  AMP_PROFILE_OP("softmax", x);
   Tensor out = autograd::without_grad([&] { return softmax_impl(x, dim, false); });
   autograd::record("SoftmaxBackward", out, {&x}, {{&out, true}},
                    [dim](const Grads& g, const Grads& s, const autograd::Node&) {
@@ -48,6 +50,7 @@ Tensor softmax(const Tensor& x, int64_t dim) {
 
 Tensor log_softmax(const Tensor& x, int64_t dim) {
   AMP_AUTOCAST_ROUTE(LogSoftmax, amp::log_softmax, x, dim);
+  AMP_PROFILE_OP("log_softmax", x);
   Tensor out = autograd::without_grad([&] { return softmax_impl(x, dim, true); });
   autograd::record("LogSoftmaxBackward", out, {&x}, {{&out, true}},
                    [dim](const Grads& g, const Grads& s, const autograd::Node&) {

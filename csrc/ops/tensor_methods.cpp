@@ -15,6 +15,7 @@
 #include "csrc/ops/dispatch.h"
 #include "csrc/ops/elementwise.h"
 #include "csrc/ops/formulas.h"
+#include "csrc/ops/profile_scope.h"
 #include "csrc/ops/reduce.h"
 
 namespace amp {
@@ -64,6 +65,9 @@ Tensor Tensor::to(DType dtype) const { return converted(dtype, "to"); }
 Tensor Tensor::converted(DType dtype, const char* op) const {
   checked_impl(op);
   if (dtype == this->dtype()) return *this;
+  profiler::RecordScope scope(profiler::EventKind::Cast, op, [&] {
+    return std::string(dtype_name(this->dtype())) + "->" + dtype_name(dtype);
+  });
   Tensor out = autograd::without_grad([&] {
     Tensor result = empty(sizes(), {.dtype = dtype, .device = device()});
     result.copy_from(*this, op);
@@ -78,6 +82,9 @@ Tensor Tensor::to(Device device) const {
   checked_impl("to");
   if (device == this->device()) return *this;
   if (device.is_cuda()) cuda_backend::require_available("to");
+  profiler::RecordScope scope(profiler::EventKind::Cast, "to", [&] {
+    return to_string(this->device()) + "->" + to_string(device);
+  });
   Tensor out = autograd::without_grad([&] {
     Tensor moved = empty(sizes(), {.dtype = dtype(), .device = device});
     moved.copy_(*this);
@@ -403,7 +410,10 @@ template int64_t Tensor::item<int64_t>() const;
 template int Tensor::item<int>() const;
 template bool Tensor::item<bool>() const;
 
-Tensor& Tensor::copy_(const Tensor& src) { return copy_from(src, "copy_"); }
+Tensor& Tensor::copy_(const Tensor& src) {
+  AMP_PROFILE_OP("copy_", *this, src);
+  return copy_from(src, "copy_");
+}
 
 Tensor& Tensor::copy_from(const Tensor& src, const char* op) {
   checked_impl(op);

@@ -1,0 +1,184 @@
+/// \file
+/// amp::profiler: where a training step's time goes. A `profile` object records, while it lives,
+/// every forward op, backward node, optimizer step and multi-tensor kernel, dtype conversion and
+/// allocation with its thread, start and duration (CPU wall time), as torch.profiler's core does.
+/// Afterwards it gives per-op averages (count, total and self time, grouped by kind, name and
+/// dtype), a table sorted by time, and a Chrome-trace JSON file for a browser's trace viewer.
+///
+/// \code
+///   amp::profiler::profile prof;
+///   train_step();
+///   prof.stop();
+///   std::cout << prof.table();                       // sorted by self time
+///   prof.export_chrome_trace("step.trace.json");     // chrome://tracing or ui.perfetto.dev
+/// \endcode
+///
+/// When no profile records, each instrumented call costs one relaxed atomic load and a branch.
+#pragma once
+#pragma GCC visibility push(default)  // public API (docs/building.md)
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+namespace amp::profiler {
+
+/// What an event measures; the table groups and the trace colours by it.
+enum class EventKind {
+  Op,          ///< a forward op (add, mm, linear, cross_entropy, ...), including its casts
+  Backward,    ///< a backward node of the autograd graph (AddmmBackward, AccumulateGrad, ...)
+  Optimizer,   ///< an optimizer's step or a multi-tensor kernel (unscale, adam, sgd, ...)
+  Cast,        ///< a dtype or device conversion that copies (Tensor::to)
+  Allocation,  ///< a caching-allocator allocation (cached block or new system block)
+  User,        ///< a region named with record_function
+};
+
+/// "op", "backward", "optimizer", "cast", "allocation", "user".
+const char* kind_name(EventKind kind);
+
+/// One recorded call. Times are nanoseconds from the profile's start.
+struct Event {
+  EventKind kind = EventKind::Op;
+  std::string name;
+  std::string dtype;  ///< e.g. "Float16", "Float32->Float16" for a cast; "" when none
+  int64_t start_ns = 0;
+  int64_t duration_ns = 0;
+  int64_t self_ns = 0;  ///< duration minus the events nested directly inside it
+  int64_t bytes = 0;    ///< allocations: the bytes asked for
+  int thread = 0;       ///< 0 for the first thread that recorded, 1 for the next, ...
+  int depth = 0;        ///< nesting level within its thread (0: outermost)
+};
+
+/// Totals of the events sharing kind, name and dtype.
+struct OpStats {
+  EventKind kind = EventKind::Op;
+  std::string name;
+  std::string dtype;
+  int64_t count = 0;
+  int64_t total_ns = 0;
+  int64_t self_ns = 0;
+  int64_t bytes = 0;
+};
+
+enum class SortBy { SelfTime, TotalTime, Count };
+
+/// Records while alive (or until stop()). One profile records at a time in the process; events
+/// come from every thread that calls into the library.
+class profile {
+ public:
+  /// Starts recording. amp::Error when another profile is recording.
+  profile();
+  /// Stops recording if still recording.
+  ~profile();
+  profile(const profile&) = delete;
+  profile& operator=(const profile&) = delete;
+
+  /// Stops recording; later calls do nothing.
+  void stop();
+  bool is_recording() const { return recording_; }
+
+  /// The recorded events in the order they ended. amp::Error while recording.
+  const std::vector<Event>& events() const;
+  /// Per (kind, name, dtype) totals, sorted as `sort`. amp::Error while recording.
+  std::vector<OpStats> key_averages(SortBy sort = SortBy::SelfTime) const;
+  /// key_averages as a text table (count, self and total ms, % of the profiled wall time, average
+  /// µs, bytes), `row_limit` rows at most (0: all), followed by the wall time and the caching
+  /// allocator's hit rate. amp::Error while recording.
+  std::string table(SortBy sort = SortBy::SelfTime, size_t row_limit = 0) const;
+  /// Writes the events as Chrome-trace JSON ("X" events, microseconds) to `path`. amp::Error
+  /// while recording or when the file cannot be written.
+  void export_chrome_trace(const std::string& path) const;
+  /// Wall time from construction to stop().
+  int64_t wall_ns() const { return wall_ns_; }
+
+ private:
+  void check_stopped(const char* op) const;
+
+  bool recording_ = true;
+  int64_t start_ns_ = 0;
+  int64_t wall_ns_ = 0;
+  std::vector<Event> events_;
+};
+
+namespace detail {
+extern std::atomic<bool> g_recording;
+}  // namespace detail
+
+/// Whether a profile is recording now.
+inline bool is_enabled() { return detail::g_recording.load(std::memory_order_relaxed); }
+
+/// Nanoseconds of a steady clock (the profiler's time base).
+int64_t now_ns();
+
+/// Records one event that the caller timed itself (start from now_ns()); nothing when no
+/// profile is recording.
+void record_complete(EventKind kind, std::string name, std::string dtype, int64_t start_ns,
+                     int64_t bytes = 0);
+
+/// Times the enclosing scope as one event when a profile is recording at construction. `name`
+/// is a string or a callable returning one, and `dtype` a callable returning the dtype label;
+/// the callables run only when recording, so a scope costs a branch when off:
+///
+///   profiler::RecordScope scope(profiler::EventKind::Op, "mm", [&] { return dtype_name(a); });
+///   profiler::RecordScope scope(profiler::EventKind::Backward, [&] { return node.name(); });
+class RecordScope {
+ public:
+  template <class Name, class DTypeLabel>
+  RecordScope(EventKind kind, Name&& name, DTypeLabel&& dtype) {
+    if (is_enabled()) [[unlikely]]
+      begin(kind, resolve(name), std::string(dtype()));
+  }
+  template <class Name>
+  RecordScope(EventKind kind, Name&& name) {
+    if (is_enabled()) [[unlikely]]
+      begin(kind, resolve(name), std::string());
+  }
+  ~RecordScope() {
+    if (active_) [[unlikely]]
+      end();
+  }
+  RecordScope(const RecordScope&) = delete;
+  RecordScope& operator=(const RecordScope&) = delete;
+
+ private:
+  friend void record_complete(EventKind, std::string, std::string, int64_t, int64_t);
+  template <class Name>
+  static std::string resolve(Name& name) {
+    if constexpr (std::is_invocable_v<Name&>) {
+      return std::string(name());
+    } else {
+      return std::string(name);
+    }
+  }
+  void begin(EventKind kind, std::string name, std::string dtype);
+  void end();
+
+  bool active_ = false;
+  EventKind kind_ = EventKind::Op;
+  int depth_ = 0;
+  int64_t start_ns_ = 0;
+  int64_t children_ns_ = 0;
+  RecordScope* parent_ = nullptr;
+  std::string name_, dtype_;
+};
+
+/// A user-named region, as torch.profiler.record_function: shows in the table and the trace as
+/// kind "user".
+///
+///   { amp::profiler::record_function r("data loading"); batch = next(loader); }
+class record_function {
+ public:
+  explicit record_function(const std::string& name);
+  record_function(const record_function&) = delete;
+  record_function& operator=(const record_function&) = delete;
+
+ private:
+  RecordScope scope_;
+};
+
+}  // namespace amp::profiler
+
+#pragma GCC visibility pop
