@@ -7,11 +7,11 @@
 #include "csrc/autocast/cast.h"
 #include "csrc/autograd/autograd.h"
 #include "csrc/core/macros.h"
-#include "csrc/ops/profile_scope.h"
 #include "csrc/ops/elementwise.h"
 #include "csrc/ops/factories.h"
 #include "csrc/ops/formulas.h"
 #include "csrc/ops/linalg.h"
+#include "csrc/ops/profile_scope.h"
 #include "csrc/ops/reduce.h"
 #include "csrc/ops/softmax.h"
 

@@ -10,7 +10,6 @@
 #include "csrc/autocast/cast.h"
 #include "csrc/core/dtype.h"
 #include "csrc/core/macros.h"
-#include "csrc/ops/profile_scope.h"
 #include "csrc/cpu/parallel.h"
 #include "csrc/graph/grad_mode.h"
 #include "csrc/graph/node.h"
@@ -18,6 +17,7 @@
 #include "csrc/ops/factories.h"
 #include "csrc/ops/formulas.h"
 #include "csrc/ops/linalg.h"
+#include "csrc/ops/profile_scope.h"
 #include "csrc/ops/reduce.h"
 #include "csrc/ops/softmax.h"
 

@@ -1,11 +1,12 @@
 // The Optimizer base: parameter groups, per-parameter state, zero_grad and state_dict.
 #include "optimizers/optimizer.h"
 
+#include <cxxabi.h>
+
 #include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
-#include <cxxabi.h>
 #include <memory>
 #include <optional>
 #include <set>

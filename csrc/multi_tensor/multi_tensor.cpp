@@ -251,7 +251,8 @@ std::vector<ListBucket> bucket_by_device_and_dtype(const TensorLists& lists) {
 
 void scale(int64_t chunk_size, const Tensor& noop_flag, const TensorLists& lists, double scale) {
   constexpr const char* kOp = "multi_tensor::scale";
-  profiler::RecordScope scope(profiler::EventKind::Optimizer, kOp, [&] { return lists_label(lists); });
+  profiler::RecordScope scope(profiler::EventKind::Optimizer, kOp,
+                              [&] { return lists_label(lists); });
   const ListsView view =
       check_lists(kOp, chunk_size, lists, {{"in", kFloat16x}, {"out", kFloat16x}});
   int64_t* noop = flag_ptr(kOp, noop_flag, view.device);
@@ -262,7 +263,8 @@ void scale(int64_t chunk_size, const Tensor& noop_flag, const TensorLists& lists
 void axpby(int64_t chunk_size, const Tensor& noop_flag, const TensorLists& lists, double a,
            double b, int arg_to_check) {
   constexpr const char* kOp = "multi_tensor::axpby";
-  profiler::RecordScope scope(profiler::EventKind::Optimizer, kOp, [&] { return lists_label(lists); });
+  profiler::RecordScope scope(profiler::EventKind::Optimizer, kOp,
+                              [&] { return lists_label(lists); });
   const ListsView view =
       check_lists(kOp, chunk_size, lists, {{"x", kFloat16x}, {"y", kFloat16x}, {"out", kFloat16x}});
   int64_t* noop = flag_ptr(kOp, noop_flag, view.device);
@@ -276,7 +278,8 @@ void axpby(int64_t chunk_size, const Tensor& noop_flag, const TensorLists& lists
 std::pair<Tensor, Tensor> l2norm(int64_t chunk_size, const Tensor& noop_flag,
                                  const TensorLists& lists, bool per_tensor) {
   constexpr const char* kOp = "multi_tensor::l2norm";
-  profiler::RecordScope scope(profiler::EventKind::Optimizer, kOp, [&] { return lists_label(lists); });
+  profiler::RecordScope scope(profiler::EventKind::Optimizer, kOp,
+                              [&] { return lists_label(lists); });
   const ListsView view = check_lists(kOp, chunk_size, lists, {{"x", kFloat16x}});
   int64_t* noop = flag_ptr(kOp, noop_flag, view.device);
   return l2norm_of(multi_tensor_kernels_for(view.device), view, 0, chunk_size, noop, per_tensor);
@@ -286,7 +289,8 @@ void adam(int64_t chunk_size, const Tensor& noop_flag, const TensorLists& lists,
           double beta1, double beta2, double epsilon, int64_t step, AdamMode mode,
           bool bias_correction_on, double weight_decay, const GradScaling& scaling) {
   constexpr const char* kOp = "multi_tensor::adam";
-  profiler::RecordScope scope(profiler::EventKind::Optimizer, kOp, [&] { return lists_label(lists); });
+  profiler::RecordScope scope(profiler::EventKind::Optimizer, kOp,
+                              [&] { return lists_label(lists); });
   AMP_CHECK(lists.size() == 4 || lists.size() == 5, kOp,
             ": expected 4 tensor lists (g, p, m, v) or 5 (g, p, m, v, master), got ", lists.size());
   const ListsView view =
@@ -327,7 +331,8 @@ void sgd(int64_t chunk_size, const Tensor& noop_flag, const TensorLists& lists, 
          double momentum, double dampening, double lr, bool nesterov, bool first_run,
          bool wd_after_momentum, double scale, const GradScaling& scaling) {
   constexpr const char* kOp = "multi_tensor::sgd";
-  profiler::RecordScope scope(profiler::EventKind::Optimizer, kOp, [&] { return lists_label(lists); });
+  profiler::RecordScope scope(profiler::EventKind::Optimizer, kOp,
+                              [&] { return lists_label(lists); });
   AMP_CHECK(lists.size() == 3 || lists.size() == 4, kOp,
             ": expected 3 tensor lists (g, w, mom) or 4 (g, w, mom, w_out), got ", lists.size());
   const ListsView view =
@@ -370,7 +375,8 @@ void lamb(int64_t chunk_size, const Tensor& noop_flag, const TensorLists& lists,
           double weight_decay, bool grad_averaging, AdamMode mode, const Tensor& global_grad_norm,
           double max_grad_norm, bool use_nvlamb) {
   constexpr const char* kOp = "multi_tensor::lamb";
-  profiler::RecordScope scope(profiler::EventKind::Optimizer, kOp, [&] { return lists_label(lists); });
+  profiler::RecordScope scope(profiler::EventKind::Optimizer, kOp,
+                              [&] { return lists_label(lists); });
   const ListsView view =
       check_lists(kOp, chunk_size, lists,
                   {{"g", kFloat16x}, {"p", kFloat16x}, {"m", kFloat16x}, {"v", kFloat16x}});
@@ -414,7 +420,8 @@ void novograd(int64_t chunk_size, const Tensor& noop_flag, const TensorLists& li
               int64_t step, bool bias_correction_on, double weight_decay, bool grad_averaging,
               int moment_mode, int norm_type) {
   constexpr const char* kOp = "multi_tensor::novograd";
-  profiler::RecordScope scope(profiler::EventKind::Optimizer, kOp, [&] { return lists_label(lists); });
+  profiler::RecordScope scope(profiler::EventKind::Optimizer, kOp,
+                              [&] { return lists_label(lists); });
   const ListsView view =
       check_lists(kOp, chunk_size, lists, {{"g", kFloating}, {"p", kFloating}, {"m", kFloating}});
   AMP_CHECK(view.dtype[1] == view.dtype[0] && view.dtype[2] == view.dtype[0], kOp,
@@ -465,7 +472,8 @@ void novograd(int64_t chunk_size, const Tensor& noop_flag, const TensorLists& li
 void adagrad(int64_t chunk_size, const Tensor& noop_flag, const TensorLists& lists, double lr,
              double epsilon, AdagradMode mode, double weight_decay) {
   constexpr const char* kOp = "multi_tensor::adagrad";
-  profiler::RecordScope scope(profiler::EventKind::Optimizer, kOp, [&] { return lists_label(lists); });
+  profiler::RecordScope scope(profiler::EventKind::Optimizer, kOp,
+                              [&] { return lists_label(lists); });
   const ListsView view =
       check_lists(kOp, chunk_size, lists, {{"g", kFloating}, {"p", kFloating}, {"h", kFloating}});
   AMP_CHECK(view.dtype[1] == view.dtype[0] && view.dtype[2] == view.dtype[0], kOp,

@@ -3,11 +3,11 @@
 
 #include "csrc/autocast/cast.h"
 #include "csrc/core/macros.h"
-#include "csrc/ops/profile_scope.h"
 #include "csrc/graph/node.h"
 #include "csrc/ops/dispatch.h"
 #include "csrc/ops/elementwise.h"
 #include "csrc/ops/factories.h"
+#include "csrc/ops/profile_scope.h"
 
 namespace amp {
 

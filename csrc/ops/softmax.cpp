@@ -2,10 +2,10 @@
 
 #include "csrc/autocast/cast.h"
 #include "csrc/core/macros.h"
-#include "csrc/ops/profile_scope.h"
 #include "csrc/graph/node.h"
 #include "csrc/ops/dispatch.h"
 #include "csrc/ops/elementwise.h"
+#include "csrc/ops/profile_scope.h"
 #include "csrc/ops/reduce.h"
 
 namespace amp {

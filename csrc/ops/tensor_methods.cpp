@@ -82,9 +82,8 @@ Tensor Tensor::to(Device device) const {
   checked_impl("to");
   if (device == this->device()) return *this;
   if (device.is_cuda()) cuda_backend::require_available("to");
-  profiler::RecordScope scope(profiler::EventKind::Cast, "to", [&] {
-    return to_string(this->device()) + "->" + to_string(device);
-  });
+  profiler::RecordScope scope(profiler::EventKind::Cast, "to",
+                              [&] { return to_string(this->device()) + "->" + to_string(device); });
   Tensor out = autograd::without_grad([&] {
     Tensor moved = empty(sizes(), {.dtype = dtype(), .device = device});
     moved.copy_(*this);
