@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Installs every Debian package ampcpp needs to build, test and run its examples.
 # Idempotent: packages already present are left alone, and apt is not touched at all when
-# nothing is missing. Pass --reference to also install python3-torch, which only the golden-file
-# generators under tests/reference/ use.
+# nothing is missing. Pass --reference to also install python3-torch, which the golden-file
+# generators under tests/reference/ and PyTorch's side of the benchmarks (bench/torch_*.py) use,
+# with OpenBLAS as the system BLAS (Debian's torch calls whatever libblas.so.3 is; the reference
+# BLAS it gets otherwise is about 100x slower for the benchmarks' matmuls).
 set -euo pipefail
 
 packages=(
@@ -13,7 +15,7 @@ packages=(
   dataset-fashion-mnist
 )
 if [[ "${1:-}" == "--reference" ]]; then
-  packages+=(python3-torch python3-numpy)
+  packages+=(python3-torch python3-numpy libopenblas0-openmp)
 fi
 
 missing=()

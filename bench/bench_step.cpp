@@ -1,0 +1,249 @@
+// bench_step: one training step of ampcpp against the same step in PyTorch, interleaved in one run.
+// Steps (SGD momentum 0.9, Fashion-MNIST batches, normalised): the MLP 784-1024-1024-10 at batch
+// 256 and the small CNN (conv3x3 1->32, ReLU, max-pool 2, conv3x3 32->64, ReLU, max-pool 2,
+// linear 1600->128, ReLU, linear 128->10) at batch 128, each in fp32, bf16 autocast and fp16
+// autocast + GradScaler. PyTorch runs the same steps in bench/torch_step.py, a coprocess driven
+// over pipes, so that each round times ampcpp's steps and then PyTorch's of one configuration:
+// a busy moment of the shared machine hits both. Prints the median step of each and the ratio
+// ampcpp / PyTorch as a markdown table (docs/PERFORMANCE.md).
+//
+//   OMP_WAIT_POLICY=passive build/bench/bench_step [--rounds 5] [--steps 10] [--threads N]
+//                                                  [--no-torch] [--data-dir DIR]
+//
+// Both sides run with OMP_WAIT_POLICY=passive by default: with spinning idle threads, each
+// side's OpenMP team would spin on the cores while the other side's step runs.
+#include <omp.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "amp/amp.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+namespace nn = amp::nn;
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
+  return v[v.size() / 2];
+}
+
+std::shared_ptr<nn::Module> make_model(const std::string& name) {
+  if (name == "mlp") {
+    return std::make_shared<nn::Sequential>(std::initializer_list<std::shared_ptr<nn::Module>>{
+        std::make_shared<nn::Flatten>(), std::make_shared<nn::Linear>(784, 1024),
+        std::make_shared<nn::ReLU>(), std::make_shared<nn::Linear>(1024, 1024),
+        std::make_shared<nn::ReLU>(), std::make_shared<nn::Linear>(1024, 10)});
+  }
+  return std::make_shared<nn::Sequential>(std::initializer_list<std::shared_ptr<nn::Module>>{
+      std::make_shared<nn::Conv2d>(1, 32, 3), std::make_shared<nn::ReLU>(),
+      std::make_shared<nn::MaxPool2d>(2), std::make_shared<nn::Conv2d>(32, 64, 3),
+      std::make_shared<nn::ReLU>(), std::make_shared<nn::MaxPool2d>(2),
+      std::make_shared<nn::Flatten>(), std::make_shared<nn::Linear>(1600, 128),
+      std::make_shared<nn::ReLU>(), std::make_shared<nn::Linear>(128, 10)});
+}
+
+// One configuration's model, optimizer, scaler and batches on ampcpp's side.
+class Runner {
+ public:
+  Runner(const std::string& model, const std::string& precision, const amp::data::Dataset& data)
+      : model_((amp::manual_seed(0), make_model(model))),
+        optimizer_(model_->parameters(), {.lr = 0.01, .momentum = 0.9}),
+        scaler_(amp::DeviceType::CPU, {.enabled = precision == "fp16"}),
+        loader_(data, {.batch_size = model == "mlp" ? 256 : 128, .drop_last = true}),
+        dtype_(precision == "fp32"
+                   ? std::nullopt
+                   : std::optional<amp::DType>(precision == "bf16" ? amp::DType::BFloat16
+                                                                   : amp::DType::Float16)) {
+    for (auto batch : loader_) batches_.push_back(batch);
+    step();  // warm-up: allocations, oneDNN primitives
+  }
+
+  void step() {
+    const amp::data::Batch& batch = batches_[next_++ % batches_.size()];
+    optimizer_.zero_grad();
+    amp::Tensor loss;
+    {
+      amp::autocast region(amp::DeviceType::CPU, dtype_, dtype_.has_value());
+      loss = nn::functional::cross_entropy((*model_)(batch.images), batch.labels);
+    }
+    scaler_.scale(loss).backward();
+    scaler_.step(optimizer_);
+    scaler_.update();
+  }
+
+ private:
+  std::shared_ptr<nn::Module> model_;
+  amp::optimizers::SGD optimizer_;
+  amp::GradScaler scaler_;
+  amp::data::DataLoader loader_;
+  std::optional<amp::DType> dtype_;
+  std::vector<amp::data::Batch> batches_;
+  size_t next_ = 0;
+};
+
+// bench/torch_step.py as a coprocess: one request line out, one answer line in.
+class TorchCoprocess {
+ public:
+  TorchCoprocess(int threads, const std::string& data_dir) {
+    int to_child[2], from_child[2];
+    if (pipe(to_child) != 0 || pipe(from_child) != 0) return;
+    pid_ = fork();
+    if (pid_ == 0) {
+      dup2(to_child[0], 0);
+      dup2(from_child[1], 1);
+      close(to_child[1]);
+      close(from_child[0]);
+      const std::string script = std::string(AMPCPP_BENCH_DIR) + "/torch_step.py";
+      const std::string threads_arg = std::to_string(threads);
+      execl("/usr/bin/python3", "python3", script.c_str(), "--threads", threads_arg.c_str(),
+            "--data-dir", data_dir.c_str(), static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    close(to_child[0]);
+    close(from_child[1]);
+    out_ = fdopen(to_child[1], "w");
+    in_ = fdopen(from_child[0], "r");
+    const std::string hello = read_line();
+    ready_ = hello.rfind("ready", 0) == 0;
+    if (ready_) std::printf("PyTorch: %s\n", hello.substr(6).c_str());
+  }
+  ~TorchCoprocess() {
+    if (out_ != nullptr) {
+      std::fputs("\n", out_);
+      std::fclose(out_);
+    }
+    if (in_ != nullptr) std::fclose(in_);
+    if (pid_ > 0) waitpid(pid_, nullptr, 0);
+  }
+  bool ready() const { return ready_; }
+
+  // Step times in ms; empty when PyTorch cannot run this configuration.
+  std::vector<double> run(const std::string& model, const std::string& precision, int steps) {
+    std::fprintf(out_, "%s %s %d\n", model.c_str(), precision.c_str(), steps);
+    std::fflush(out_);
+    std::istringstream answer(read_line());
+    std::string tag;
+    answer >> tag;
+    std::vector<double> times;
+    for (double t; tag == "ms" && answer >> t;) times.push_back(t);
+    return times;
+  }
+
+ private:
+  std::string read_line() {
+    char buffer[1 << 16];
+    if (in_ == nullptr || std::fgets(buffer, sizeof buffer, in_) == nullptr) return {};
+    std::string line(buffer);
+    if (!line.empty() && line.back() == '\n') line.pop_back();
+    return line;
+  }
+  pid_t pid_ = -1;
+  FILE* out_ = nullptr;
+  FILE* in_ = nullptr;
+  bool ready_ = false;
+};
+
+struct Config {
+  std::string model, precision;
+  std::unique_ptr<Runner> ours;
+  std::vector<double> our_ms, torch_ms;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int rounds = 5, steps = 10, threads = omp_get_max_threads();
+  bool torch = true;
+  std::string data_dir = amp::data::kFashionMnistDir;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--rounds" && i + 1 < argc) {
+      rounds = std::atoi(argv[++i]);
+    } else if (a == "--steps" && i + 1 < argc) {
+      steps = std::atoi(argv[++i]);
+    } else if (a == "--threads" && i + 1 < argc) {
+      threads = std::atoi(argv[++i]);
+    } else if (a == "--data-dir" && i + 1 < argc) {
+      data_dir = argv[++i];
+    } else if (a == "--no-torch") {
+      torch = false;
+    } else {
+      std::fprintf(stderr,
+                   "usage: %s [--rounds N] [--steps N] [--threads N] [--no-torch] "
+                   "[--data-dir DIR]\n",
+                   argv[0]);
+      return 2;
+    }
+  }
+  if (rounds < 1 || steps < 1 || threads < 1) {
+    std::fprintf(stderr, "bench_step: --rounds, --steps and --threads must be at least 1\n");
+    return 2;
+  }
+  omp_set_num_threads(threads);
+  const char* wait_policy = std::getenv("OMP_WAIT_POLICY");
+  std::printf("threads %d, OMP_WAIT_POLICY=%s, %d rounds x %d steps per configuration\n", threads,
+              wait_policy != nullptr ? wait_policy : "(unset)", rounds, steps);
+
+  amp::data::Dataset data = amp::data::fashion_mnist(data_dir);
+  data.images = amp::div(amp::sub(data.images.narrow(0, 0, 12800), 0.2860), 0.3530);
+  data.labels = data.labels.narrow(0, 0, 12800);
+
+  std::unique_ptr<TorchCoprocess> py;
+  if (torch) {
+    py = std::make_unique<TorchCoprocess>(threads, data_dir);
+    if (!py->ready()) {
+      std::printf(
+          "PyTorch: bench/torch_step.py did not start (Debian's python3-torch and "
+          "python3-numpy for /usr/bin/python3: scripts/setup.sh --reference)\n");
+      py.reset();
+    }
+  }
+  std::vector<Config> configs;
+  for (const char* model : {"mlp", "cnn"}) {
+    for (const char* precision : {"fp32", "bf16", "fp16"}) {
+      configs.push_back({model, precision, std::make_unique<Runner>(model, precision, data)});
+    }
+  }
+  for (int round = 0; round < rounds; ++round) {
+    for (Config& c : configs) {
+      for (int s = 0; s < steps; ++s) {
+        const auto start = Clock::now();
+        c.ours->step();
+        c.our_ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - start).count());
+      }
+      if (py) {
+        const std::vector<double> t = py->run(c.model, c.precision, steps);
+        c.torch_ms.insert(c.torch_ms.end(), t.begin(), t.end());
+      }
+    }
+    std::fprintf(stderr, "bench_step: round %d/%d done\n", round + 1, rounds);
+  }
+
+  std::printf("\n| step | ampcpp ms (median) | PyTorch ms (median) | ampcpp / PyTorch |\n");
+  std::printf("|---|---|---|---|\n");
+  for (const Config& c : configs) {
+    const double ours = median(c.our_ms), theirs = median(c.torch_ms);
+    const std::string label = c.model + " " +
+                              (c.precision == "fp32"   ? "fp32"
+                               : c.precision == "bf16" ? "bf16 autocast"
+                                                       : "fp16 autocast + GradScaler");
+    if (c.torch_ms.empty()) {
+      std::printf("| %s | %.2f | — | — |\n", label.c_str(), ours);
+    } else {
+      std::printf("| %s | %.2f | %.2f | %.2f |\n", label.c_str(), ours, theirs, ours / theirs);
+    }
+  }
+}

@@ -1,0 +1,120 @@
+#!/usr/bin/python3
+"""PyTorch's side of bench_step: the same training steps (MLP 784-1024-1024-10 at batch 256, the
+small CNN at batch 128; SGD momentum 0.9; Fashion-MNIST batches) in fp32 and bf16 autocast, as a
+coprocess of build/bench/bench_step, which interleaves its own steps with these.
+
+Protocol (one line each way): bench_step writes `<model> <precision> <steps>` (model mlp|cnn,
+precision fp32|bf16|fp16); this script runs one warm-up step the first time a configuration is
+seen, then `steps` timed steps, and answers `ms <t1> <t2> ...`, or `unsupported <reason>`.
+An empty line or EOF ends it.
+
+    /usr/bin/python3 bench/torch_step.py --threads 2 --data-dir /usr/share/datasets/fashion-mnist
+"""
+import argparse
+import gzip
+import os
+import struct
+import sys
+import time
+
+import numpy as np
+import torch
+
+
+def read_idx(path):
+    opener = gzip.open if path.endswith(".gz") else open
+    with opener(path, "rb") as f:
+        data = f.read()
+    _, _, dtype_code, ndim = struct.unpack(">BBBB", data[:4])
+    dims = struct.unpack(">" + "I" * ndim, data[4:4 + 4 * ndim])
+    return np.frombuffer(data, dtype=np.uint8, offset=4 + 4 * ndim).reshape(dims)
+
+
+def load_fashion_mnist(directory, limit):
+    def path(name):
+        gz = os.path.join(directory, name + ".gz")
+        return gz if os.path.exists(gz) else os.path.join(directory, name)
+
+    images = read_idx(path("train-images-idx3-ubyte"))[:limit]
+    labels = read_idx(path("train-labels-idx1-ubyte"))[:limit]
+    x = (torch.from_numpy(images.astype(np.float32)) / 255.0 - 0.2860) / 0.3530
+    return x.unsqueeze(1), torch.from_numpy(labels.astype(np.int64))
+
+
+def blas_library():
+    """The BLAS shared object torch's matmul loaded (Debian's libblas.so.3 alternative)."""
+    torch.mm(torch.ones(64, 64), torch.ones(64, 64))
+    with open("/proc/self/maps") as maps:
+        names = {line.split()[-1] for line in maps if "blas" in line.lower()}
+    return ", ".join(sorted(os.path.realpath(n) for n in names)) or "unknown"
+
+
+def make_model(name):
+    nn = torch.nn
+    if name == "mlp":
+        return nn.Sequential(nn.Flatten(), nn.Linear(784, 1024), nn.ReLU(), nn.Linear(1024, 1024),
+                             nn.ReLU(), nn.Linear(1024, 10))
+    return nn.Sequential(nn.Conv2d(1, 32, 3), nn.ReLU(), nn.MaxPool2d(2), nn.Conv2d(32, 64, 3),
+                         nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(), nn.Linear(1600, 128), nn.ReLU(),
+                         nn.Linear(128, 10))
+
+
+class Runner:
+    def __init__(self, model_name, precision, images, labels):
+        torch.manual_seed(0)
+        self.model = make_model(model_name)
+        self.optimizer = torch.optim.SGD(self.model.parameters(), lr=0.01, momentum=0.9)
+        self.batch = 256 if model_name == "mlp" else 128
+        self.precision = precision
+        self.images, self.labels = images, labels
+        self.position = 0
+        self.step()  # warm-up: allocations, oneDNN/OpenBLAS initialisation
+
+    def step(self):
+        n = self.images.shape[0]
+        if self.position + self.batch > n:
+            self.position = 0
+        x = self.images[self.position:self.position + self.batch]
+        y = self.labels[self.position:self.position + self.batch]
+        self.position += self.batch
+        self.optimizer.zero_grad(set_to_none=True)
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=self.precision == "bf16"):
+            loss = torch.nn.functional.cross_entropy(self.model(x), y)
+        loss.backward()
+        self.optimizer.step()
+        return loss
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--threads", type=int, default=os.cpu_count())
+    parser.add_argument("--data-dir", default="/usr/share/datasets/fashion-mnist")
+    parser.add_argument("--limit", type=int, default=12800)
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    images, labels = load_fashion_mnist(args.data_dir, args.limit)
+    print(f"ready torch {torch.__version__} threads {torch.get_num_threads()} "
+          f"BLAS {blas_library()}", flush=True)
+    runners = {}
+    for line in sys.stdin:
+        parts = line.split()
+        if not parts:
+            break
+        model_name, precision, steps = parts[0], parts[1], int(parts[2])
+        if precision == "fp16":
+            print("unsupported torch 1.13 has no CPU fp16 autocast", flush=True)
+            continue
+        key = (model_name, precision)
+        if key not in runners:
+            runners[key] = Runner(model_name, precision, images, labels)
+        runner = runners[key]
+        times = []
+        for _ in range(steps):
+            start = time.perf_counter()
+            runner.step()
+            times.append((time.perf_counter() - start) * 1e3)
+        print("ms " + " ".join(f"{t:.4f}" for t in times), flush=True)
+
+
+if __name__ == "__main__":
+    main()
