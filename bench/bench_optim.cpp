@@ -1,11 +1,12 @@
-// bench_optim: time per optimizer step for 10M fp32 parameters in 100 tensors — the reference
-// SGD (momentum) and Adam against FusedSGD, FusedAdam and FusedAdam on Float16 parameters with
-// fp32 masters — as effective memory bandwidth against copy and triad loops measured in the same
-// run with the same OpenMP threads, and optionally against torch.optim.Adam (bench/torch_adam.py,
-// run by this program with --torch). Prints a markdown table for docs/PERFORMANCE.md.
+// bench_optim: time per optimizer step for 10M parameters in 100 tensors — the reference SGD
+// (momentum) and Adam, FusedSGD, FusedAdam, and FusedAdam on Float16 and BFloat16 parameters with
+// fp32 masters — each against a plain OpenMP loop that moves the same arrays in the same dtypes
+// (bench/plain_loops.h), timed in turns in the same process with the same threads; medians of
+// single calls. Optionally against torch.optim.Adam (bench/torch_adam.py, run by this program
+// with --torch). Prints a markdown table for docs/PERFORMANCE.md.
 //
-//   build/bench/bench_optim            # about 30 s on 2 cores
-//   build/bench/bench_optim --torch    # also runs /usr/bin/python3 bench/torch_adam.py
+//   OMP_WAIT_POLICY=passive build/bench/bench_optim            # about 30 s on 2 cores
+//   OMP_WAIT_POLICY=passive build/bench/bench_optim --torch    # also runs bench/torch_adam.py
 #include <omp.h>
 
 #include <algorithm>
@@ -21,6 +22,7 @@
 #include <vector>
 
 #include "amp/amp.h"
+#include "bench/plain_loops.h"
 
 namespace {
 
@@ -49,7 +51,6 @@ struct Contestant {
   std::function<void()> run;
   double bytes_per_param = 0;
   std::vector<double> times;
-  double best() const { return *std::min_element(times.begin(), times.end()); }
   double median() const {
     std::vector<double> t = times;
     std::nth_element(t.begin(), t.begin() + t.size() / 2, t.end());
@@ -72,37 +73,27 @@ void time_round_robin(std::vector<Contestant>& contestants, int rounds, int call
   }
 }
 
-// ---------------------------------------------------------------------------------------------
-// Bandwidth: STREAM-style copy (b = a: 8 bytes per element) and triad (a += s * b: 12 bytes),
-// over buffers of kParams floats (40 MB each, larger than the 32 MB L3), with the threads the
-// optimizers use and the same static split of the index range.
-
-struct Buffers {
-  std::unique_ptr<float[]> a, b;
-  Buffers() : a(new float[kParams]), b(new float[kParams]) {
+// The arrays of the plain loops: kParams elements each (40 MB in fp32, more than the 32 MB L3).
+template <class T>
+std::unique_ptr<T[]> filled(float value) {
+  std::unique_ptr<T[]> out(new T[kParams]);
 #pragma omp parallel for schedule(static)
-    for (int64_t i = 0; i < kParams; ++i) {
-      a[i] = 1.0f;
-      b[i] = 2.0f;
-    }
-  }
+  for (int64_t i = 0; i < kParams; ++i) out[i] = T(value);
+  return out;
+}
+
+struct PlainArrays {
+  std::unique_ptr<float[]> p = filled<float>(0.1f), g = filled<float>(1e-3f),
+                           m = filled<float>(0.0f), v = filled<float>(0.0f);
 };
 
-void copy_loop(Buffers& buf) {
-  float* __restrict a = buf.a.get();
-  float* __restrict b = buf.b.get();
-#pragma omp parallel for schedule(static)
-  for (int64_t i = 0; i < kParams; ++i) b[i] = a[i];
-}
-
-void triad_loop(Buffers& buf, float s) {
-  float* __restrict a = buf.a.get();
-  const float* __restrict b = buf.b.get();
-#pragma omp parallel for schedule(static)
-  for (int64_t i = 0; i < kParams; ++i) a[i] += s * b[i];
-}
-
-// ---------------------------------------------------------------------------------------------
+template <class Low>
+struct PlainMasterArrays {
+  std::unique_ptr<float[]> master = filled<float>(0.1f), m = filled<float>(0.0f),
+                           v = filled<float>(0.0f);
+  std::unique_ptr<Low[]> g = filled<Low>(1e-3f), p = filled<Low>(0.1f);
+  void run() { bench::adam_master_loop(master.get(), g.get(), m.get(), v.get(), p.get(), kParams); }
+};
 
 struct Model {
   std::vector<amp::Tensor> params;
@@ -165,48 +156,65 @@ int main(int argc, char** argv) {
   opt::FusedAdam fused_adam(adam_fused.params, {.lr = 1e-3, .adam_w_mode = false});
   opt::FusedAdam fused_adam_half(adam_half.params, {.lr = 1e-3, .adam_w_mode = false});
   opt::FusedAdam fused_adam_bf16(adam_bf16.params, {.lr = 1e-3, .adam_w_mode = false});
-  Buffers buffers;
+  PlainArrays sgd_arrays, adam_arrays;
+  PlainMasterArrays<amp::Half> half_arrays;
+  PlainMasterArrays<amp::BFloat16> bf16_arrays;
 
-  // Bytes each update must move per parameter: SGD-momentum reads g and reads and writes p and
-  // the buffer (4 + 8 + 8); Adam reads g and reads and writes p, m, v (4 + 3 * 8); Adam on fp16
-  // parameters with fp32 masters reads g (2), writes p (2; the kernel does not read it) and
-  // reads and writes m, v and the master (3 * 8); bf16 the same.
+  // Bytes each update moves per parameter: SGD-momentum reads g and reads and writes p and the
+  // buffer (4 + 8 + 8); Adam reads g and reads and writes p, m, v (4 + 3 * 8); Adam on 16-bit
+  // parameters with fp32 masters reads g (2), writes p (2; the kernel does not read it) and reads
+  // and writes m, v and the master (3 * 8). Each step's yardstick is the plain loop after it.
   std::vector<Contestant> c = {
-      {"copy (b = a)", [&] { copy_loop(buffers); }, 8, {}},
-      {"triad (a += s*b)", [&] { triad_loop(buffers, 1e-7f); }, 12, {}},
       {"SGD momentum (reference)", [&] { sgd.step(); }, 20, {}},
       {"FusedSGD momentum", [&] { fused_sgd.step(); }, 20, {}},
+      {"plain loop, SGD's arrays",
+       [&] {
+         bench::sgd_loop(sgd_arrays.p.get(), sgd_arrays.g.get(), sgd_arrays.m.get(), kParams);
+       },
+       20,
+       {}},
       {"Adam (reference)", [&] { adam.step(); }, 28, {}},
       {"FusedAdam", [&] { fused_adam.step(); }, 28, {}},
+      {"plain loop, Adam's arrays",
+       [&] {
+         bench::adam_loop(adam_arrays.p.get(), adam_arrays.g.get(), adam_arrays.m.get(),
+                          adam_arrays.v.get(), kParams);
+       },
+       28,
+       {}},
       {"FusedAdam fp16 params + fp32 masters", [&] { fused_adam_half.step(); }, 28, {}},
+      {"plain loop, fp16 + masters arrays", [&] { half_arrays.run(); }, 28, {}},
       {"FusedAdam bf16 params + fp32 masters", [&] { fused_adam_bf16.step(); }, 28, {}},
+      {"plain loop, bf16 + masters arrays", [&] { bf16_arrays.run(); }, 28, {}},
   };
+  // The plain loop each row is measured against (itself for a loop).
+  const std::vector<size_t> yardstick = {2, 2, 2, 5, 5, 5, 7, 7, 9, 9};
   time_round_robin(c, /*rounds=*/5, /*calls_per_round=*/6);
   const double torch_ms = torch ? run_torch_adam() : -1;
 
-  const double triad_gbs = 12.0 * kParams / c[1].best() * 1e-9;
-  std::printf("- timing: best (and median) of %zu single calls per row, in turns\n",
-              c[0].times.size());
+  std::printf("- timing: median of %zu single calls per row, taken in turns\n", c[0].times.size());
   if (torch) {
     if (torch_ms > 0) {
-      std::printf("- torch.optim.Adam(foreach=False), same shapes and threads: %.2f ms/step\n",
-                  torch_ms);
+      std::printf(
+          "- torch.optim.Adam(foreach=False), same shapes and threads: %.2f ms/step "
+          "(median)\n",
+          torch_ms);
     } else {
       std::printf("- torch.optim.Adam: bench/torch_adam.py did not run (no torch?)\n");
     }
   }
   std::printf(
-      "\n| step | ms best | ms median | bytes/param | GB/s | %% of triad | vs torch Adam |\n");
-  std::printf("|---|---|---|---|---|---|---|\n");
-  for (const Contestant& x : c) {
-    const double gbs = x.bytes_per_param * kParams / x.best() * 1e-9;
+      "\n| step | ms (median) | bytes/param | GB/s | %% of its plain loop | vs torch Adam |\n");
+  std::printf("|---|---|---|---|---|---|\n");
+  for (size_t i = 0; i < c.size(); ++i) {
+    const Contestant& x = c[i];
+    const double gbs = x.bytes_per_param * kParams / x.median() * 1e-9;
     char ratio[32] = "-";
-    if (torch_ms > 0 && x.name.find("Adam") != std::string::npos) {
-      std::snprintf(ratio, sizeof ratio, "%.2fx", torch_ms / (x.best() * 1e3));
+    if (torch_ms > 0 && x.name.find("Adam") == 0) {
+      std::snprintf(ratio, sizeof ratio, "%.2fx", torch_ms / (x.median() * 1e3));
     }
-    std::printf("| %s | %.2f | %.2f | %.0f | %.1f | %.0f%% | %s |\n", x.name.c_str(),
-                x.best() * 1e3, x.median() * 1e3, x.bytes_per_param, gbs, 100.0 * gbs / triad_gbs,
-                ratio);
+    std::printf("| %s | %.2f | %.0f | %.1f | %.0f%% | %s |\n", x.name.c_str(), x.median() * 1e3,
+                x.bytes_per_param, gbs, 100.0 * c[yardstick[i]].median() / x.median(), ratio);
   }
   std::printf("\nLoad average at the end: %s\n", load_average().c_str());
   return 0;
