@@ -8,11 +8,14 @@
 //   mpi_collectives timeout       rank 1 joins an all_reduce late: rank 0 must raise amp::Error
 //                                 naming the collective and its rank within the timeout, then
 //                                 both leave cleanly once rank 1 caught up
+//   mpi_collectives peer_dies     rank 1 exits during the job: mpirun must end rank 0, which
+//                                 waits in an all_reduce, and fail the job naming rank 1
 //
 // Each rank prints one line per failed check ("[rank r] FAIL ...") and a summary, and exits
 // non-zero when a check failed; mpirun then exits non-zero too.
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <functional>
 #include <iostream>
 #include <sstream>
@@ -370,6 +373,18 @@ int run_timeout() {
   return 0;
 }
 
+// Rank 1 dies (as a crash would end it) while rank 0 waits in an all_reduce with a long
+// timeout: the launcher must end rank 0 too, long before that timeout (ctest allows 20 s).
+int run_peer_dies() {
+  dist::init_process_group({.timeout_seconds = 60});
+  my_rank = dist::rank();
+  if (my_rank == 1) std::_Exit(3);
+  amp::Tensor t = amp::zeros({5});
+  dist::all_reduce(t);
+  check(false, "rank " + std::to_string(my_rank) + " finished an all_reduce its peer never joined");
+  return 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -379,8 +394,10 @@ int main(int argc, char** argv) {
     run_collectives(expected_size);
   } else if (scenario == "timeout") {
     run_timeout();
+  } else if (scenario == "peer_dies") {
+    run_peer_dies();
   } else {
-    std::cerr << "usage: mpi_collectives collectives|timeout [world size]\n";
+    std::cerr << "usage: mpi_collectives collectives|timeout|peer_dies [world size]\n";
     return 2;
   }
   std::cout << "[rank " << my_rank << "] " << scenario << ": " << checks - failures << " of "
