@@ -7,8 +7,8 @@ namespace amp::distributed::detail {
 
 namespace {
 constexpr const char* kReason =
-    "ampcpp was built without MPI (CMake found no MPI; install libopenmpi-dev, scripts/setup.sh, "
-    "and rebuild)";
+    "ampcpp was built without MPI (AMPCPP_MPI=OFF, or CMake found no MPI: install "
+    "libopenmpi-dev, scripts/setup.sh, and rebuild)";
 
 [[noreturn]] void unavailable(const char* op) { AMP_FAIL(op, ": ", kReason); }
 }  // namespace
