@@ -30,6 +30,7 @@
 #include "csrc/data/dataloader.h"
 #include "csrc/data/dataset.h"
 #include "csrc/data/idx.h"
+#include "csrc/distributed/distributed.h"
 #include "csrc/io/safetensors.h"
 #include "csrc/io/state_dict.h"
 #include "csrc/multi_tensor/multi_tensor.h"

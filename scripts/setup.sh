@@ -12,6 +12,7 @@ packages=(
   libeigen3-dev libdnnl-dev ccache
   libboost-test-dev libboost-program-options-dev
   zlib1g-dev nlohmann-json3-dev valgrind
+  libopenmpi-dev openmpi-bin
   dataset-fashion-mnist
 )
 if [[ "${1:-}" == "--reference" ]]; then

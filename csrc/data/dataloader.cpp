@@ -3,25 +3,10 @@
 
 #include <cstring>
 #include <numeric>
-#include <random>
 
 #include "csrc/core/macros.h"
 
 namespace amp::data {
-
-namespace {
-
-// A uniform draw from [0, bound) without modulo bias (rejection of the incomplete last block).
-uint64_t uniform_below(std::mt19937_64& gen, uint64_t bound) {
-  const uint64_t limit = UINT64_MAX - UINT64_MAX % bound;
-  uint64_t x;
-  do {
-    x = gen();
-  } while (x >= limit);
-  return x % bound;
-}
-
-}  // namespace
 
 DataLoader::DataLoader(Dataset dataset, DataLoaderOptions options)
     : dataset_(std::move(dataset)), options_(options) {
@@ -38,17 +23,26 @@ DataLoader::DataLoader(Dataset dataset, DataLoaderOptions options)
             options_.batch_size);
   AMP_CHECK(!options_.limit || *options_.limit >= 0, "DataLoader: expected limit >= 0, got ",
             options_.limit.value_or(0));
+  AMP_CHECK(!(options_.sampler && options_.shuffle),
+            "DataLoader: expected shuffle = false with a sampler (the sampler shuffles, as in "
+            "PyTorch), got shuffle = true");
   // Batches are gathered with memcpy from dense CPU rows.
   dataset_.images = dataset_.images.to(Device::cpu()).contiguous();
   dataset_.labels = dataset_.labels.to(Device::cpu()).contiguous();
   num_samples_ = dataset_.images.size(0);
   if (options_.limit) num_samples_ = std::min(num_samples_, *options_.limit);
+  if (options_.sampler) shard_size(*options_.sampler, num_samples_);  // checks its options
+}
+
+int64_t DataLoader::samples_per_epoch() const {
+  return options_.sampler ? shard_size(*options_.sampler, num_samples_) : num_samples_;
 }
 
 int64_t DataLoader::size() const {
   const int64_t b = options_.batch_size;
+  const int64_t n = samples_per_epoch();
   // Not (n + b - 1) / b: that overflows for batch sizes near INT64_MAX.
-  return num_samples_ / b + (!options_.drop_last && num_samples_ % b != 0 ? 1 : 0);
+  return n / b + (!options_.drop_last && n % b != 0 ? 1 : 0);
 }
 
 void DataLoader::set_epoch(int64_t epoch) {
@@ -57,16 +51,10 @@ void DataLoader::set_epoch(int64_t epoch) {
 }
 
 std::vector<int64_t> DataLoader::order(int64_t epoch) const {
+  if (options_.sampler) return shard_indices(*options_.sampler, num_samples_, epoch);
+  if (options_.shuffle) return random_permutation(num_samples_, options_.seed, epoch);
   std::vector<int64_t> order(static_cast<size_t>(num_samples_));
   std::iota(order.begin(), order.end(), int64_t{0});
-  if (!options_.shuffle || order.size() < 2) return order;
-  const uint64_t s = options_.seed, e = static_cast<uint64_t>(epoch);
-  std::seed_seq seq{static_cast<uint32_t>(s), static_cast<uint32_t>(s >> 32),
-                    static_cast<uint32_t>(e), static_cast<uint32_t>(e >> 32)};
-  std::mt19937_64 gen(seq);
-  for (size_t i = order.size() - 1; i > 0; --i) {
-    std::swap(order[i], order[uniform_below(gen, i + 1)]);
-  }
   return order;
 }
 
@@ -81,7 +69,7 @@ Batch DataLoader::gather(const std::vector<int64_t>& order, int64_t batch) const
   AMP_CHECK(batch >= 0 && batch < size(), "DataLoader: expected a batch index in [0, ", size(),
             "), got ", batch);
   const int64_t start = batch * options_.batch_size;
-  const int64_t count = std::min(options_.batch_size, num_samples_ - start);
+  const int64_t count = std::min(options_.batch_size, static_cast<int64_t>(order.size()) - start);
   const auto take = [&](const Tensor& source) {
     Shape shape = source.sizes();
     shape[0] = count;

@@ -21,6 +21,7 @@
 
 #include "csrc/core/tensor.h"
 #include "csrc/data/dataset.h"
+#include "csrc/data/sampler.h"
 
 namespace amp::data {
 
@@ -35,6 +36,9 @@ struct DataLoaderOptions {
   uint64_t seed = 0;
   bool drop_last = false;             // drop a last batch smaller than batch_size
   std::optional<int64_t> limit = {};  // use only the first `limit` samples (all when larger)
+  // Serve only this process's shard of each epoch (csrc/data/sampler.h); the sampler shuffles,
+  // so `shuffle` must stay false, and `seed` is the sampler's.
+  std::optional<DistributedSampler> sampler = {};
 };
 
 class DataLoader {
@@ -78,11 +82,14 @@ class DataLoader {
 
   int64_t size() const;                                 // batches per epoch
   int64_t num_samples() const { return num_samples_; }  // after `limit`
+  // Samples served per epoch: num_samples(), or the shard's size with a sampler.
+  int64_t samples_per_epoch() const;
   int64_t batch_size() const { return options_.batch_size; }
   // The epoch the next begin() starts (0 at first); set_epoch resumes a run at a given epoch.
   int64_t epoch() const { return epoch_; }
   void set_epoch(int64_t epoch);
-  // The sample order of epoch `epoch` (the identity when not shuffling).
+  // The sample order of epoch `epoch` (the identity when not shuffling; the shard with a
+  // sampler).
   std::vector<int64_t> order(int64_t epoch) const;
   const Dataset& dataset() const { return dataset_; }
 

@@ -1,0 +1,334 @@
+// amp::distributed's collectives (csrc/distributed/distributed.h): argument checks, the
+// cross-rank consistency check, staging buffers for Float16/BFloat16 and for the list arguments,
+// and the transport calls (csrc/distributed/backend.h).
+#include <array>
+#include <climits>
+#include <cstring>
+
+#include "csrc/core/macros.h"
+#include "csrc/distributed/work.h"
+
+namespace amp::distributed {
+
+namespace {
+
+using detail::RequestPtr;
+using detail::WireType;
+
+// ---- argument checks -----------------------------------------------------------------------
+
+void check_tensor(const char* op, const char* what, const Tensor& t, bool reduction) {
+  AMP_CHECK(t.defined(), op, ": expected a defined ", what, ", got an undefined tensor");
+  AMP_CHECK(t.device().is_cpu(), op, ": expected ", what,
+            " on the CPU (backend \"mpi\"), got a tensor on ", to_string(t.device()));
+  AMP_CHECK(t.is_contiguous(), op, ": expected a contiguous ", what, ", got shape ",
+            shape_to_string(t.sizes()), " with strides ", shape_to_string(t.strides()));
+  AMP_CHECK(!reduction || t.dtype() != DType::Bool, op, ": expected ", what,
+            " of Float32, Float64, Float16, BFloat16 or Int64 for a reduction, got Bool");
+  AMP_CHECK(t.numel() <= INT_MAX, op, ": expected ", what, " of at most ", INT_MAX,
+            " elements (MPI counts are int), got ", t.numel());
+}
+
+void check_like(const char* op, const char* what, const Tensor& t, const Tensor& like,
+                const char* like_name) {
+  AMP_CHECK(t.sizes() == like.sizes() && t.dtype() == like.dtype(), op, ": expected ", what,
+            " of the shape and dtype of ", like_name, " (", shape_to_string(like.sizes()), " ",
+            dtype_name(like.dtype()), "), got ", shape_to_string(t.sizes()), " ",
+            dtype_name(t.dtype()));
+}
+
+void check_list_size(const char* op, const char* what, size_t got, int size) {
+  AMP_CHECK(got == static_cast<size_t>(size), op, ": expected ", what,
+            " to hold world_size() = ", size, " tensors, got ", got);
+}
+
+void check_reduce_op(const char* op, ReduceOp reduce, DType dtype) {
+  AMP_CHECK(reduce != ReduceOp::Avg || is_floating_point(dtype), op,
+            ": expected a floating-point tensor for ReduceOp::Avg, got ", dtype_name(dtype));
+}
+
+// ---- element types on the wire -------------------------------------------------------------
+
+// How `dtype` moves when no arithmetic happens on the way (broadcast, all_gather).
+WireType raw_wire_type(DType dtype) {
+  switch (dtype) {
+    case DType::Float32:
+      return WireType::Float32;
+    case DType::Float64:
+      return WireType::Float64;
+    case DType::Int64:
+      return WireType::Int64;
+    case DType::Float16:
+    case DType::BFloat16:
+      return WireType::UInt16;
+    case DType::Bool:
+      return WireType::Byte;
+  }
+  AMP_ASSERT(false, "unknown dtype");
+  return WireType::Byte;
+}
+
+ReduceOp wire_op(ReduceOp op) { return op == ReduceOp::Avg ? ReduceOp::Sum : op; }
+
+// Float16/BFloat16 are reduced in Float32: MPI has no arithmetic for them, and rounding once at
+// the end is more accurate than rounding at every step of the reduction tree.
+std::vector<float> widen(const Tensor& t) {
+  std::vector<float> out(static_cast<size_t>(t.numel()));
+  if (t.dtype() == DType::Float16) {
+    const Half* in = t.data<Half>();
+    for (size_t i = 0; i < out.size(); ++i) out[i] = static_cast<float>(in[i]);
+  } else {
+    const BFloat16* in = t.data<BFloat16>();
+    for (size_t i = 0; i < out.size(); ++i) out[i] = static_cast<float>(in[i]);
+  }
+  return out;
+}
+
+void narrow_into(const float* in, const Tensor& t) {
+  const size_t n = static_cast<size_t>(t.numel());
+  if (t.dtype() == DType::Float16) {
+    Half* out = t.data<Half>();
+    for (size_t i = 0; i < n; ++i) out[i] = Half(in[i]);
+  } else {
+    BFloat16* out = t.data<BFloat16>();
+    for (size_t i = 0; i < n; ++i) out[i] = BFloat16(in[i]);
+  }
+}
+
+template <class T>
+void divide(T* values, size_t n, int size) {
+  for (size_t i = 0; i < n; ++i) values[i] /= static_cast<T>(size);
+}
+
+// Avg = Sum / world_size, on a Float32 or Float64 buffer.
+void divide_tensor(const Tensor& t, int size) {
+  if (t.dtype() == DType::Float32) {
+    divide(t.data<float>(), static_cast<size_t>(t.numel()), size);
+  } else {
+    divide(t.data<double>(), static_cast<size_t>(t.numel()), size);
+  }
+}
+
+void mark_written(const Tensor& t) {
+  if (t.storage()) t.storage()->bump_version();
+}
+
+// ---- the consistency check -----------------------------------------------------------------
+
+// What every rank must agree on, exchanged before the data (one small all-reduce) so that a
+// mismatch raises amp::Error on every rank instead of being undefined behaviour in MPI.
+enum Field { kCollective, kDType, kNumel, kDims, kShapeHash, kArgument, kFields };
+enum class Collective : int64_t { Barrier = 1, AllReduce, Broadcast, AllGather, ReduceScatter };
+using Fingerprint = std::array<int64_t, kFields>;
+
+const char* collective_name(int64_t code) {
+  constexpr const char* names[] = {"?",         "barrier",    "all_reduce",
+                                   "broadcast", "all_gather", "reduce_scatter"};
+  return code >= 1 && code <= 5 ? names[code] : names[0];
+}
+
+Fingerprint fingerprint(Collective collective, const Tensor& t, int64_t argument) {
+  Fingerprint f{};
+  f[kCollective] = static_cast<int64_t>(collective);
+  f[kArgument] = argument;
+  if (!t.defined()) return f;
+  f[kDType] = static_cast<int64_t>(t.dtype());
+  f[kNumel] = t.numel();
+  f[kDims] = t.dim();
+  uint64_t hash = 1469598103934665603ull;  // FNV-1a over the sizes
+  for (int64_t s : t.sizes()) hash = (hash ^ static_cast<uint64_t>(s)) * 1099511628211ull;
+  f[kShapeHash] = static_cast<int64_t>(hash >> 2);  // non-negative: its negation must fit
+  return f;
+}
+
+// `exchanged` holds the all-ranks maximum of (f, -f): field i agrees everywhere exactly when
+// its maximum equals its minimum.
+void verify(const char* op, const std::array<int64_t, 2 * kFields>& exchanged) {
+  const auto high = [&](int i) { return exchanged[i]; };
+  const auto low = [&](int i) { return -exchanged[kFields + i]; };
+  AMP_CHECK(high(kCollective) == low(kCollective), op,
+            ": expected every rank to call the same collective, got ranks calling ",
+            collective_name(low(kCollective)), " and ", collective_name(high(kCollective)));
+  AMP_CHECK(high(kDType) == low(kDType), op,
+            ": expected the same dtype on every rank, got ranks with ",
+            dtype_name(static_cast<DType>(low(kDType))), " and ",
+            dtype_name(static_cast<DType>(high(kDType))));
+  AMP_CHECK(high(kNumel) == low(kNumel), op,
+            ": expected the same shape on every rank, got tensors of ", low(kNumel), " to ",
+            high(kNumel), " elements across ranks");
+  AMP_CHECK(high(kDims) == low(kDims) && high(kShapeHash) == low(kShapeHash), op,
+            ": expected the same shape on every rank, got shapes that differ across ranks (same "
+            "element count)");
+  AMP_CHECK(high(kArgument) == low(kArgument), op, ": expected the same ",
+            std::strcmp(op, "broadcast") == 0 ? "src" : "reduce op",
+            " on every rank, got values from ", low(kArgument), " to ", high(kArgument));
+}
+
+// Builds the stages (the check when enabled, then `data`) and launches them. A null `data` is the
+// barrier: the check alone synchronises, or MPI_Ibarrier without it.
+Work run(const char* op, const Fingerprint& f, std::function<RequestPtr()> data,
+         std::function<void()> finish, bool async_op) {
+  auto work = std::make_shared<detail::WorkState>();
+  work->op = op;
+  if (detail::group().options.check_consistency) {
+    auto exchanged = std::make_shared<std::array<int64_t, 2 * kFields>>();
+    for (int i = 0; i < kFields; ++i) {
+      (*exchanged)[i] = f[i];
+      (*exchanged)[kFields + i] = -f[i];
+    }
+    work->stages.push_back([exchanged] {
+      return detail::start_all_reduce(exchanged->data(), 2 * kFields, WireType::Int64,
+                                      ReduceOp::Max);
+    });
+    if (data) {
+      work->stages.push_back([op, exchanged, data] {
+        verify(op, *exchanged);
+        return data();
+      });
+    } else {
+      finish = [op, exchanged] { verify(op, *exchanged); };
+    }
+  } else {
+    work->stages.push_back(data ? data : [] { return detail::start_barrier(); });
+  }
+  work->finish = finish ? std::move(finish) : [] {};
+  return detail::launch(std::move(work), async_op);
+}
+
+}  // namespace
+
+void barrier() {
+  constexpr const char* op = "barrier";
+  detail::require_usable(op);
+  run(op, fingerprint(Collective::Barrier, Tensor(), 0), nullptr, nullptr, false);
+}
+
+Work all_reduce(Tensor& tensor, ReduceOp reduce, bool async_op) {
+  constexpr const char* op = "all_reduce";
+  detail::require_usable(op);
+  check_tensor(op, "tensor", tensor, true);
+  check_reduce_op(op, reduce, tensor.dtype());
+  const Tensor t = tensor;
+  const int size = world_size();
+  std::function<RequestPtr()> data;
+  std::function<void()> finish;
+  if (is_low_precision(t.dtype())) {
+    auto staging = std::make_shared<std::vector<float>>(widen(t));
+    data = [staging, reduce] {
+      return detail::start_all_reduce(staging->data(), static_cast<int64_t>(staging->size()),
+                                      WireType::Float32, wire_op(reduce));
+    };
+    finish = [staging, t, reduce, size] {
+      if (reduce == ReduceOp::Avg) divide(staging->data(), staging->size(), size);
+      narrow_into(staging->data(), t);
+      mark_written(t);
+    };
+  } else {
+    data = [t, reduce] {
+      return detail::start_all_reduce(t.data_ptr(), t.numel(), raw_wire_type(t.dtype()),
+                                      wire_op(reduce));
+    };
+    finish = [t, reduce, size] {
+      if (reduce == ReduceOp::Avg) divide_tensor(t, size);
+      mark_written(t);
+    };
+  }
+  return run(op, fingerprint(Collective::AllReduce, t, static_cast<int64_t>(reduce)),
+             std::move(data), std::move(finish), async_op);
+}
+
+Work broadcast(Tensor& tensor, int src, bool async_op) {
+  constexpr const char* op = "broadcast";
+  detail::require_usable(op);
+  check_tensor(op, "tensor", tensor, false);
+  const int size = world_size();
+  AMP_CHECK(src >= 0 && src < size, op, ": expected src in [0, ", size, "), got ", src);
+  const Tensor t = tensor;
+  auto data = [t, src] {
+    return detail::start_broadcast(t.data_ptr(), t.numel(), raw_wire_type(t.dtype()), src);
+  };
+  auto finish = [t] { mark_written(t); };
+  return run(op, fingerprint(Collective::Broadcast, t, src), data, finish, async_op);
+}
+
+Work all_gather(std::vector<Tensor>& outputs, const Tensor& input, bool async_op) {
+  constexpr const char* op = "all_gather";
+  detail::require_usable(op);
+  check_tensor(op, "input", input, false);
+  const int size = world_size();
+  check_list_size(op, "outputs", outputs.size(), size);
+  for (const Tensor& out : outputs) {
+    check_tensor(op, "outputs[i]", out, false);
+    check_like(op, "every outputs[i]", out, input, "input");
+  }
+  // Gathered into one buffer (MPI_Iallgather needs one) and copied out at the end, since the
+  // outputs are separate tensors.
+  const size_t bytes = static_cast<size_t>(input.numel()) * element_size(input.dtype());
+  auto staging = std::make_shared<std::vector<unsigned char>>(bytes * size);
+  auto data = [input, staging] {
+    return detail::start_all_gather(input.data_ptr(), staging->data(), input.numel(),
+                                    raw_wire_type(input.dtype()));
+  };
+  auto finish = [outputs, staging, bytes] {
+    for (size_t r = 0; r < outputs.size(); ++r) {
+      if (bytes > 0) std::memcpy(outputs[r].data_ptr(), staging->data() + r * bytes, bytes);
+      mark_written(outputs[r]);
+    }
+  };
+  return run(op, fingerprint(Collective::AllGather, input, 0), data, finish, async_op);
+}
+
+Work reduce_scatter(Tensor& output, const std::vector<Tensor>& inputs, ReduceOp reduce,
+                    bool async_op) {
+  constexpr const char* op = "reduce_scatter";
+  detail::require_usable(op);
+  check_tensor(op, "output", output, true);
+  check_reduce_op(op, reduce, output.dtype());
+  const int size = world_size();
+  check_list_size(op, "inputs", inputs.size(), size);
+  for (const Tensor& in : inputs) {
+    check_tensor(op, "inputs[i]", in, true);
+    check_like(op, "every inputs[i]", in, output, "output");
+  }
+  const Tensor t = output;
+  const int64_t count = t.numel();
+  std::function<RequestPtr()> data;
+  std::function<void()> finish;
+  // The inputs are packed into one buffer at launch (MPI_Ireduce_scatter_block reads one).
+  if (is_low_precision(t.dtype())) {
+    auto send = std::make_shared<std::vector<float>>();
+    send->reserve(static_cast<size_t>(count) * size);
+    for (const Tensor& in : inputs) {
+      const std::vector<float> wide = widen(in);
+      send->insert(send->end(), wide.begin(), wide.end());
+    }
+    auto receive = std::make_shared<std::vector<float>>(static_cast<size_t>(count));
+    data = [send, receive, count, reduce] {
+      return detail::start_reduce_scatter(send->data(), receive->data(), count, WireType::Float32,
+                                          wire_op(reduce));
+    };
+    finish = [receive, t, reduce, size] {
+      if (reduce == ReduceOp::Avg) divide(receive->data(), receive->size(), size);
+      narrow_into(receive->data(), t);
+      mark_written(t);
+    };
+  } else {
+    const size_t bytes = static_cast<size_t>(count) * element_size(t.dtype());
+    auto send = std::make_shared<std::vector<unsigned char>>(bytes * size);
+    for (size_t r = 0; r < inputs.size(); ++r) {
+      if (bytes > 0) std::memcpy(send->data() + r * bytes, inputs[r].data_ptr(), bytes);
+    }
+    data = [send, t, count, reduce] {
+      return detail::start_reduce_scatter(send->data(), t.data_ptr(), count,
+                                          raw_wire_type(t.dtype()), wire_op(reduce));
+    };
+    finish = [t, reduce, size] {
+      if (reduce == ReduceOp::Avg) divide_tensor(t, size);
+      mark_written(t);
+    };
+  }
+  return run(op, fingerprint(Collective::ReduceScatter, t, static_cast<int64_t>(reduce)),
+             std::move(data), std::move(finish), async_op);
+}
+
+}  // namespace amp::distributed
