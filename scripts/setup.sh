@@ -9,7 +9,7 @@ packages=(
   g++ cmake ninja-build pkg-config
   libeigen3-dev libdnnl-dev ccache
   libboost-test-dev libboost-program-options-dev
-  zlib1g-dev nlohmann-json3-dev valgrind
+  zlib1g-dev nlohmann-json3-dev valgrind doxygen
   dataset-fashion-mnist
 )
 if [[ "${1:-}" == "--reference" ]]; then
