@@ -1,12 +1,15 @@
-// ampcpp: mixed-precision training in C++. The one header users include; what it reaches is
-// the public API, and only those headers are installed (cmake/ampcpp_install.cmake).
-//
-//   #include "amp/amp.h"
-//   amp::manual_seed(0);
-//   auto x = amp::randn({32, 64});
-//   auto w = amp::randn({64, 10}).to(amp::DType::Float16);
-//   auto y = amp::matmul(x.to(amp::DType::Float16), w);  // fp16 in, fp32 accumulation, fp16 out
-//   std::cout << y.to(amp::DType::Float32).sum().item<float>() << "\n";
+/// \file
+/// ampcpp: mixed-precision training in C++. The one header users include; what it reaches is
+/// the public API, and only those headers are installed (cmake/ampcpp_install.cmake).
+///
+/// \code
+///   #include "amp/amp.h"
+///   amp::manual_seed(0);
+///   auto x = amp::randn({32, 64});
+///   auto w = amp::randn({64, 10}).to(amp::DType::Float16);
+///   auto y = amp::matmul(x.to(amp::DType::Float16), w);  // fp16 in, fp32 accumulation, fp16 out
+///   std::cout << y.to(amp::DType::Float32).sum().item<float>() << "\n";
+/// \endcode
 #pragma once
 #pragma GCC visibility push(default)  // public API (docs/building.md)
 

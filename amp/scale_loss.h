@@ -1,24 +1,27 @@
-// amp::scale_loss: apex's `with amp.scale_loss(loss, optimizer) as scaled_loss:` as an RAII
-// object. Backward runs on the scaled loss; when the object leaves its scope the gradients are
-// unscaled (into the fp32 master gradients under O2), checked for inf/NaN with one host sync,
-// and the loss scale is updated. After an overflow the next step() of exactly the optimizers
-// passed here is skipped, printing apex's "Gradient overflow.  Skipping step, ..." message.
-//
-//   optimizer.zero_grad();
-//   auto loss = amp::nn::functional::cross_entropy((*model)(x), y);
-//   {
-//     auto scaled = amp::scale_loss(loss, optimizer);
-//     scaled.backward();
-//   }                                   // unscaled here
-//   amp::nn::utils::clip_grad_norm_(amp::master_params(optimizer), 1.0);   // true gradients
-//   optimizer.step();
-//
-// Gradient accumulation: several scale_loss blocks before one step() add up; with
-// delay_unscale = true a block leaves its gradients scaled and a later block without it
-// unscales everything at once (step() must not run in between). Several losses: num_losses in
-// amp::initialize and loss_id here give each its own scaler. If the block's body throws, the
-// gradients of the optimizers are put back as they were before the block, the scaler is left
-// alone, and O1's cast cache is cleared (apex leaves them half-done).
+/// \file
+/// amp::scale_loss: apex's `with amp.scale_loss(loss, optimizer) as scaled_loss:` as an RAII
+/// object. Backward runs on the scaled loss; when the object leaves its scope the gradients are
+/// unscaled (into the fp32 master gradients under O2), checked for inf/NaN with one host sync,
+/// and the loss scale is updated. After an overflow the next step() of exactly the optimizers
+/// passed here is skipped, printing apex's "Gradient overflow.  Skipping step, ..." message.
+///
+/// \code
+///   optimizer.zero_grad();
+///   auto loss = amp::nn::functional::cross_entropy((*model)(x), y);
+///   {
+///     auto scaled = amp::scale_loss(loss, optimizer);
+///     scaled.backward();
+///   }                                   // unscaled here
+///   amp::nn::utils::clip_grad_norm_(amp::master_params(optimizer), 1.0);   // true gradients
+///   optimizer.step();
+/// \endcode
+///
+/// Gradient accumulation: several scale_loss blocks before one step() add up; with
+/// delay_unscale = true a block leaves its gradients scaled and a later block without it
+/// unscales everything at once (step() must not run in between). Several losses: num_losses in
+/// amp::initialize and loss_id here give each its own scaler. If the block's body throws, the
+/// gradients of the optimizers are put back as they were before the block, the scaler is left
+/// alone, and O1's cast cache is cleared (apex leaves them half-done).
 #pragma once
 #pragma GCC visibility push(default)  // public API (docs/building.md)
 

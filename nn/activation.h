@@ -1,4 +1,5 @@
-// Activation modules: ReLU, GELU ("none" or "tanh" approximation), SiLU, Tanh, Sigmoid.
+/// \file
+/// Activation modules: ReLU, GELU ("none" or "tanh" approximation), SiLU, Tanh, Sigmoid.
 #pragma once
 #pragma GCC visibility push(default)  // public API (docs/building.md)
 

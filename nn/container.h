@@ -1,11 +1,14 @@
-// Containers: Sequential (runs its children in order; children named "0", "1", ...) and
-// ModuleList (holds modules for a parent's forward to use; has no forward of its own).
-//
-//   auto net = std::make_shared<amp::nn::Sequential>(std::initializer_list<
-//       std::shared_ptr<amp::nn::Module>>{std::make_shared<amp::nn::Linear>(784, 128),
-//                                         std::make_shared<amp::nn::ReLU>(),
-//                                         std::make_shared<amp::nn::Linear>(128, 10)});
-//   // state_dict keys: "0.weight", "0.bias", "2.weight", "2.bias"
+/// \file
+/// Containers: Sequential (runs its children in order; children named "0", "1", ...) and
+/// ModuleList (holds modules for a parent's forward to use; has no forward of its own).
+///
+/// \code
+///   auto net = std::make_shared<amp::nn::Sequential>(std::initializer_list<
+///       std::shared_ptr<amp::nn::Module>>{std::make_shared<amp::nn::Linear>(784, 128),
+///                                         std::make_shared<amp::nn::ReLU>(),
+///                                         std::make_shared<amp::nn::Linear>(128, 10)});
+///   // state_dict keys: "0.weight", "0.bias", "2.weight", "2.bias"
+/// \endcode
 #pragma once
 #pragma GCC visibility push(default)  // public API (docs/building.md)
 
@@ -22,7 +25,7 @@ class Sequential : public Module {
  public:
   Sequential();
   Sequential(std::initializer_list<std::shared_ptr<Module>> modules);
-  // Appends a child named by its position.
+  /// Appends a child named by its position.
   void push_back(std::shared_ptr<Module> module);
   Tensor forward(const Tensor& input) override;
   size_t size() const { return items_.size(); }

@@ -1,5 +1,6 @@
-// amp::nn::Dropout: zeroes elements with probability p while training (scaling the rest by
-// 1 / (1 - p)); the identity in eval mode. Draws from the global generator (amp::manual_seed).
+/// \file
+/// amp::nn::Dropout: zeroes elements with probability p while training (scaling the rest by
+/// 1 / (1 - p)); the identity in eval mode. Draws from the global generator (amp::manual_seed).
 #pragma once
 #pragma GCC visibility push(default)  // public API (docs/building.md)
 

@@ -1,4 +1,5 @@
-// amp::nn::Flatten: flattens dims start_dim..end_dim into one (default: all but the batch dim).
+/// \file
+/// amp::nn::Flatten: flattens dims start_dim..end_dim into one (default: all but the batch dim).
 #pragma once
 #pragma GCC visibility push(default)  // public API (docs/building.md)
 

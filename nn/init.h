@@ -1,9 +1,12 @@
-// amp::nn::init: in-place parameter initialisers (torch.nn.init), drawing from the global
-// generator (amp::rand / amp::randn) under NoGradGuard. Fans follow PyTorch:
-// fan_in = size(1) * receptive field, fan_out = size(0) * receptive field, where the receptive
-// field is the product of sizes beyond the first two.
-//
-//   amp::nn::init::kaiming_uniform_(linear->weight, std::sqrt(5.0));  // Linear's default
+/// \file
+/// amp::nn::init: in-place parameter initialisers (torch.nn.init), drawing from the global
+/// generator (amp::rand / amp::randn) under NoGradGuard. Fans follow PyTorch:
+/// fan_in = size(1) * receptive field, fan_out = size(0) * receptive field, where the receptive
+/// field is the product of sizes beyond the first two.
+///
+/// \code
+///   amp::nn::init::kaiming_uniform_(linear->weight, std::sqrt(5.0));  // Linear's default
+/// \endcode
 #pragma once
 #pragma GCC visibility push(default)  // public API (docs/building.md)
 
@@ -20,18 +23,18 @@ Tensor& constant_(Tensor& t, double value);
 Tensor& zeros_(Tensor& t);
 Tensor& ones_(Tensor& t);
 
-// {fan_in, fan_out}; amp::Error for tensors with fewer than 2 dims.
+/// {fan_in, fan_out}; amp::Error for tensors with fewer than 2 dims.
 std::pair<int64_t, int64_t> calculate_fan_in_and_fan_out(const Tensor& t);
-// PyTorch's calculate_gain: "linear", "conv*", "sigmoid" -> 1; "tanh" -> 5/3; "relu" -> sqrt(2);
-// "leaky_relu" -> sqrt(2 / (1 + param^2)); "selu" -> 3/4.
+/// PyTorch's calculate_gain: "linear", "conv*", "sigmoid" -> 1; "tanh" -> 5/3; "relu" -> sqrt(2);
+/// "leaky_relu" -> sqrt(2 / (1 + param^2)); "selu" -> 3/4.
 double calculate_gain(const std::string& nonlinearity, double param = 0.01);
 
-// mode "fan_in" or "fan_out"; bound = gain * sqrt(3 / fan), gain = calculate_gain(nonlinearity, a).
+/// mode "fan_in" or "fan_out"; bound = gain * sqrt(3 / fan), gain = calculate_gain(nonlinearity, a).
 Tensor& kaiming_uniform_(Tensor& t, double a = 0.0, const std::string& mode = "fan_in",
                          const std::string& nonlinearity = "leaky_relu");
 Tensor& kaiming_normal_(Tensor& t, double a = 0.0, const std::string& mode = "fan_in",
                         const std::string& nonlinearity = "leaky_relu");
-// bound = gain * sqrt(6 / (fan_in + fan_out)); std = gain * sqrt(2 / (fan_in + fan_out)).
+/// bound = gain * sqrt(6 / (fan_in + fan_out)); std = gain * sqrt(2 / (fan_in + fan_out)).
 Tensor& xavier_uniform_(Tensor& t, double gain = 1.0);
 Tensor& xavier_normal_(Tensor& t, double gain = 1.0);
 

@@ -1,11 +1,14 @@
-// amp::nn::MultiheadAttention: torch.nn.MultiheadAttention over
-// functional::scaled_dot_product_attention, with PyTorch's parameter names (in_proj_weight,
-// in_proj_bias, out_proj.weight, out_proj.bias) so state dicts interchange.
-//
-//   auto mha = std::make_shared<amp::nn::MultiheadAttention>(64, 8, 0.0, true,
-//                                                            /*batch_first=*/true);
-//   auto [out, weights] = mha->forward(x, x, x);   // x (N, L, 64): out (N, L, 64), weights (N, L,
-//   L)
+/// \file
+/// amp::nn::MultiheadAttention: torch.nn.MultiheadAttention over
+/// functional::scaled_dot_product_attention, with PyTorch's parameter names (in_proj_weight,
+/// in_proj_bias, out_proj.weight, out_proj.bias) so state dicts interchange.
+///
+/// \code
+///   auto mha = std::make_shared<amp::nn::MultiheadAttention>(64, 8, 0.0, true,
+///                                                            /*batch_first=*/true);
+///   auto [out, weights] = mha->forward(x, x, x);   // x (N, L, 64): out (N, L, 64), weights (N, L,
+///   L)
+/// \endcode
 #pragma once
 #pragma GCC visibility push(default)  // public API (docs/building.md)
 
@@ -21,20 +24,20 @@ namespace amp::nn {
 
 class MultiheadAttention : public Module {
  public:
-  // embed_dim must be divisible by num_heads. dropout applies to the attention weights in
-  // training mode. batch_first: inputs are (N, L, E); otherwise (L, N, E). in_proj_weight
-  // (3E, E) starts xavier-uniform, the biases zero, out_proj.weight as Linear's default.
+  /// embed_dim must be divisible by num_heads. dropout applies to the attention weights in
+  /// training mode. batch_first: inputs are (N, L, E); otherwise (L, N, E). in_proj_weight
+  /// (3E, E) starts xavier-uniform, the biases zero, out_proj.weight as Linear's default.
   MultiheadAttention(int64_t embed_dim, int64_t num_heads, double dropout = 0.0, bool bias = true,
                      bool batch_first = false);
 
-  // Self-attention: forward(x, x, x) without masks; returns the output only.
+  /// Self-attention: forward(x, x, x) without masks; returns the output only.
   Tensor forward(const Tensor& x) override;
-  // Returns (output, attention weights). Masks as PyTorch's: attn_mask (L, S) or (N*H, L, S)
-  // and key_padding_mask (N, S); Bool true means "may NOT attend", floating values are added to
-  // the scores. is_causal without attn_mask masks keys after the query position. Weights are
-  // (N, L, S) averaged over heads (average_attn_weights) or (N, H, L, S), undefined when
-  // need_weights is false (then attention runs through scaled_dot_product_attention). Unbatched
-  // (L, E) inputs give unbatched results.
+  /// Returns (output, attention weights). Masks as PyTorch's: attn_mask (L, S) or (N*H, L, S)
+  /// and key_padding_mask (N, S); Bool true means "may NOT attend", floating values are added to
+  /// the scores. is_causal without attn_mask masks keys after the query position. Weights are
+  /// (N, L, S) averaged over heads (average_attn_weights) or (N, H, L, S), undefined when
+  /// need_weights is false (then attention runs through scaled_dot_product_attention). Unbatched
+  /// (L, E) inputs give unbatched results.
   std::pair<Tensor, Tensor> forward(const Tensor& query, const Tensor& key, const Tensor& value,
                                     const Tensor& key_padding_mask = {}, bool need_weights = true,
                                     const Tensor& attn_mask = {}, bool average_attn_weights = true,
@@ -44,7 +47,7 @@ class MultiheadAttention : public Module {
   int64_t num_heads() const { return num_heads_; }
   bool batch_first() const { return batch_first_; }
 
-  Tensor in_proj_weight, in_proj_bias;  // (3E, E), (3E) or undefined
+  Tensor in_proj_weight, in_proj_bias;  ///< (3E, E), (3E) or undefined
   std::shared_ptr<Linear> out_proj;
 
  private:

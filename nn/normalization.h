@@ -1,5 +1,6 @@
-// amp::nn::LayerNorm and amp::nn::GroupNorm (16-bit inputs are normalised in fp32 and returned
-// in their own dtype).
+/// \file
+/// amp::nn::LayerNorm and amp::nn::GroupNorm (16-bit inputs are normalised in fp32 and returned
+/// in their own dtype).
 #pragma once
 #pragma GCC visibility push(default)  // public API (docs/building.md)
 
@@ -11,7 +12,7 @@ namespace amp::nn {
 
 class LayerNorm : public Module {
  public:
-  // elementwise_affine: weight = 1, bias = 0 of normalized_shape.
+  /// elementwise_affine: weight = 1, bias = 0 of normalized_shape.
   LayerNorm(Shape normalized_shape, double eps = 1e-5, bool elementwise_affine = true);
   Tensor forward(const Tensor& input) override;
   std::string extra_repr() const override;
@@ -23,7 +24,7 @@ class LayerNorm : public Module {
 
 class GroupNorm : public Module {
  public:
-  // affine: weight = 1, bias = 0 of shape (num_channels).
+  /// affine: weight = 1, bias = 0 of shape (num_channels).
   GroupNorm(int64_t num_groups, int64_t num_channels, double eps = 1e-5, bool affine = true);
   Tensor forward(const Tensor& input) override;
   std::string extra_repr() const override;

@@ -1,4 +1,5 @@
-// amp::nn::MaxPool2d and AvgPool2d: parameter-free pooling layers over NCHW inputs.
+/// \file
+/// amp::nn::MaxPool2d and AvgPool2d: parameter-free pooling layers over NCHW inputs.
 #pragma once
 #pragma GCC visibility push(default)  // public API (docs/building.md)
 
@@ -11,7 +12,7 @@
 
 namespace amp::nn {
 
-// Max over kernel x kernel windows; stride defaults to the kernel size (PyTorch's default).
+/// Max over kernel x kernel windows; stride defaults to the kernel size (PyTorch's default).
 class MaxPool2d : public Module {
  public:
   explicit MaxPool2d(int64_t kernel, std::optional<int64_t> stride = std::nullopt,
@@ -23,7 +24,7 @@ class MaxPool2d : public Module {
   int64_t kernel_, stride_, padding_;
 };
 
-// Average over windows, zero padding counted (count_include_pad=True).
+/// Average over windows, zero padding counted (count_include_pad=True).
 class AvgPool2d : public Module {
  public:
   explicit AvgPool2d(int64_t kernel, std::optional<int64_t> stride = std::nullopt,

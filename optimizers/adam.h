@@ -1,5 +1,6 @@
-// amp::optimizers::Adam and AdamW: the reference (unfused) Adam family, written plainly per
-// tensor with the same formulas and rounding steps as torch.optim.Adam / AdamW (1.13).
+/// \file
+/// amp::optimizers::Adam and AdamW: the reference (unfused) Adam family, written plainly per
+/// tensor with the same formulas and rounding steps as torch.optim.Adam / AdamW (1.13).
 #pragma once
 #pragma GCC visibility push(default)  // public API (docs/building.md)
 
@@ -26,14 +27,14 @@ void check_adam_options(const Options& options);
 
 }  // namespace detail
 
-// The shared update. Per parameter with a gradient g, at step t (counted per parameter):
-//   Adam:  g = g + weight_decay * p                     (L2 penalty in the gradient)
-//   AdamW: p = p * (1 - lr * weight_decay)              (decoupled weight decay)
-//   m = beta1 * m + (1 - beta1) * g
-//   v = beta2 * v + (1 - beta2) * g * g
-//   v_max = max(v_max, v)                               (amsgrad; v_max replaces v below)
-//   p = p - (lr / (1 - beta1^t)) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)
-// State: "exp_avg", "exp_avg_sq", "max_exp_avg_sq" (amsgrad) and the step counter.
+/// The shared update. Per parameter with a gradient g, at step t (counted per parameter):
+///   Adam:  g = g + weight_decay * p                     (L2 penalty in the gradient)
+///   AdamW: p = p * (1 - lr * weight_decay)              (decoupled weight decay)
+///   m = beta1 * m + (1 - beta1) * g
+///   v = beta2 * v + (1 - beta2) * g * g
+///   v_max = max(v_max, v)                               (amsgrad; v_max replaces v below)
+///   p = p - (lr / (1 - beta1^t)) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)
+/// State: "exp_avg", "exp_avg_sq", "max_exp_avg_sq" (amsgrad) and the step counter.
 class AdamBase : public Optimizer {
  protected:
   void update() override;
@@ -52,12 +53,12 @@ class Adam : public AdamBase {
 
 class AdamW : public AdamBase {
  public:
-  AdamW(std::vector<Tensor> params, AdamOptions options);  // options as given
-  explicit AdamW(std::vector<Tensor> params);              // weight_decay 1e-2, as PyTorch
+  AdamW(std::vector<Tensor> params, AdamOptions options);  ///< options as given
+  explicit AdamW(std::vector<Tensor> params);              ///< weight_decay 1e-2, as PyTorch
   AdamW(std::vector<ParamGroup> groups, AdamOptions options);
-  explicit AdamW(std::vector<ParamGroup> groups);  // weight_decay 1e-2
+  explicit AdamW(std::vector<ParamGroup> groups);  ///< weight_decay 1e-2
 
-  // AdamW's defaults: AdamOptions with PyTorch's weight_decay of 1e-2.
+  /// AdamW's defaults: AdamOptions with PyTorch's weight_decay of 1e-2.
   static AdamOptions default_options();
 };
 

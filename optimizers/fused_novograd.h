@@ -1,8 +1,11 @@
-// amp::optimizers::FusedNovoGrad: apex's FusedNovoGrad (apex/optimizers/fused_novograd.py):
-// Adam-like steps whose second moment is one number per tensor (a running gradient norm), one
-// multi_tensor::novograd launch per (device, dtype) bucket of each group.
-//
-//   amp::optimizers::FusedNovoGrad opt(model.parameters(), {.lr = 1e-2, .betas = {0.95, 0.98}});
+/// \file
+/// amp::optimizers::FusedNovoGrad: apex's FusedNovoGrad (apex/optimizers/fused_novograd.py):
+/// Adam-like steps whose second moment is one number per tensor (a running gradient norm), one
+/// multi_tensor::novograd launch per (device, dtype) bucket of each group.
+///
+/// \code
+///   amp::optimizers::FusedNovoGrad opt(model.parameters(), {.lr = 1e-2, .betas = {0.95, 0.98}});
+/// \endcode
 #pragma once
 #pragma GCC visibility push(default)  // public API (docs/building.md)
 
@@ -22,25 +25,25 @@ struct FusedNovoGradOptions {
   double weight_decay = 0;
   bool reg_inside_moment = false;
   bool grad_averaging = true;
-  int norm_type = 2;  // 2: L2, 0: L-inf; anything else is an error, as in apex
+  int norm_type = 2;  ///< 2: L2, 0: L-inf; anything else is an error, as in apex
   bool init_zero = false;
   bool set_grad_none = true;
 };
 
-// Per tensor, at the group's step t (apex multi_tensor_novograd):
-//   n = sqrt(beta2 n^2 + (1 - beta2) ||g||^2)     (L2; L-inf: n = beta2 n + (1 - beta2) max|g|)
-//   n starts as the first step's norm (or 0 with init_zero)
-//   bc1 = 1 - beta1^t, bc2 = sqrt(1 - beta2^t)   (1 without bias_correction)
-//   beta3 = grad_averaging ? 1 - beta1 : 1
-//   reg_inside_moment:  g = g / (n / bc2 + eps) + wd * p
-//                       m = beta1 * m + beta3 * g
-//                       p = p - lr * m / bc1
-//   otherwise:          m = beta1 * m + beta3 * g
-//                       p = p - lr * ((m / bc1) / (n / bc2 + eps) + wd * p)
-// State: "exp_avg" (fp32, shaped like the parameter), "exp_avg_sq" (an fp32 0-d tensor: the
-// norm n, not its square, as apex stores it) and "master_param" for 16-bit parameters. Group
-// options: "lr", "bias_correction", "beta1", "beta2", "eps", "weight_decay",
-// "reg_inside_moment", "grad_averaging", "norm_type", "init_zero", "step".
+/// Per tensor, at the group's step t (apex multi_tensor_novograd):
+///   n = sqrt(beta2 n^2 + (1 - beta2) ||g||^2)     (L2; L-inf: n = beta2 n + (1 - beta2) max|g|)
+///   n starts as the first step's norm (or 0 with init_zero)
+///   bc1 = 1 - beta1^t, bc2 = sqrt(1 - beta2^t)   (1 without bias_correction)
+///   beta3 = grad_averaging ? 1 - beta1 : 1
+///   reg_inside_moment:  g = g / (n / bc2 + eps) + wd * p
+///                       m = beta1 * m + beta3 * g
+///                       p = p - lr * m / bc1
+///   otherwise:          m = beta1 * m + beta3 * g
+///                       p = p - lr * ((m / bc1) / (n / bc2 + eps) + wd * p)
+/// State: "exp_avg" (fp32, shaped like the parameter), "exp_avg_sq" (an fp32 0-d tensor: the
+/// norm n, not its square, as apex stores it) and "master_param" for 16-bit parameters. Group
+/// options: "lr", "bias_correction", "beta1", "beta2", "eps", "weight_decay",
+/// "reg_inside_moment", "grad_averaging", "norm_type", "init_zero", "step".
 class FusedNovoGrad : public FusedOptimizer {
  public:
   FusedNovoGrad(std::vector<Tensor> params, FusedNovoGradOptions options = {});

@@ -1,5 +1,6 @@
-// amp::optimizers::SGD: stochastic gradient descent with momentum, dampening, Nesterov momentum
-// and L2 weight decay, written plainly per tensor; the same formulas as torch.optim.SGD (1.13).
+/// \file
+/// amp::optimizers::SGD: stochastic gradient descent with momentum, dampening, Nesterov momentum
+/// and L2 weight decay, written plainly per tensor; the same formulas as torch.optim.SGD (1.13).
 #pragma once
 #pragma GCC visibility push(default)  // public API (docs/building.md)
 
@@ -25,12 +26,12 @@ void check_sgd_options(const Options& options);
 
 }  // namespace detail
 
-// Per parameter with a gradient g (PyTorch's update; lr outside the momentum):
-//   g = g + weight_decay * p
-//   buf = g (first step, no dampening)  or  buf = momentum * buf + (1 - dampening) * g
-//   g = nesterov ? g + momentum * buf : buf          (when momentum != 0)
-//   p = p - lr * g
-// State: "momentum_buffer" (only when momentum != 0). No step counter.
+/// Per parameter with a gradient g (PyTorch's update; lr outside the momentum):
+///   g = g + weight_decay * p
+///   buf = g (first step, no dampening)  or  buf = momentum * buf + (1 - dampening) * g
+///   g = nesterov ? g + momentum * buf : buf          (when momentum != 0)
+///   p = p - lr * g
+/// State: "momentum_buffer" (only when momentum != 0). No step counter.
 class SGD : public Optimizer {
  public:
   SGD(std::vector<Tensor> params, SGDOptions options);

@@ -1,4 +1,5 @@
-// Finite-difference checks of analytic gradients (torch.autograd.gradcheck / gradgradcheck).
+/// \file
+/// Finite-difference checks of analytic gradients (torch.autograd.gradcheck / gradgradcheck).
 #pragma once
 #pragma GCC visibility push(default)  // public API (docs/building.md)
 
@@ -11,27 +12,27 @@
 namespace amp::autograd {
 
 struct GradcheckOptions {
-  double eps = 1e-6;   // central-difference step
-  double atol = 1e-5;  // |analytic - numeric| <= atol + rtol * |numeric|
+  double eps = 1e-6;   ///< central-difference step
+  double atol = 1e-5;  ///< |analytic - numeric| <= atol + rtol * |numeric|
   double rtol = 1e-3;
 };
 
 struct GradcheckResult {
   bool ok = true;
-  std::string message;  // the first mismatch: input, element, analytic and numeric values
+  std::string message;  ///< the first mismatch: input, element, analytic and numeric values
   double max_abs_error = 0;
 };
 
 using DifferentiableFn = std::function<Tensor(const std::vector<Tensor>&)>;
 
-// Compares the Jacobian of fn at `inputs` computed by backward with central differences.
-// Inputs should be Float64; only those that require grad are checked (they must be
-// floating point). fn may return a tensor of any shape.
+/// Compares the Jacobian of fn at `inputs` computed by backward with central differences.
+/// Inputs should be Float64; only those that require grad are checked (they must be
+/// floating point). fn may return a tensor of any shape.
 GradcheckResult gradcheck(const DifferentiableFn& fn, const std::vector<Tensor>& inputs,
                           const GradcheckOptions& options = {});
 
-// Checks second derivatives: gradcheck of (inputs, v) -> autograd::grad(fn(inputs), inputs, v,
-// create_graph=true) with a random Float64 v.
+/// Checks second derivatives: gradcheck of (inputs, v) -> autograd::grad(fn(inputs), inputs, v,
+/// create_graph=true) with a random Float64 v.
 GradcheckResult gradgradcheck(const DifferentiableFn& fn, const std::vector<Tensor>& inputs,
                               const GradcheckOptions& options = {});
 

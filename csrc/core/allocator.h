@@ -1,6 +1,7 @@
-// Caching allocators, one per device type, with the statistics that opt-level comparisons report
-// (bytes in use, peak, number of allocations). Freed blocks are kept for reuse, as PyTorch's
-// CUDA caching allocator does, so a training step allocates nothing from the system once warm.
+/// \file
+/// Caching allocators, one per device type, with the statistics that opt-level comparisons report
+/// (bytes in use, peak, number of allocations). Freed blocks are kept for reuse, as PyTorch's
+/// CUDA caching allocator does, so a training step allocates nothing from the system once warm.
 #pragma once
 #pragma GCC visibility push(default)  // public API (docs/building.md)
 
@@ -14,11 +15,11 @@
 namespace amp {
 
 struct MemoryStats {
-  int64_t allocated = 0;           // bytes of live blocks (rounded sizes)
-  int64_t max_allocated = 0;       // peak of `allocated` since start or reset_peak
-  int64_t reserved = 0;            // bytes held from the system: live plus cached
-  int64_t allocations = 0;         // number of allocate() calls
-  int64_t system_allocations = 0;  // of those, how many went to the system
+  int64_t allocated = 0;           ///< bytes of live blocks (rounded sizes)
+  int64_t max_allocated = 0;       ///< peak of `allocated` since start or reset_peak
+  int64_t reserved = 0;            ///< bytes held from the system: live plus cached
+  int64_t allocations = 0;         ///< number of allocate() calls
+  int64_t system_allocations = 0;  ///< of those, how many went to the system
 };
 
 class CachingAllocator {
@@ -31,15 +32,15 @@ class CachingAllocator {
   CachingAllocator(const CachingAllocator&) = delete;
   CachingAllocator& operator=(const CachingAllocator&) = delete;
 
-  // Returns a block of at least `bytes` bytes, aligned to 64 bytes; nullptr for 0 bytes.
+  /// Returns a block of at least `bytes` bytes, aligned to 64 bytes; nullptr for 0 bytes.
   void* allocate(size_t bytes, int device_index);
   void deallocate(void* ptr);
 
   MemoryStats stats() const;
   void reset_peak();
-  void empty_cache();  // returns every cached block to the system
+  void empty_cache();  ///< returns every cached block to the system
 
-  // Requests are rounded up to this granularity (so the statistics match the blocks held).
+  /// Requests are rounded up to this granularity (so the statistics match the blocks held).
   static size_t round_size(size_t bytes);
 
  private:
@@ -57,7 +58,7 @@ class CachingAllocator {
   MemoryStats stats_;
 };
 
-// The allocator of a device type (the CUDA one raises amp::Error when CUDA is unavailable).
+/// The allocator of a device type (the CUDA one raises amp::Error when CUDA is unavailable).
 CachingAllocator& allocator_for(DeviceType type);
 
 namespace memory {

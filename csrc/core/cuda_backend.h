@@ -1,5 +1,6 @@
-// The CUDA backend's host-side entry points. With CUDA built and a device present they work;
-// otherwise is_available() is false and everything else raises amp::Error naming the op.
+/// \file
+/// The CUDA backend's host-side entry points. With CUDA built and a device present they work;
+/// otherwise is_available() is false and everything else raises amp::Error naming the op.
 #pragma once
 #pragma GCC visibility push(default)  // public API (docs/building.md)
 
@@ -9,18 +10,18 @@
 
 namespace amp::cuda_backend {
 
-bool is_available();  // built with CUDA and at least one device visible at run time
-int device_count();   // 0 when unavailable
-// Raises amp::Error "<op>: expected a CUDA device, got <reason>" when unavailable.
+bool is_available();  ///< built with CUDA and at least one device visible at run time
+int device_count();   ///< 0 when unavailable
+/// Raises amp::Error "<op>: expected a CUDA device, got <reason>" when unavailable.
 void require_available(const char* op);
-// Human-readable reason CUDA is unavailable ("built without CUDA", "no CUDA device: ..."), or
-// an empty string when it is available.
+/// Human-readable reason CUDA is unavailable ("built without CUDA", "no CUDA device: ..."), or
+/// an empty string when it is available.
 const char* unavailable_reason();
 
 void* raw_alloc(size_t bytes, int device_index);
 void raw_free(void* ptr, int device_index);
 
-// Copies bytes between any two devices (host<->device, device<->device); synchronous.
+/// Copies bytes between any two devices (host<->device, device<->device); synchronous.
 void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device, size_t bytes);
 void synchronize();
 

@@ -1,4 +1,5 @@
-// Element types, their C++ storage types and PyTorch's type-promotion lattice.
+/// \file
+/// Element types, their C++ storage types and PyTorch's type-promotion lattice.
 #pragma once
 #pragma GCC visibility push(default)  // public API (docs/building.md)
 
@@ -13,24 +14,24 @@ namespace amp {
 
 enum class DType { Float32, Float16, BFloat16, Float64, Int64, Bool };
 
-const char* dtype_name(DType dtype);  // "Float32", "Float16", ...
-// Prints dtype_name (for messages and test diagnostics).
+const char* dtype_name(DType dtype);  ///< "Float32", "Float16", ...
+/// Prints dtype_name (for messages and test diagnostics).
 std::ostream& operator<<(std::ostream& out, DType dtype);
 size_t element_size(DType dtype);
 bool is_floating_point(DType dtype);
-bool is_low_precision(DType dtype);  // Float16 or BFloat16
+bool is_low_precision(DType dtype);  ///< Float16 or BFloat16
 
-// PyTorch's promote_types for two dtypes (fp16 + bf16 -> fp32, int64 + fp16 -> fp16, ...).
+/// PyTorch's promote_types for two dtypes (fp16 + bf16 -> fp32, int64 + fp16 -> fp16, ...).
 DType promote_types(DType a, DType b);
 
-// Whether a scalar converts to `dtype` without overflow, as libtorch's checked_convert: Int64
-// takes finite values in [-2^63, 2^63) (a fraction truncates), a floating type takes inf, NaN and
-// finite values up to its largest, Bool takes anything. check_value_fits raises amp::Error
-// naming `op` with libtorch's text ("value cannot be converted to type int64_t without overflow").
+/// Whether a scalar converts to `dtype` without overflow, as libtorch's checked_convert: Int64
+/// takes finite values in [-2^63, 2^63) (a fraction truncates), a floating type takes inf, NaN and
+/// finite values up to its largest, Bool takes anything. check_value_fits raises amp::Error
+/// naming `op` with libtorch's text ("value cannot be converted to type int64_t without overflow").
 bool value_fits(double value, DType dtype);
 void check_value_fits(double value, DType dtype, const char* op);
 
-// The C++ type stored for each DType, and back.
+/// The C++ type stored for each DType, and back.
 template <DType D>
 struct StorageTypeOf;
 template <>
@@ -85,8 +86,8 @@ constexpr DType dtype_of<bool>() {
   return DType::Bool;
 }
 
-// The type arithmetic runs in (docs/numerics.md, "How ops compute"): 16-bit values compute in fp32
-// and are rounded once when stored; everything else computes in its own type.
+/// The type arithmetic runs in (docs/numerics.md, "How ops compute"): 16-bit values compute in fp32
+/// and are rounded once when stored; everything else computes in its own type.
 template <class T>
 struct OpMath {
   using type = T;
@@ -102,7 +103,7 @@ struct OpMath<BFloat16> {
 template <class T>
 using opmath_t = typename OpMath<T>::type;
 
-// Accumulator of reductions: fp32 for 16-bit and fp32 inputs, fp64 for Float64, int64 for ints.
+/// Accumulator of reductions: fp32 for 16-bit and fp32 inputs, fp64 for Float64, int64 for ints.
 template <class T>
 struct AccType {
   using type = float;
@@ -122,18 +123,18 @@ struct AccType<bool> {
 template <class T>
 using acc_t = typename AccType<T>::type;
 
-// Converts between any two element types, rounding to nearest even into 16-bit types.
+/// Converts between any two element types, rounding to nearest even into 16-bit types.
 template <class To, class From>
 AMP_HOST_DEVICE AMP_FORCEINLINE To convert(From v) {
   if constexpr (std::is_same_v<To, From>) {
     return v;
   } else if constexpr (std::is_same_v<To, Half> || std::is_same_v<To, BFloat16>) {
     if constexpr (std::is_same_v<From, double> || std::is_same_v<From, int64_t>) {
-      // Integers go through double (exact below 2^53), so they are rounded once; PyTorch goes
-      // through float and rounds twice above 2^24.
+      /// Integers go through double (exact below 2^53), so they are rounded once; PyTorch goes
+      /// through float and rounds twice above 2^24.
       return To(static_cast<double>(v));
     } else {
-      return To(static_cast<float>(v));  // float, 16-bit values (exact in fp32) and bool
+      return To(static_cast<float>(v));  ///< float, 16-bit values (exact in fp32) and bool
     }
   } else if constexpr (std::is_same_v<To, bool>) {
     if constexpr (std::is_same_v<From, Half> || std::is_same_v<From, BFloat16>) {

@@ -1,4 +1,5 @@
-// amp::Error: the one exception type of the public API.
+/// \file
+/// amp::Error: the one exception type of the public API.
 #pragma once
 #pragma GCC visibility push(default)  // public API (docs/building.md)
 

@@ -1,7 +1,8 @@
-// amp::Half (IEEE binary16) and amp::BFloat16 (bfloat16): 2-byte storage types usable in host
-// and device code. Every conversion into them rounds to nearest, ties to even, produces
-// subnormals, overflows to +-inf and keeps NaN a NaN (quiet, sign kept), so 16-bit results on the
-// CPU are bit-identical to what a GPU produces for the same fp32 value.
+/// \file
+/// amp::Half (IEEE binary16) and amp::BFloat16 (bfloat16): 2-byte storage types usable in host
+/// and device code. Every conversion into them rounds to nearest, ties to even, produces
+/// subnormals, overflows to +-inf and keeps NaN a NaN (quiet, sign kept), so 16-bit results on the
+/// CPU are bit-identical to what a GPU produces for the same fp32 value.
 #pragma once
 #pragma GCC visibility push(default)  // public API (docs/building.md)
 
@@ -200,7 +201,7 @@ struct Half {
   uint16_t x = 0;
 
   Half() = default;
-  // Forced inline: a call per element would keep the kernels' loops from vectorising.
+  /// Forced inline: a call per element would keep the kernels' loops from vectorising.
   AMP_HOST_DEVICE AMP_FORCEINLINE explicit Half(float f) : x(detail::float_to_half_bits(f)) {}
   AMP_HOST_DEVICE explicit Half(double d) : x(detail::round_double_to_small_float<5, 10>(d)) {}
   AMP_HOST_DEVICE static Half from_bits(uint16_t bits) {

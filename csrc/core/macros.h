@@ -1,4 +1,5 @@
-// Portability and checking macros shared by host and device code.
+/// \file
+/// Portability and checking macros shared by host and device code.
 #pragma once
 #pragma GCC visibility push(default)  // public API (docs/building.md)
 

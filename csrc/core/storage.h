@@ -1,4 +1,5 @@
-// Storage: one allocation on one device, shared by a tensor and all of its views.
+/// \file
+/// Storage: one allocation on one device, shared by a tensor and all of its views.
 #pragma once
 #pragma GCC visibility push(default)  // public API (docs/building.md)
 
@@ -12,7 +13,7 @@ namespace amp {
 
 class StorageImpl {
  public:
-  StorageImpl(size_t nbytes, Device device);  // from the device's caching allocator
+  StorageImpl(size_t nbytes, Device device);  ///< from the device's caching allocator
   ~StorageImpl();
   StorageImpl(const StorageImpl&) = delete;
   StorageImpl& operator=(const StorageImpl&) = delete;
@@ -21,12 +22,12 @@ class StorageImpl {
   size_t nbytes() const { return nbytes_; }
   Device device() const { return device_; }
 
-  // Bumped by every in-place write through any view; autograd compares it with the value saved
-  // at forward time to detect a saved tensor modified in place.
+  /// Bumped by every in-place write through any view; autograd compares it with the value saved
+  /// at forward time to detect a saved tensor modified in place.
   uint64_t version() const { return version_; }
   void bump_version() { ++version_; }
-  // Moves the version past `version` (Tensor::set_data: a tensor that takes this storage must
-  // not look unchanged to anything that remembered the old storage's version).
+  /// Moves the version past `version` (Tensor::set_data: a tensor that takes this storage must
+  /// not look unchanged to anything that remembered the old storage's version).
   void advance_version_past(uint64_t version) {
     if (version_ <= version) version_ = version + 1;
   }

@@ -1,13 +1,16 @@
-// amp::Tensor: a cheap handle to a strided view of a Storage, with a dtype and a device.
-//
-//   amp::manual_seed(0);
-//   amp::Tensor x = amp::randn({64, 784});                 // Float32 on the CPU
-//   amp::Tensor w = amp::randn({784, 10}).to(amp::DType::BFloat16);
-//   amp::Tensor y = amp::matmul(x.to(amp::DType::BFloat16), w);   // bf16 in, fp32 accumulate
-//   float first = y.narrow(0, 0, 1).sum().item<float>();
-//
-// Copying a Tensor copies the handle: both names refer to the same data. Views (reshape of a
-// contiguous tensor, transpose, narrow, expand, ...) share storage with their base.
+/// \file
+/// amp::Tensor: a cheap handle to a strided view of a Storage, with a dtype and a device.
+///
+/// \code
+///   amp::manual_seed(0);
+///   amp::Tensor x = amp::randn({64, 784});                 // Float32 on the CPU
+///   amp::Tensor w = amp::randn({784, 10}).to(amp::DType::BFloat16);
+///   amp::Tensor y = amp::matmul(x.to(amp::DType::BFloat16), w);   // bf16 in, fp32 accumulate
+///   float first = y.narrow(0, 0, 1).sum().item<float>();
+/// \endcode
+///
+/// Copying a Tensor copies the handle: both names refer to the same data. Views (reshape of a
+/// contiguous tensor, transpose, narrow, expand, ...) share storage with their base.
 #pragma once
 #pragma GCC visibility push(default)  // public API (docs/building.md)
 
@@ -41,20 +44,20 @@ struct TensorOptions {
 struct TensorImpl {
   Storage storage;
   Shape sizes;
-  Shape strides;       // in elements
-  int64_t offset = 0;  // in elements
+  Shape strides;       ///< in elements
+  int64_t offset = 0;  ///< in elements
   DType dtype = DType::Float32;
-  // Gradient bookkeeping (csrc/graph/autograd_meta.h); null for tensors autograd never saw.
+  /// Gradient bookkeeping (csrc/graph/autograd_meta.h); null for tensors autograd never saw.
   std::shared_ptr<autograd::AutogradMeta> autograd;
 };
 
 class Tensor {
  public:
-  Tensor() = default;  // undefined: defined() == false
+  Tensor() = default;  ///< undefined: defined() == false
   explicit Tensor(std::shared_ptr<TensorImpl> impl) : impl_(std::move(impl)) {}
 
   bool defined() const { return impl_ != nullptr; }
-  const Shape& sizes() const;  // valid while the tensor lives
+  const Shape& sizes() const;  ///< valid while the tensor lives
   const Shape& strides() const;
   int64_t size(int64_t dim) const;
   int64_t stride(int64_t dim) const;
@@ -66,20 +69,20 @@ class Tensor {
   bool is_contiguous() const;
   const Storage& storage() const;
 
-  // Address of the first element; data<T>() checks that T is the tensor's storage type.
+  /// Address of the first element; data<T>() checks that T is the tensor's storage type.
   void* data_ptr() const;
   template <class T>
   T* data() const;
 
-  // Conversions return *this when nothing changes, a new tensor otherwise.
+  /// Conversions return *this when nothing changes, a new tensor otherwise.
   Tensor to(DType dtype) const;
   Tensor to(Device device) const;
   Tensor contiguous() const;
   Tensor clone() const;
 
-  // Views (share storage) and reshapes (a view when the strides allow, a copy otherwise).
+  /// Views (share storage) and reshapes (a view when the strides allow, a copy otherwise).
   Tensor reshape(Shape shape) const;
-  Tensor view(Shape shape) const;  // amp::Error when not expressible as a view
+  Tensor view(Shape shape) const;  ///< amp::Error when not expressible as a view
   Tensor flatten(int64_t start_dim = 0, int64_t end_dim = -1) const;
   Tensor t() const;
   Tensor transpose(int64_t dim0, int64_t dim1) const;
@@ -95,37 +98,37 @@ class Tensor {
   Tensor mean() const;
 
   template <class T>
-  T item() const;  // numel() == 1; converts
+  T item() const;  ///< numel() == 1; converts
   template <class T>
-  std::vector<T> to_vector() const;  // row-major; converts
+  std::vector<T> to_vector() const;  ///< row-major; converts
 
-  // In-place writes (bump the storage version).
-  Tensor& copy_(const Tensor& src);  // converts dtype, broadcasts src, crosses devices
+  /// In-place writes (bump the storage version).
+  Tensor& copy_(const Tensor& src);  ///< converts dtype, broadcasts src, crosses devices
   Tensor& fill_(double value);
   Tensor& zero_();
-  // Makes this tensor, and every handle sharing it, hold `src`'s data, geometry and dtype while
-  // keeping its autograd metadata (requires_grad, grad, hooks): PyTorch's `tensor.data = src`.
-  // This is how nn::Module::to casts parameters in place. The tensor must be a leaf; a tensor
-  // that requires grad only takes floating-point data. Its version moves on, so a cache keyed
-  // by (tensor, version) sees the change.
+  /// Makes this tensor, and every handle sharing it, hold `src`'s data, geometry and dtype while
+  /// keeping its autograd metadata (requires_grad, grad, hooks): PyTorch's `tensor.data = src`.
+  /// This is how nn::Module::to casts parameters in place. The tensor must be a leaf; a tensor
+  /// that requires grad only takes floating-point data. Its version moves on, so a cache keyed
+  /// by (tensor, version) sees the change.
   void set_data(const Tensor& src);
 
-  // Autograd (csrc/autograd/). A leaf is a tensor not produced by a recorded op.
+  /// Autograd (csrc/autograd/). A leaf is a tensor not produced by a recorded op.
   bool requires_grad() const;
-  Tensor& requires_grad_(bool on = true);  // leaves only
-  Tensor grad() const;                     // accumulated gradient of a leaf (or retain_grad)
-  void set_grad(const Tensor& g);          // same shape, dtype converted; undefined clears it
+  Tensor& requires_grad_(bool on = true);  ///< leaves only
+  Tensor grad() const;                     ///< accumulated gradient of a leaf (or retain_grad)
+  void set_grad(const Tensor& g);          ///< same shape, dtype converted; undefined clears it
   bool is_leaf() const;
-  Tensor detach() const;  // shares storage, no history
+  Tensor detach() const;  ///< shares storage, no history
   const std::shared_ptr<autograd::Node>& grad_fn() const;
   void backward(const Tensor& gradient = {}, bool retain_graph = false,
                 bool create_graph = false) const;
-  // Calls hook(grad) when this tensor's gradient is computed; a defined return value replaces
-  // the gradient.
+  /// Calls hook(grad) when this tensor's gradient is computed; a defined return value replaces
+  /// the gradient.
   void register_hook(std::function<Tensor(const Tensor&)> hook) const;
-  // Leaves: calls hook(*this) after a gradient was accumulated into grad().
+  /// Leaves: calls hook(*this) after a gradient was accumulated into grad().
   void register_post_accumulate_grad_hook(std::function<void(const Tensor&)> hook) const;
-  void retain_grad() const;  // non-leaves: keep the gradient in grad()
+  void retain_grad() const;  ///< non-leaves: keep the gradient in grad()
 
   TensorImpl* impl() const { return impl_.get(); }
   bool is_same(const Tensor& other) const { return impl_ == other.impl_; }
@@ -141,9 +144,9 @@ class Tensor {
 };
 
 std::ostream& operator<<(std::ostream& out, const Tensor& tensor);
-std::string shape_to_string(const Shape& shape);  // "[2, 3]"
+std::string shape_to_string(const Shape& shape);  ///< "[2, 3]"
 
-// A new, uninitialised tensor.
+/// A new, uninitialised tensor.
 Tensor empty(Shape shape, TensorOptions options = {});
 
 // Shape arithmetic and view construction for the library's own ops (public only because the

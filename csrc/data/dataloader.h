@@ -1,14 +1,17 @@
-// amp::data::DataLoader: mini-batches over an in-memory Dataset, optionally shuffled.
-//
-//   amp::data::DataLoader loader(amp::data::fashion_mnist(),
-//                                {.batch_size = 128, .shuffle = true, .seed = 42});
-//   for (int epoch = 0; epoch < 3; ++epoch) {
-//     for (auto [images, labels] : loader) { ... }   // a new permutation every epoch
-//   }
-//
-// Shuffling is reproducible everywhere: epoch e uses a Fisher-Yates permutation driven by
-// std::mt19937_64 seeded from (seed, e) through std::seed_seq, all three fully specified by the
-// C++ standard (std::shuffle and the std:: distributions are not, so they are not used).
+/// \file
+/// amp::data::DataLoader: mini-batches over an in-memory Dataset, optionally shuffled.
+///
+/// \code
+///   amp::data::DataLoader loader(amp::data::fashion_mnist(),
+///                                {.batch_size = 128, .shuffle = true, .seed = 42});
+///   for (int epoch = 0; epoch < 3; ++epoch) {
+///     for (auto [images, labels] : loader) { ... }   // a new permutation every epoch
+///   }
+/// \endcode
+///
+/// Shuffling is reproducible everywhere: epoch e uses a Fisher-Yates permutation driven by
+/// std::mt19937_64 seeded from (seed, e) through std::seed_seq, all three fully specified by the
+/// C++ standard (std::shuffle and the std:: distributions are not, so they are not used).
 #pragma once
 #pragma GCC visibility push(default)  // public API (docs/building.md)
 
@@ -25,16 +28,16 @@
 namespace amp::data {
 
 struct Batch {
-  Tensor images;  // (B, ...) rows of Dataset::images
-  Tensor labels;  // (B) rows of Dataset::labels
+  Tensor images;  ///< (B, ...) rows of Dataset::images
+  Tensor labels;  ///< (B) rows of Dataset::labels
 };
 
 struct DataLoaderOptions {
   int64_t batch_size = 64;
   bool shuffle = false;
   uint64_t seed = 0;
-  bool drop_last = false;             // drop a last batch smaller than batch_size
-  std::optional<int64_t> limit = {};  // use only the first `limit` samples (all when larger)
+  bool drop_last = false;             ///< drop a last batch smaller than batch_size
+  std::optional<int64_t> limit = {};  ///< use only the first `limit` samples (all when larger)
 };
 
 class DataLoader {
@@ -50,7 +53,7 @@ class DataLoader {
     using pointer = void;
 
     Iterator() = default;
-    Batch operator*() const;  // gathers the batch's rows into new contiguous tensors
+    Batch operator*() const;  ///< gathers the batch's rows into new contiguous tensors
     Iterator& operator++() {
       ++batch_;
       return *this;
@@ -72,17 +75,17 @@ class DataLoader {
     int64_t batch_ = 0;
   };
 
-  // Starts the next epoch (drawing its permutation when shuffling) and advances epoch().
+  /// Starts the next epoch (drawing its permutation when shuffling) and advances epoch().
   Iterator begin();
   Iterator end() const { return Iterator(this, nullptr, size()); }
 
-  int64_t size() const;                                 // batches per epoch
-  int64_t num_samples() const { return num_samples_; }  // after `limit`
+  int64_t size() const;                                 ///< batches per epoch
+  int64_t num_samples() const { return num_samples_; }  ///< after `limit`
   int64_t batch_size() const { return options_.batch_size; }
-  // The epoch the next begin() starts (0 at first); set_epoch resumes a run at a given epoch.
+  /// The epoch the next begin() starts (0 at first); set_epoch resumes a run at a given epoch.
   int64_t epoch() const { return epoch_; }
   void set_epoch(int64_t epoch);
-  // The sample order of epoch `epoch` (the identity when not shuffling).
+  /// The sample order of epoch `epoch` (the identity when not shuffling).
   std::vector<int64_t> order(int64_t epoch) const;
   const Dataset& dataset() const { return dataset_; }
 

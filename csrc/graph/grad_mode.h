@@ -1,4 +1,5 @@
-// Whether ops record autograd history on this thread.
+/// \file
+/// Whether ops record autograd history on this thread.
 #pragma once
 #pragma GCC visibility push(default)  // public API (docs/building.md)
 
@@ -11,7 +12,7 @@ struct GradMode {
 };
 }  // namespace autograd
 
-// Disables recording for its lifetime (torch.no_grad()).
+/// Disables recording for its lifetime (torch.no_grad()).
 struct NoGradGuard {
   NoGradGuard();
   ~NoGradGuard();
@@ -23,7 +24,7 @@ struct NoGradGuard {
 };
 
 namespace autograd {
-// Sets recording on or off for its lifetime (the engine uses it for create_graph).
+/// Sets recording on or off for its lifetime (the engine uses it for create_graph).
 struct GradModeGuard {
   explicit GradModeGuard(bool enabled);
   ~GradModeGuard();

@@ -1,6 +1,7 @@
-// Nodes of the backward graph. A Node is the backward of one recorded op: it receives the
-// gradients of the op's outputs and returns the gradients of its inputs, which flow along
-// next_edges to the nodes that produced those inputs (or to AccumulateGrad for leaves).
+/// \file
+/// Nodes of the backward graph. A Node is the backward of one recorded op: it receives the
+/// gradients of the op's outputs and returns the gradients of its inputs, which flow along
+/// next_edges to the nodes that produced those inputs (or to AccumulateGrad for leaves).
 #pragma once
 #pragma GCC visibility push(default)  // public API (docs/building.md)
 
@@ -20,43 +21,43 @@ namespace amp::autograd {
 class Node;
 
 struct Edge {
-  std::shared_ptr<Node> fn;  // null: the input needs no gradient
-  uint32_t input_nr = 0;     // which of fn's gradient inputs (= fn's forward outputs)
+  std::shared_ptr<Node> fn;  ///< null: the input needs no gradient
+  uint32_t input_nr = 0;     ///< which of fn's gradient inputs (= fn's forward outputs)
   bool valid() const { return fn != nullptr; }
 };
 
-// Shape, dtype and device of a forward tensor: the gradient flowing for it must match.
+/// Shape, dtype and device of a forward tensor: the gradient flowing for it must match.
 struct TensorMeta {
   Shape shape;
   DType dtype = DType::Float32;
   Device device;
   static TensorMeta of(const Tensor& t) { return {t.sizes(), t.dtype(), t.device()}; }
-  std::string to_string() const;  // "Float16[256, 1024]"
+  std::string to_string() const;  ///< "Float16[256, 1024]"
 };
 
 class Node : public std::enable_shared_from_this<Node> {
  public:
   Node();
-  // Frees the nodes only this one kept alive without recursing (see node.cpp).
+  /// Frees the nodes only this one kept alive without recursing (see node.cpp).
   virtual ~Node();
   Node(const Node&) = delete;
   Node& operator=(const Node&) = delete;
 
-  // grads[i] is the gradient of forward output i (never undefined: the engine fills zeros);
-  // returns one gradient per next edge (undefined where none flows).
+  /// grads[i] is the gradient of forward output i (never undefined: the engine fills zeros);
+  /// returns one gradient per next edge (undefined where none flows).
   virtual std::vector<Tensor> apply(std::vector<Tensor>&& grads) = 0;
   virtual std::string name() const = 0;
-  // Drops the tensors saved for backward (after a backward without retain_graph).
+  /// Drops the tensors saved for backward (after a backward without retain_graph).
   virtual void release_saved() {}
 
   uint64_t sequence_nr() const { return sequence_nr_; }
   bool needs_input_grad(size_t i) const { return i < next_edges.size() && next_edges[i].valid(); }
 
-  std::vector<Edge> next_edges;         // one per forward input
-  std::vector<TensorMeta> output_meta;  // one per forward output
-  std::vector<TensorMeta> input_meta;   // forward inputs, for error messages and forensics
-  std::string scope;                    // ScopedName active when the op ran ("" if none)
-  // Hooks on the gradient of forward output i (Tensor::register_hook on non-leaves).
+  std::vector<Edge> next_edges;         ///< one per forward input
+  std::vector<TensorMeta> output_meta;  ///< one per forward output
+  std::vector<TensorMeta> input_meta;   ///< forward inputs, for error messages and forensics
+  std::string scope;                    ///< ScopedName active when the op ran ("" if none)
+  /// Hooks on the gradient of forward output i (Tensor::register_hook on non-leaves).
   std::map<uint32_t, std::vector<TensorHook>> pre_hooks;
   bool released = false;
 
@@ -64,9 +65,9 @@ class Node : public std::enable_shared_from_this<Node> {
   uint64_t sequence_nr_;
 };
 
-// A tensor saved for backward. Checks at unpack time that it was not modified in place since
-// it was saved, and that the graph was not freed. Saved outputs of the node itself are stored
-// without their grad_fn (that would be a reference cycle) and get it back when unpacked.
+/// A tensor saved for backward. Checks at unpack time that it was not modified in place since
+/// it was saved, and that the graph was not freed. Saved outputs of the node itself are stored
+/// without their grad_fn (that would be a reference cycle) and get it back when unpacked.
 class SavedVariable {
  public:
   SavedVariable() = default;
@@ -84,8 +85,8 @@ class SavedVariable {
   bool requires_grad_ = false;
 };
 
-// The backward of a leaf: accumulates into the leaf's grad, then runs its post-accumulate-grad
-// hooks (its tensor hooks run in the engine before, as for any node's output gradient).
+/// The backward of a leaf: accumulates into the leaf's grad, then runs its post-accumulate-grad
+/// hooks (its tensor hooks run in the engine before, as for any node's output gradient).
 class AccumulateGrad final : public Node {
  public:
   explicit AccumulateGrad(Tensor variable);
@@ -97,9 +98,9 @@ class AccumulateGrad final : public Node {
   Tensor variable_;
 };
 
-// The backward of one recorded op, as a function of the output gradients, the saved tensors
-// (unpacked with version checks) and which inputs need a gradient. Op implementations record
-// with record() below instead of writing a Node class each.
+/// The backward of one recorded op, as a function of the output gradients, the saved tensors
+/// (unpacked with version checks) and which inputs need a gradient. Op implementations record
+/// with record() below instead of writing a Node class each.
 using BackwardFn = std::function<std::vector<Tensor>(
     const std::vector<Tensor>& grads, const std::vector<Tensor>& saved, const Node& node)>;
 
@@ -116,17 +117,17 @@ class FunctionNode final : public Node {
   BackwardFn fn_;
 };
 
-// True when grad mode is on and any input requires grad.
+/// True when grad mode is on and any input requires grad.
 bool any_requires_grad(std::initializer_list<const Tensor*> inputs);
 bool any_requires_grad(const std::vector<Tensor>& inputs);
 bool any_requires_grad(const std::vector<const Tensor*>& inputs);
 
-// The edge a gradient for `t` flows along: its grad_fn, its AccumulateGrad, or none.
+/// The edge a gradient for `t` flows along: its grad_fn, its AccumulateGrad, or none.
 Edge gradient_edge(const Tensor& t);
 std::shared_ptr<Node> grad_accumulator(const Tensor& leaf);
-// Makes `out` output number `output_nr` of `node`.
+/// Makes `out` output number `output_nr` of `node`.
 void set_history(Tensor& out, const std::shared_ptr<Node>& node, uint32_t output_nr = 0);
-// Fills a node's next_edges and input_meta from the forward inputs, and its scope.
+/// Fills a node's next_edges and input_meta from the forward inputs, and its scope.
 void collect_inputs(Node& node, const std::vector<const Tensor*>& inputs);
 
 struct Saved {
@@ -134,20 +135,20 @@ struct Saved {
   bool is_output;
 };
 
-// Records a single-output op: when grad mode is on and an input requires grad, `out` gets a
-// FunctionNode as grad_fn with the given saved tensors. Returns whether it recorded.
+/// Records a single-output op: when grad mode is on and an input requires grad, `out` gets a
+/// FunctionNode as grad_fn with the given saved tensors. Returns whether it recorded.
 bool record(const char* name, Tensor& out, std::initializer_list<const Tensor*> inputs,
             std::initializer_list<Saved> saved, BackwardFn fn);
 
-// Runs fn with grad mode off: op implementations compute under it and then record themselves
-// once, so helper ops they call internally leave no history.
+/// Runs fn with grad mode off: op implementations compute under it and then record themselves
+/// once, so helper ops they call internally leave no history.
 template <class Fn>
 auto without_grad(Fn&& fn) {
   GradModeGuard guard(false);
   return fn();
 }
 
-// Names the ops recorded in this scope (nested names join with '.'); anomaly errors report it.
+/// Names the ops recorded in this scope (nested names join with '.'); anomaly errors report it.
 class ScopedName {
  public:
   explicit ScopedName(const std::string& name);

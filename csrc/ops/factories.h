@@ -1,4 +1,5 @@
-// Tensor factories and the global random generator.
+/// \file
+/// Tensor factories and the global random generator.
 #pragma once
 #pragma GCC visibility push(default)  // public API (docs/building.md)
 
@@ -16,23 +17,23 @@ Tensor zeros_like(const Tensor& like);
 Tensor ones_like(const Tensor& like);
 Tensor full_like(const Tensor& like, double value);
 Tensor empty_like(const Tensor& like);
-// [start, end) in steps of `step`; Int64 unless options say otherwise.
+/// [start, end) in steps of `step`; Int64 unless options say otherwise.
 Tensor arange(double start, double end, double step = 1.0,
               TensorOptions options = {.dtype = DType::Int64});
 Tensor arange(int64_t end, TensorOptions options = {.dtype = DType::Int64});
 
-// Uniform [0, 1) and standard normal samples from the global generator (Philox4x32-10, drawn
-// in fp32 on the CPU, so a seed gives the same values on every device and thread count). rand
-// keeps as many random bits as the dtype's significand (11 for Float16, 8 for BFloat16), so
-// 16-bit samples never round up to 1.
+/// Uniform [0, 1) and standard normal samples from the global generator (Philox4x32-10, drawn
+/// in fp32 on the CPU, so a seed gives the same values on every device and thread count). rand
+/// keeps as many random bits as the dtype's significand (11 for Float16, 8 for BFloat16), so
+/// 16-bit samples never round up to 1.
 Tensor rand(Shape shape, TensorOptions options = {});
 Tensor randn(Shape shape, TensorOptions options = {});
 void manual_seed(uint64_t seed);
 
-// T in {float, double, int64_t, int, bool}; values are converted to options.dtype (RNE).
+/// T in {float, double, int64_t, int, bool}; values are converted to options.dtype (RNE).
 template <class T>
 Tensor from_vector(const std::vector<T>& data, Shape shape, TensorOptions options = {});
-// A 0-d tensor.
+/// A 0-d tensor.
 Tensor scalar_tensor(double value, TensorOptions options = {});
 
 }  // namespace amp

@@ -1,4 +1,5 @@
-// Joining tensors: cat along an existing dim, stack along a new one (dtypes promote).
+/// \file
+/// Joining tensors: cat along an existing dim, stack along a new one (dtypes promote).
 #pragma once
 #pragma GCC visibility push(default)  // public API (docs/building.md)
 

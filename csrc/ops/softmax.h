@@ -1,4 +1,5 @@
-// softmax / log_softmax along one dim, computed in fp32 for 16-bit inputs (max-subtracted).
+/// \file
+/// softmax / log_softmax along one dim, computed in fp32 for 16-bit inputs (max-subtracted).
 #pragma once
 #pragma GCC visibility push(default)  // public API (docs/building.md)
 
