@@ -30,6 +30,9 @@
 
 namespace amp {
 
+/// torch.autocast as an RAII region: while alive, the ops of the policy table run in the region's
+/// dtype for device_type in this thread (see the file comment); the destructor restores the
+/// previous state. Not copyable.
 class autocast {
  public:
   /// dtype: the lower-precision dtype (default: the thread's current one, initially CUDA Float16
@@ -49,12 +52,21 @@ class autocast {
 };
 
 bool is_autocast_available(DeviceType device_type);  ///< true for CPU and CUDA
+/// Whether autocast is on for device_type in this thread (torch.is_autocast_enabled).
 bool is_autocast_enabled(DeviceType device_type);
+/// The thread's autocast dtype for device_type (torch.get_autocast_dtype).
 DType get_autocast_dtype(DeviceType device_type);
+/// Turns autocast on or off for device_type in this thread, outside any RAII region
+/// (torch.set_autocast_enabled); prefer amp::autocast, which restores the previous state.
 void set_autocast_enabled(DeviceType device_type, bool enabled);
+/// Sets the thread's autocast dtype for device_type (torch.set_autocast_dtype); amp::Error unless
+/// dtype is Float16 or BFloat16.
 void set_autocast_dtype(DeviceType device_type, DType dtype);
+/// Whether this thread caches fp32 weights cast inside autocast regions.
 bool is_autocast_cache_enabled();
+/// Turns the cast cache on or off for this thread (torch.set_autocast_cache_enabled).
 void set_autocast_cache_enabled(bool enabled);
+/// Drops this thread's cached casts (torch.clear_autocast_cache).
 void clear_autocast_cache();
 
 }  // namespace amp

@@ -42,12 +42,16 @@
 
 namespace amp {
 
+/// Constructor options of GradScaler: torch.amp.GradScaler's arguments, plus opt-in extensions.
+/// Checked when an enabled scaler is constructed (amp::Error: growth_factor > 1, 0 <
+/// backoff_factor < 1, growth_interval >= 1, init_scale finite and > 0 and within
+/// [min_scale, max_scale], hysteresis >= 1).
 struct GradScalerOptions {
-  double init_scale = 65536.0;
-  double growth_factor = 2.0;
-  double backoff_factor = 0.5;
-  int64_t growth_interval = 2000;
-  bool enabled = true;
+  double init_scale = 65536.0;     ///< scale before the first update (torch: init_scale=2.**16)
+  double growth_factor = 2.0;      ///< factor the scale grows by after growth_interval clean steps
+  double backoff_factor = 0.5;     ///< factor the scale shrinks by on an overflow
+  int64_t growth_interval = 2000;  ///< clean (finite) steps in a row before the scale grows
+  bool enabled = true;  ///< false: scale() returns the loss and step() just calls optimizer.step()
 
   /// Beyond PyTorch (docs/grad_scaler.md). The defaults keep PyTorch's behaviour bit for bit.
   ///
@@ -62,19 +66,21 @@ struct GradScalerOptions {
   /// growth above max_scale clamps to max_scale. 0 and +inf: no bounds (PyTorch). min_scale, when
   /// set, must be a normal fp32 number, so the scale can never become 0 or subnormal.
   double min_scale = 0.0;
-  double max_scale = std::numeric_limits<double>::infinity();
+  double max_scale = std::numeric_limits<double>::infinity();  ///< see min_scale
 };
 
 /// What GradScaler::step did (beyond PyTorch; GradScaler::last_step).
 struct GradScalerStepReport {
+  /// What step() did with the optimizer.
   enum class Outcome {
     None,              ///< no step() since construction (or for this optimizer)
     Stepped,           ///< optimizer.step() ran (or the scaler is disabled and it ran)
     SkippedNonFinite,  ///< a gradient held inf or NaN: optimizer.step() was not called
     Deferred,          ///< a supports_amp_scaling() optimizer got found_inf and decides itself
   };
-  Outcome outcome = Outcome::None;
-  bool stepped() const { return outcome == Outcome::Stepped; }
+  Outcome outcome = Outcome::None;                              ///< what the step did
+  bool stepped() const { return outcome == Outcome::Stepped; }  ///< outcome == Stepped
+  /// Outcome == SkippedNonFinite.
   bool skipped() const { return outcome == Outcome::SkippedNonFinite; }
   /// The scale the step's gradients were multiplied by (read in step()'s one sync; empty for
   /// Deferred, which does not sync).
@@ -82,20 +88,29 @@ struct GradScalerStepReport {
   /// When skipped: the first parameter, in param-group order, whose gradient was non-finite at
   /// step time. flat_index numbers parameters across groups as Optimizer::state_dict does.
   std::optional<size_t> group;
-  std::optional<size_t> index_in_group;
-  std::optional<size_t> flat_index;
-  std::string param_name;  ///< from set_parameter_names; "" when unknown
-  std::string reason;      ///< a readable sentence; "" when the step ran
+  std::optional<size_t> index_in_group;  ///< the parameter's index within its group (when skipped)
+  std::optional<size_t> flat_index;      ///< the parameter's index across all groups (when skipped)
+  std::string param_name;                ///< from set_parameter_names; "" when unknown
+  std::string reason;                    ///< a readable sentence; "" when the step ran
 };
 
+/// torch.amp.GradScaler: scales the loss so that 16-bit gradients do not underflow, unscales the
+/// gradients before the optimizer step, skips steps whose gradients hold inf/NaN and adapts the
+/// scale (grows after growth_interval clean steps, backs off on an overflow). Errors, with
+/// PyTorch's texts, are amp::Error: unscale_ twice or after step(), step() twice without update(),
+/// Float16 gradients without allow_fp16_grads, a non-floating or wrong-device tensor in scale().
 class GradScaler {
  public:
+  /// device: the device type of the losses and gradients (PyTorch's "cuda" default). A CUDA scaler
+  /// without a usable CUDA device warns "... CUDA is not available.  Disabling." and is disabled.
+  /// An enabled scaler checks its options (amp::Error); a disabled one accepts any.
   explicit GradScaler(DeviceType device = DeviceType::CUDA, GradScalerOptions options = {});
   /// A copy would share the scale and tracker tensors with the original; moves are fine.
   GradScaler(const GradScaler&) = delete;
   GradScaler& operator=(const GradScaler&) = delete;
+  /// Moves the scale, tracker and per-optimizer state.
   GradScaler(GradScaler&&) = default;
-  GradScaler& operator=(GradScaler&&) = default;
+  GradScaler& operator=(GradScaler&&) = default;  ///< move assignment
 
   /// loss * scale, out of place (PyTorch's type promotion: a 0-d Float16 loss gives Float32).
   /// The first call creates the scale on loss's device. Disabled: returns loss itself.
@@ -121,17 +136,22 @@ class GradScaler {
   void update(const Tensor& new_scale);
 
   double get_scale() const;  ///< init_scale before the first scale(); 1.0 when disabled
-  bool is_enabled() const { return enabled_; }
-  double get_growth_factor() const { return growth_factor_; }
+  bool is_enabled() const { return enabled_; }  ///< false when built disabled or without CUDA
+  double get_growth_factor() const { return growth_factor_; }  ///< the current growth factor
+  /// Sets the growth factor; an enabled scaler raises amp::Error unless it is > 1 and finite.
   void set_growth_factor(double value);
-  double get_backoff_factor() const { return backoff_factor_; }
+  double get_backoff_factor() const { return backoff_factor_; }  ///< the current backoff factor
+  /// Sets the backoff factor; an enabled scaler raises amp::Error unless 0 < value < 1.
   void set_backoff_factor(double value);
-  int64_t get_growth_interval() const { return growth_interval_; }
+  int64_t get_growth_interval() const { return growth_interval_; }  ///< the current growth interval
+  /// Sets the growth interval; an enabled scaler raises amp::Error unless it is >= 1.
   void set_growth_interval(int64_t value);
   int64_t get_growth_tracker() const;  ///< 0 when disabled
   /// Overflows the scale still absorbs before it backs off (hysteresis option).
   int64_t get_hysteresis_tracker() const { return hysteresis_tracker_; }
+  /// The options given at construction.
   const GradScalerOptions& options() const { return options_; }
+  /// The device type given at construction.
   DeviceType device_type() const { return device_type_; }
 
   /// The scale tensor (0-d Float32 on its device), undefined before the first scale() or when
@@ -150,6 +170,7 @@ class GradScaler {
   void set_parameter_names(const std::vector<std::pair<std::string, Tensor>>& named_parameters);
   /// The report of the most recent step() call, or of the most recent step() of `optimizer`.
   const GradScalerStepReport& last_step() const { return last_step_; }
+  /// The report of the most recent step() of `optimizer` (Outcome::None when it never stepped).
   GradScalerStepReport last_step(const optimizers::Optimizer& optimizer) const;
 
  private:

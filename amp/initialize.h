@@ -39,11 +39,19 @@
 
 namespace amp {
 
+/// apex's amp.initialize(model, optimizer, opt_level, **overrides): prepares model and optimizer
+/// in place for opt_level ("O0"-"O3"; see the file comment) and returns the resolved properties.
+/// amp::Error, before anything changes, for an unknown opt level, an override the opt level
+/// rejects (apex's messages), a model with 16-bit parameters or buffers (unless
+/// allow_incoming_model_not_fp32), models and optimizers on different devices, or an optimizer
+/// already passed to initialize. Overrides::enabled = false leaves everything as it is.
 Properties initialize(nn::Module& model, optimizers::Optimizer& optimizer,
                       const std::string& opt_level = "O1", const Overrides& overrides = {});
 /// Inference only: no optimizer.
 Properties initialize(nn::Module& model, const std::string& opt_level = "O1",
                       const Overrides& overrides = {});
+/// Several models and optimizers at once (apex's list form); amp::Error also for an empty model
+/// list, a null pointer or an object passed twice.
 Properties initialize(const std::vector<nn::Module*>& models,
                       const std::vector<optimizers::Optimizer*>& optimizers,
                       const std::string& opt_level = "O1", const Overrides& overrides = {});

@@ -37,14 +37,16 @@
 
 namespace amp {
 
+/// apex's LossScaler (see the file comment for its rules).
 class LossScaler {
  public:
-  /// loss_scale: "dynamic" (or a numeric string) or a static scale.
+  /// loss_scale: "dynamic" (or a numeric string) or a static scale; amp::Error unless it is
+  /// "dynamic" or a number in fp32's normal range (so its fp32 reciprocal is finite).
   explicit LossScaler(const LossScale& loss_scale, std::optional<double> min_loss_scale = {},
                       double max_loss_scale = 16777216.0);
 
-  double loss_scale() const { return scale_; }
-  bool dynamic() const { return dynamic_; }
+  double loss_scale() const { return scale_; }  ///< the current scale
+  bool dynamic() const { return dynamic_; }     ///< true for a "dynamic" scaler
   /// Clean update_scale() calls since the last overflow or growth.
   int64_t unskipped() const { return unskipped_; }
   /// What amp::load_state_dict restores: scale (finite, > 0) and unskipped (>= 0).

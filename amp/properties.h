@@ -32,12 +32,12 @@ using LossScale = std::variant<std::string, double>;
 
 /// Overrides of the opt level's properties; std::nullopt = "not overridden" (apex's None).
 struct Overrides {
-  std::optional<bool> enabled = {};
-  std::optional<DType> cast_model_type = {};
-  std::optional<bool> patch_functions = {};  ///< apex: patch_torch_functions
-  std::optional<bool> keep_batchnorm_fp32 = {};
-  std::optional<bool> master_weights = {};
-  std::optional<LossScale> loss_scale = {};
+  std::optional<bool> enabled = {};              ///< false: amp changes nothing
+  std::optional<DType> cast_model_type = {};     ///< the model's dtype (O1: Float32 only)
+  std::optional<bool> patch_functions = {};      ///< apex: patch_torch_functions
+  std::optional<bool> keep_batchnorm_fp32 = {};  ///< O2: affine batch norms stay Float32
+  std::optional<bool> master_weights = {};       ///< Float32 master weights for 16-bit params
+  std::optional<LossScale> loss_scale = {};      ///< "dynamic" or a static scale
   /// Every model's outputs are cast to this dtype (apex: regardless of opt level).
   std::optional<DType> cast_model_outputs = {};
   /// One loss scaler per loss_id of amp::scale_loss.
@@ -46,7 +46,7 @@ struct Overrides {
   int verbosity = 1;
   /// Floor and ceiling of a dynamic loss scale (a static scale ignores them).
   std::optional<double> min_loss_scale = {};
-  double max_loss_scale = 16777216.0;
+  double max_loss_scale = 16777216.0;  ///< see min_loss_scale (apex's default 2^24)
   /// Beyond apex: the 16-bit dtype of O1's casts and of O2/O3's model (Float16 or BFloat16).
   std::optional<DType> low_precision_dtype = {};
   /// apex's _amp_state.allow_incoming_model_not_fp32 (its tests set it): parameters and buffers
@@ -57,14 +57,18 @@ struct Overrides {
   bool disable_model_cast = false;
 };
 
+/// The option set an opt level resolves to, after overrides (apex's Properties); what
+/// amp::initialize returns and amp::properties() reports.
 struct Properties {
-  bool enabled = false;
+  bool enabled = false;   ///< whether amp is on
   std::string opt_level;  ///< "" until an opt level is applied (and when enabled is false)
+  /// The model's dtype after initialize (nullopt: left alone).
   std::optional<DType> cast_model_type;
-  bool patch_functions = false;
+  bool patch_functions = false;  ///< O1's process-wide casting (apex: patch_torch_functions)
+  /// Affine batch norms stay Float32 (nullopt: not applicable).
   std::optional<bool> keep_batchnorm_fp32;
-  std::optional<bool> master_weights;
-  LossScale loss_scale = 1.0;
+  std::optional<bool> master_weights;  ///< Float32 master weights for 16-bit parameters
+  LossScale loss_scale = 1.0;          ///< "dynamic" or the static scale
   /// Beyond apex: the 16-bit dtype O1 casts to and O2/O3 cast the model to.
   DType low_precision_dtype = DType::Float16;
 

@@ -38,19 +38,24 @@ namespace detail {
 struct OptimizerStash;
 }
 
+/// The object amp::scale_loss returns: holds the scaled loss for backward() and, when it goes
+/// out of scope, unscales the gradients, checks them for inf/NaN and updates the loss scale
+/// (apex's scale_loss context manager exit). Movable only by construction, not assignable.
 class ScaledLoss {
  public:
+  /// Takes over the block; `other` is left inactive (its destructor does nothing, its
+  /// backward() raises amp::Error).
   ScaledLoss(ScaledLoss&& other) noexcept;
   ScaledLoss(const ScaledLoss&) = delete;
   ScaledLoss& operator=(const ScaledLoss&) = delete;
   ScaledLoss& operator=(ScaledLoss&&) = delete;
-  // Leaves the block: unscales, checks and updates the scale (see the file comment). Throws
-  // amp::Error only when not unwinding from another exception.
+  /// Leaves the block: unscales, checks and updates the scale (see the file comment). Throws
+  /// amp::Error only when not unwinding from another exception.
   ~ScaledLoss() noexcept(false);
 
-  // tensor().backward(...).
+  /// tensor().backward(retain_graph). amp::Error on a moved-from object.
   void backward(bool retain_graph = false);
-  // loss.float() * loss_scale (the loss itself when amp is disabled).
+  /// loss.float() * loss_scale (the loss itself when amp is disabled).
   const Tensor& tensor() const { return scaled_; }
 
  private:
@@ -78,19 +83,25 @@ class ScaledLoss {
   bool active_ = false;
 };
 
+/// apex's amp.scale_loss(loss, optimizer, loss_id, delay_unscale): returns the loss as Float32
+/// times the loss scale of scaler `loss_id`. amp::Error when amp::initialize was not called,
+/// the loss is undefined or (amp enabled) not floating point, loss_id is out of
+/// [0, num_losses), or an optimizer is null or was not passed through amp::initialize.
 ScaledLoss scale_loss(const Tensor& loss, optimizers::Optimizer& optimizer, int loss_id = 0,
                       bool delay_unscale = false);
-// Every optimizer owning parameters this backward produces gradients for.
+/// The same for several optimizers: every optimizer owning parameters this backward produces
+/// gradients for.
 ScaledLoss scale_loss(const Tensor& loss, const std::vector<optimizers::Optimizer*>& optimizers,
                       int loss_id = 0, bool delay_unscale = false);
 
-// The parameters the optimizer updates: after O2's initialize the fp32 master weights, whose
-// gradients are unscaled when a scale_loss block ends (clip these, not model->parameters(),
-// whose 16-bit gradients stay scaled); otherwise the model's parameters.
+/// The parameters the optimizer updates (apex's amp.master_params): after O2's initialize the
+/// fp32 master weights, whose gradients are unscaled when a scale_loss block ends (clip these,
+/// not model->parameters(), whose 16-bit gradients stay scaled); otherwise the model's
+/// parameters.
 std::vector<Tensor> master_params(const optimizers::Optimizer& optimizer);
 
-// While alive in a thread, no op of that thread is cast: neither O1's process-wide casting nor
-// an enclosing amp::autocast region (apex's disable_casts; optimizer steps always run so).
+/// While alive in a thread, no op of that thread is cast: neither O1's process-wide casting nor
+/// an enclosing amp::autocast region (apex's disable_casts; optimizer steps always run so).
 struct disable_casts {
   disable_casts();
   ~disable_casts();
