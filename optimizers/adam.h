@@ -11,12 +11,14 @@
 
 namespace amp::optimizers {
 
+/// torch.optim.Adam / AdamW's arguments. amp::Error (PyTorch's messages) for lr, eps or
+/// weight_decay below 0, or a beta outside [0, 1).
 struct AdamOptions {
-  double lr = 1e-3;
-  std::pair<double, double> betas{0.9, 0.999};
-  double eps = 1e-8;
-  double weight_decay = 0;
-  bool amsgrad = false;
+  double lr = 1e-3;                             ///< learning rate
+  std::pair<double, double> betas{0.9, 0.999};  ///< (beta1, beta2): decay of m and v
+  double eps = 1e-8;                            ///< added to the denominator
+  double weight_decay = 0;                      ///< L2 penalty (Adam) or decoupled decay (AdamW)
+  bool amsgrad = false;                         ///< use the running maximum of v
 };
 
 namespace detail {
@@ -38,6 +40,7 @@ void check_adam_options(const Options& options);
 class AdamBase : public Optimizer {
  protected:
   void update() override;
+  /// decoupled: AdamW's weight decay instead of Adam's L2 penalty.
   AdamBase(std::vector<ParamGroup> groups, const AdamOptions& options, bool decoupled);
   void check_options(const Options& options) const override;
 
@@ -45,16 +48,21 @@ class AdamBase : public Optimizer {
   bool decoupled_;
 };
 
+/// torch.optim.Adam: the update of AdamBase with the L2 penalty in the gradient.
 class Adam : public AdamBase {
  public:
+  /// One group holding params.
   Adam(std::vector<Tensor> params, AdamOptions options = {});
+  /// Several groups; a group's own options override `options`.
   Adam(std::vector<ParamGroup> groups, AdamOptions options = {});
 };
 
+/// torch.optim.AdamW: the update of AdamBase with decoupled weight decay.
 class AdamW : public AdamBase {
  public:
   AdamW(std::vector<Tensor> params, AdamOptions options);  ///< options as given
   explicit AdamW(std::vector<Tensor> params);              ///< weight_decay 1e-2, as PyTorch
+  /// Several groups; a group's own options override `options`.
   AdamW(std::vector<ParamGroup> groups, AdamOptions options);
   explicit AdamW(std::vector<ParamGroup> groups);  ///< weight_decay 1e-2
 

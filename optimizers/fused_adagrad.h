@@ -15,12 +15,13 @@
 
 namespace amp::optimizers {
 
+/// apex.optimizers.FusedAdagrad's arguments (amp::Error for lr, eps or weight_decay below 0).
 struct FusedAdagradOptions {
-  double lr = 1e-2;
-  double eps = 1e-10;
-  double weight_decay = 0;
-  bool adagrad_w_mode = false;
-  bool set_grad_none = true;
+  double lr = 1e-2;             ///< learning rate
+  double eps = 1e-10;           ///< added to the denominator
+  double weight_decay = 0;      ///< weight decay (wd)
+  bool adagrad_w_mode = false;  ///< decoupled weight decay
+  bool set_grad_none = true;    ///< zero_grad() makes grads undefined
 };
 
 /// Per parameter with a gradient g (apex multi_tensor_adagrad):
@@ -30,7 +31,9 @@ struct FusedAdagradOptions {
 /// "weight_decay", "adagrad_w_mode".
 class FusedAdagrad : public FusedOptimizer {
  public:
+  /// One group holding params.
   FusedAdagrad(std::vector<Tensor> params, FusedAdagradOptions options = {});
+  /// Several groups; a group's own options override `options`.
   FusedAdagrad(std::vector<ParamGroup> groups, FusedAdagradOptions options = {});
 
  protected:

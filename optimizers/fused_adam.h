@@ -17,15 +17,17 @@
 
 namespace amp::optimizers {
 
+/// apex.optimizers.FusedAdam's arguments (lr, eps, weight_decay and betas checked as
+/// torch.optim.Adam checks them, amp::Error).
 struct FusedAdamOptions {
-  double lr = 1e-3;
-  bool bias_correction = true;
-  std::pair<double, double> betas{0.9, 0.999};
-  double eps = 1e-8;
-  bool adam_w_mode = true;
-  double weight_decay = 0;
-  bool amsgrad = false;  ///< true: amp::Error, as apex
-  bool set_grad_none = true;
+  double lr = 1e-3;                             ///< learning rate
+  bool bias_correction = true;                  ///< divide by 1 - beta^t
+  std::pair<double, double> betas{0.9, 0.999};  ///< (beta1, beta2)
+  double eps = 1e-8;                            ///< added to the denominator
+  bool adam_w_mode = true;                      ///< decoupled weight decay (AdamW)
+  double weight_decay = 0;                      ///< weight decay
+  bool amsgrad = false;                         ///< true: amp::Error, as apex
+  bool set_grad_none = true;                    ///< zero_grad() makes grads undefined
 };
 
 /// Per parameter with a gradient g, at the group's step t (apex multi_tensor_adam):
@@ -40,7 +42,9 @@ struct FusedAdamOptions {
 /// for 16-bit parameters, "master_param" (fp32).
 class FusedAdam : public FusedOptimizer {
  public:
+  /// One group holding params.
   FusedAdam(std::vector<Tensor> params, FusedAdamOptions options = {});
+  /// Several groups; a group's own options override `options`.
   FusedAdam(std::vector<ParamGroup> groups, FusedAdamOptions options = {});
 
  protected:

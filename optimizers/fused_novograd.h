@@ -17,17 +17,18 @@
 
 namespace amp::optimizers {
 
+/// apex.optimizers.FusedNovoGrad's arguments.
 struct FusedNovoGradOptions {
-  double lr = 1e-3;
-  bool bias_correction = true;
-  std::pair<double, double> betas{0.9, 0.999};
-  double eps = 1e-8;
-  double weight_decay = 0;
-  bool reg_inside_moment = false;
-  bool grad_averaging = true;
-  int norm_type = 2;  ///< 2: L2, 0: L-inf; anything else is an error, as in apex
-  bool init_zero = false;
-  bool set_grad_none = true;
+  double lr = 1e-3;                             ///< learning rate
+  bool bias_correction = true;                  ///< see bc1 and bc2 below
+  std::pair<double, double> betas{0.9, 0.999};  ///< (beta1, beta2)
+  double eps = 1e-8;                            ///< added to the denominator
+  double weight_decay = 0;                      ///< weight decay (wd)
+  bool reg_inside_moment = false;               ///< weight decay inside the moment
+  bool grad_averaging = true;                   ///< beta3 = 1 - beta1 (else 1)
+  int norm_type = 2;          ///< 2: L2, 0: L-inf; anything else is an error, as in apex
+  bool init_zero = false;     ///< the norm n starts at 0
+  bool set_grad_none = true;  ///< zero_grad() makes grads undefined
 };
 
 /// Per tensor, at the group's step t (apex multi_tensor_novograd):
@@ -46,7 +47,9 @@ struct FusedNovoGradOptions {
 /// "reg_inside_moment", "grad_averaging", "norm_type", "init_zero", "step".
 class FusedNovoGrad : public FusedOptimizer {
  public:
+  /// One group holding params.
   FusedNovoGrad(std::vector<Tensor> params, FusedNovoGradOptions options = {});
+  /// Several groups; a group's own options override `options`.
   FusedNovoGrad(std::vector<ParamGroup> groups, FusedNovoGradOptions options = {});
 
  protected:

@@ -19,6 +19,9 @@
 
 namespace amp::optimizers {
 
+/// Base of apex's fused optimizers (see the file comment). Parameters must be contiguous and
+/// Float32, Float16 or BFloat16 (amp::Error naming the parameter, at construction and at each
+/// step); each (device, dtype) bucket of a group is updated by one multi-tensor launch.
 class FusedOptimizer : public Optimizer {
  public:
   /// Fused optimizers divide the grads by the loss scale inside their kernels (FusedAdam,
@@ -37,6 +40,7 @@ class FusedOptimizer : public Optimizer {
   const Tensor* master_param(const Tensor& param) const;
 
  protected:
+  /// name: used in error messages ("FusedAdam"); set_grad_none: apex's zero_grad policy.
   FusedOptimizer(std::string name, Options defaults, bool set_grad_none);
 
   void update() override;
@@ -48,15 +52,15 @@ class FusedOptimizer : public Optimizer {
   /// (writes_master_params), masters are bucketed by their parameters' dtype too, and `copies`
   /// holds those 16-bit parameters, one per master.
   struct Bucket {
-    Device device;
-    DType dtype;
-    int key = 0;
-    std::optional<DType> copy_dtype;
-    std::vector<Tensor> params;
-    std::vector<Tensor> copies;
+    Device device;                    ///< the parameters' device
+    DType dtype;                      ///< the parameters' dtype
+    int key = 0;                      ///< the subclass's extra bucketing key
+    std::optional<DType> copy_dtype;  ///< dtype of the copies (masters only)
+    std::vector<Tensor> params;       ///< the bucket's parameters, in group order
+    std::vector<Tensor> copies;       ///< 16-bit parameters of masters
 
-    bool is_16bit() const { return dtype != DType::Float32; }
-    std::vector<Tensor> grads() const;
+    bool is_16bit() const { return dtype != DType::Float32; }  ///< Float16 or BFloat16 parameters
+    std::vector<Tensor> grads() const;                         ///< the parameters' gradients
   };
   /// Buckets in order of first appearance; checks the parameters' dtypes.
   std::vector<Bucket> buckets(size_t group,
@@ -99,7 +103,7 @@ class FusedOptimizer : public Optimizer {
   void check_options(const Options& options) const override;
   /// Throws when a boolean option is not 0 or 1.
   void check_flag(const Options& options, const std::string& flag) const;
-  const std::string& name() const { return name_; }
+  const std::string& name() const { return name_; }  ///< the name given to the constructor
 
  private:
   std::string name_;

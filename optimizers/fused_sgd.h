@@ -16,13 +16,14 @@
 
 namespace amp::optimizers {
 
+/// apex.optimizers.FusedSGD's arguments: SGD's plus apex's own.
 struct FusedSGDOptions : SGDOptions {
-  bool wd_after_momentum = false;
+  bool wd_after_momentum = false;  ///< apply weight decay after the momentum
   /// apex: with amp's O2 masters, whether the fp32 master grads are materialised. Kept for
   /// compatibility; it changes nothing here: the kernel reads 16-bit grads and widens them in
   /// registers (exact), which is what materialised fp32 grads would hold.
   bool materialize_master_grads = true;
-  bool set_grad_none = false;
+  bool set_grad_none = false;  ///< zero_grad() makes grads undefined
 };
 
 /// Per parameter with a gradient g (torch's SGD, lr outside the momentum; apex SGDFunctor):
@@ -36,11 +37,16 @@ struct FusedSGDOptions : SGDOptions {
 /// rounding in the same kernel pass).
 class FusedSGD : public FusedOptimizer {
  public:
+  /// One group holding params.
   FusedSGD(std::vector<Tensor> params, FusedSGDOptions options);
+  /// Several groups; a group's own options override `options`.
   FusedSGD(std::vector<ParamGroup> groups, FusedSGDOptions options);
+  /// Plain SGD options; apex's extras keep their defaults.
   FusedSGD(std::vector<Tensor> params, SGDOptions options);
+  /// Several groups with plain SGD options.
   FusedSGD(std::vector<ParamGroup> groups, SGDOptions options);
 
+  /// The option as given.
   bool materialize_master_grads() const { return materialize_master_grads_; }
 
  protected:

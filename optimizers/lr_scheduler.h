@@ -23,6 +23,10 @@
 
 namespace amp::optimizers {
 
+/// Base of the learning-rate schedulers (torch.optim.lr_scheduler.LRScheduler): step() sets
+/// every group's lr to get_lr() at the next epoch. The constructor records each group's lr as its
+/// base lr and takes the initial step (epoch 0), as PyTorch does. The optimizer must outlive
+/// the scheduler. Not copyable.
 class LRScheduler {
  public:
   virtual ~LRScheduler();
@@ -30,23 +34,27 @@ class LRScheduler {
   LRScheduler& operator=(const LRScheduler&) = delete;
 
   void step();  ///< last_epoch += 1, then sets every group's lr
-  int64_t last_epoch() const { return last_epoch_; }
-  const std::vector<double>& base_lrs() const { return base_lrs_; }
+  int64_t last_epoch() const { return last_epoch_; }  ///< steps taken, -1 before the first
+  const std::vector<double>& base_lrs() const { return base_lrs_; }  ///< each group's initial lr
+  /// The lrs the last step set.
   const std::vector<double>& get_last_lr() const { return last_lr_; }
 
   /// "last_epoch" (Int64 0-d) and "base_lrs" (Float64 1-d, one per group). The lrs themselves
   /// live in the optimizer's state_dict, as in PyTorch.
   StateDict state_dict() const;
+  /// Restores what state_dict() returned; amp::Error for missing or extra keys or a base_lrs
+  /// size that differs from the group count.
   void load_state_dict(const StateDict& state_dict);
 
  protected:
+  /// Records the groups' current lrs as base lrs (the derived constructor then calls initial_step).
   explicit LRScheduler(Optimizer& optimizer);
   /// The lr of every group at last_epoch().
   virtual std::vector<double> get_lr() const = 0;
   /// PyTorch's initial step; derived constructors call it once their members are set.
   void initial_step();
 
-  Optimizer& optimizer_;
+  Optimizer& optimizer_;  ///< the scheduled optimizer
 
  private:
   std::vector<double> base_lrs_;
@@ -58,6 +66,7 @@ class LRScheduler {
 /// applied as PyTorch does (the current lr times gamma at each multiple of step_size).
 class StepLR : public LRScheduler {
  public:
+  /// amp::Error unless step_size > 0 and gamma >= 0.
   StepLR(Optimizer& optimizer, int64_t step_size, double gamma = 0.1);
 
  protected:
@@ -77,6 +86,7 @@ class StepLR : public LRScheduler {
 /// for s <= total_steps.
 class CosineAnnealingLR : public LRScheduler {
  public:
+  /// amp::Error unless total_steps > 0, 0 <= warmup_steps <= total_steps and min_lr >= 0.
   CosineAnnealingLR(Optimizer& optimizer, int64_t warmup_steps, int64_t total_steps,
                     double min_lr = 0.0);
 
@@ -92,6 +102,7 @@ class CosineAnnealingLR : public LRScheduler {
 /// lr = base_lr * lambda(epoch), the same function for every group.
 class LambdaLR : public LRScheduler {
  public:
+  /// torch's LambdaLR with one function; amp::Error when lr_lambda is empty.
   LambdaLR(Optimizer& optimizer, std::function<double(int64_t)> lr_lambda);
 
  protected:

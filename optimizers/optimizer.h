@@ -8,8 +8,7 @@
 ///   loss.backward();
 ///   opt.step();
 ///   opt.zero_grad();
-///   amp::StateDict checkpoint = opt.state_dict();   // "param_groups.0.lr",
-///   "state.0.momentum_buffer"
+///   amp::StateDict checkpoint = opt.state_dict();   // keys "param_groups.0.lr", ...
 /// \endcode
 ///
 /// A subclass sets its defaults in the constructor, checks option values in check_options() and
@@ -43,18 +42,22 @@ namespace amp::optimizers {
 /// "weight_decay", "nesterov", "beta1", "beta2", "eps", "amsgrad"); booleans are 0 or 1.
 using Options = std::map<std::string, double>;
 
+/// A parameter group (torch.optim's param_groups entry): parameters sharing one set of options.
 struct ParamGroup {
-  std::vector<Tensor> params;
-  Options options;  ///< a key missing here takes the optimizer's default
+  std::vector<Tensor> params;  ///< floating-point leaf tensors, each in at most one group
+  Options options;             ///< a key missing here takes the optimizer's default
 };
 
 /// What an optimizer keeps for one parameter: named tensors ("exp_avg", "momentum_buffer", ...)
 /// and the number of steps taken (0: never; optimizers without a counter leave it at 0).
 struct ParamState {
-  std::map<std::string, Tensor> tensors;
-  int64_t step = 0;
+  std::map<std::string, Tensor> tensors;  ///< named state tensors
+  int64_t step = 0;                       ///< steps taken for this parameter
 };
 
+/// Base of every optimizer (torch.optim.Optimizer); see the file comment. Not copyable.
+/// Errors are amp::Error with PyTorch's texts where PyTorch has one (empty parameter list,
+/// non-leaf or non-floating parameters, a parameter in two groups, invalid option values).
 class Optimizer {
  public:
   virtual ~Optimizer();
@@ -64,10 +67,10 @@ class Optimizer {
   /// A pre-hook runs before every step; returning false skips the step (no update, no
   /// post-hooks). A post-hook runs after every step that was not skipped.
   using StepPreHook = std::function<bool(Optimizer&)>;
-  using StepPostHook = std::function<void(Optimizer&)>;
+  using StepPostHook = std::function<void(Optimizer&)>;  ///< see StepPreHook
   /// Runs after add_param_group added (and checked) a group, with the group's index.
   using ParamGroupHook = std::function<void(Optimizer&, size_t group)>;
-  using HookId = amp::HookId;
+  using HookId = amp::HookId;  ///< identifies a registered hook (remove_hook)
 
   /// One update of every parameter that has a gradient: the pre-hooks, update() with autocast
   /// (and amp's O1 casting) off and without recording gradients, the write of every master
@@ -84,10 +87,15 @@ class Optimizer {
   /// without reading them on the host. step_with_amp_scaling runs it inside the same hooks as
   /// step().
   virtual bool supports_amp_scaling() const { return false; }
+  /// step() with update_with_amp_scaling(grad_scale, found_inf) as the update, for
+  /// GradScaler::step; amp::Error when supports_amp_scaling() is false.
   void step_with_amp_scaling(const Tensor& grad_scale, const Tensor& found_inf);
 
+  /// Registers a hook run before every step (torch's register_step_pre_hook); returns its id.
   HookId register_step_pre_hook(StepPreHook hook);
+  /// Registers a hook run after every step that was not skipped; returns its id.
   HookId register_step_post_hook(StepPostHook hook);
+  /// Registers a hook run after each add_param_group; returns its id.
   HookId register_param_group_hook(ParamGroupHook hook);
   /// Removes a hook of any kind; false when the id is unknown.
   bool remove_hook(HookId id);
@@ -100,6 +108,7 @@ class Optimizer {
   /// Options written here are checked by the next step() (values and names, as
   /// add_param_group checks them).
   std::vector<ParamGroup>& param_groups();
+  /// The groups, read-only.
   const std::vector<ParamGroup>& param_groups() const;
   /// Fills the group's missing options from the defaults, checks them and the parameters:
   /// defined, floating point, leaves, no duplicates, none already in another group.
@@ -107,8 +116,9 @@ class Optimizer {
 
   /// The group's value of an option, or the default when the group lacks it.
   double option(size_t group, const std::string& name) const;
-  const Options& defaults() const { return defaults_; }
+  const Options& defaults() const { return defaults_; }  ///< the constructor's options
 
+  /// The group's learning rate; amp::Error when the group does not exist.
   double lr(size_t group = 0) const;
   void set_lr(double lr);                ///< all groups
   void set_lr(size_t group, double lr);  ///< one group (used by the LR schedulers)
@@ -148,6 +158,7 @@ class Optimizer {
   void load_state_dict(const StateDict& state_dict);
 
  protected:
+  /// defaults: every option this optimizer knows and its default value.
   explicit Optimizer(Options defaults);
 
   /// The update of step(): every parameter with a gradient, once.

@@ -10,12 +10,14 @@
 
 namespace amp::optimizers {
 
+/// torch.optim.SGD's arguments. amp::Error (PyTorch's messages) for lr, momentum or weight_decay
+/// below 0, or nesterov without momentum > 0 and dampening 0.
 struct SGDOptions {
-  double lr = 0.01;
-  double momentum = 0;
-  double dampening = 0;
-  double weight_decay = 0;
-  bool nesterov = false;
+  double lr = 0.01;         ///< learning rate
+  double momentum = 0;      ///< momentum factor (0: no momentum buffer)
+  double dampening = 0;     ///< dampening of the momentum
+  double weight_decay = 0;  ///< L2 penalty added to the gradient
+  bool nesterov = false;    ///< Nesterov momentum
 };
 
 namespace detail {
@@ -34,7 +36,9 @@ void check_sgd_options(const Options& options);
 /// State: "momentum_buffer" (only when momentum != 0). No step counter.
 class SGD : public Optimizer {
  public:
+  /// One group holding params.
   SGD(std::vector<Tensor> params, SGDOptions options);
+  /// Several groups; a group's own options override `options`.
   SGD(std::vector<ParamGroup> groups, SGDOptions options);
 
  protected:
