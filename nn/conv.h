@@ -17,6 +17,9 @@
 
 namespace amp::nn {
 
+/// torch.nn.Conv2d with square kernel, stride and padding (no dilation or groups); forward is
+/// functional::conv2d on (N, C_in, H, W) input. amp::Error for non-positive channels, kernel or
+/// stride, or negative padding.
 class Conv2d : public Module {
  public:
   /// Square kernel, stride and padding. weight (out, in, kernel, kernel) and bias (out) start as
@@ -27,13 +30,16 @@ class Conv2d : public Module {
   Tensor forward(const Tensor& input) override;
   std::string extra_repr() const override;
 
-  int64_t in_channels() const { return in_channels_; }
-  int64_t out_channels() const { return out_channels_; }
-  int64_t kernel_size() const { return kernel_; }
-  int64_t stride() const { return stride_; }
-  int64_t padding() const { return padding_; }
+  int64_t in_channels() const { return in_channels_; }    ///< C_in
+  int64_t out_channels() const { return out_channels_; }  ///< C_out
+  int64_t kernel_size() const { return kernel_; }         ///< kernel height and width
+  int64_t stride() const { return stride_; }              ///< stride in both dims
+  int64_t padding() const { return padding_; }            ///< zero padding on each side
 
-  Tensor weight, bias;  ///< bias undefined when constructed with bias = false
+  ///@{
+  /// The parameters; bias is undefined when constructed with bias = false.
+  Tensor weight, bias;
+  ///@}
 
  private:
   int64_t in_channels_, out_channels_, kernel_, stride_, padding_;

@@ -9,6 +9,8 @@
 
 namespace amp::nn {
 
+/// torch.nn.Embedding: a lookup table of rows of weight. amp::Error unless num_embeddings and
+/// embedding_dim are positive.
 class Embedding : public Module {
  public:
   /// weight (num_embeddings, embedding_dim) ~ N(0, 1).
@@ -17,8 +19,11 @@ class Embedding : public Module {
   Tensor forward(const Tensor& indices) override;
   std::string extra_repr() const override;
 
+  ///@{
+  /// The table's size, as constructed.
   int64_t num_embeddings, embedding_dim;
-  Tensor weight;
+  ///@}
+  Tensor weight;  ///< (num_embeddings, embedding_dim) parameter
 };
 
 }  // namespace amp::nn

@@ -24,14 +24,17 @@ namespace amp::nn::functional {
 enum class Reduction { None, Mean, Sum, BatchMean };
 const char* reduction_name(Reduction reduction);  ///< "none", "mean", "sum", "batchmean"
 
-/// ---- layers -------------------------------------------------------------------------------
+// ---- layers -------------------------------------------------------------------------------
 /// x @ w^T + b; x (*, in), w (out, in), b (out).
 Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b = {});
+/// max(x, 0) (torch.nn.functional.relu), in x's dtype.
 Tensor relu(const Tensor& x);
 Tensor gelu(const Tensor& x);                                  ///< approximate = "none"
 Tensor gelu(const Tensor& x, const std::string& approximate);  ///< "none" or "tanh"
 Tensor silu(const Tensor& x);                                  ///< x * sigmoid(x)
+/// amp::softmax(x, dim); autocast runs it in fp32 on CUDA (docs/autocast.md).
 Tensor softmax(const Tensor& x, int64_t dim);
+/// amp::log_softmax(x, dim).
 Tensor log_softmax(const Tensor& x, int64_t dim);
 /// Zeroes elements with probability p (drawn from the global generator, amp::rand) and scales
 /// the rest by 1 / (1 - p) when training; the identity otherwise.
@@ -50,7 +53,7 @@ Tensor embedding(const Tensor& indices, const Tensor& weight);
 /// (fp64 for Float64). Differentiable in grad; its backward is embedding.
 Tensor embedding_backward(const Tensor& grad, const Tensor& indices, int64_t num_weights);
 
-/// ---- losses -------------------------------------------------------------------------------
+// ---- losses -------------------------------------------------------------------------------
 /// Targets of the classification losses are Int64 class indices; entries equal to ignore_index
 /// contribute nothing and are excluded from the mean. Inputs are (N, C), (C) or (N, C, d1, ...).
 /// The loss has the input's dtype; means accumulate in fp32.
@@ -61,7 +64,9 @@ Tensor nll_loss(const Tensor& log_probs, const Tensor& target,
 Tensor cross_entropy(const Tensor& logits, const Tensor& target,
                      Reduction reduction = Reduction::Mean, double label_smoothing = 0.0,
                      int64_t ignore_index = -100);
+/// (input - target)^2, reduced; input and target: same shape and device (amp::Error otherwise).
 Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction = Reduction::Mean);
+/// |input - target|, reduced; same shape and device required, as mse_loss.
 Tensor l1_loss(const Tensor& input, const Tensor& target, Reduction reduction = Reduction::Mean);
 /// 0.5 d^2 / beta where |d| < beta, |d| - 0.5 beta elsewhere (beta = 0 is l1_loss).
 Tensor smooth_l1_loss(const Tensor& input, const Tensor& target,

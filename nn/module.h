@@ -37,6 +37,10 @@
 
 namespace amp::nn {
 
+/// Base of every layer (torch.nn.Module); see the file comment. Create modules with
+/// std::make_shared (modules() and named_modules() need a shared owner). Not copyable. Names
+/// given to register_* must be non-empty, without '.', and unique among the module's
+/// parameters, buffers and submodules (amp::Error otherwise).
 class Module : public std::enable_shared_from_this<Module> {
  public:
   /// A pre-hook sees the input before forward and may return a replacement (undefined: keep).
@@ -52,7 +56,7 @@ class Module : public std::enable_shared_from_this<Module> {
   /// dict that was loaded and that module's key prefix (amp's O2 reloads master weights).
   using LoadStateDictHook =
       std::function<void(Module&, const StateDict& state_dict, const std::string& prefix)>;
-  using HookId = amp::HookId;
+  using HookId = amp::HookId;  ///< identifies a registered hook (remove_hook)
   /// Selects modules of a tree (to(dtype, select)).
   using ModulePredicate = std::function<bool(const Module&)>;
 
@@ -61,8 +65,8 @@ class Module : public std::enable_shared_from_this<Module> {
   /// MultiheadAttention::forward(query, key, value, ...)). nullopt: left alone. Only floating
   /// tensors convert; integer and bool tensors (labels, masks) pass through.
   struct CallCasts {
-    std::optional<DType> inputs;
-    std::optional<DType> outputs;
+    std::optional<DType> inputs;   ///< dtype floating inputs are converted to
+    std::optional<DType> outputs;  ///< dtype floating outputs are converted to
   };
 
   /// `name` is the class name used for printing and for autograd::ScopedName ("Linear").
@@ -79,9 +83,10 @@ class Module : public std::enable_shared_from_this<Module> {
 
   /// The call casts (set by amp::initialize on the models it is given; none by default).
   void set_call_casts(CallCasts casts) { call_casts_ = casts; }
-  const CallCasts& call_casts() const { return call_casts_; }
+  const CallCasts& call_casts() const { return call_casts_; }  ///< the current call casts
   /// `t` converted as the call casts say (t itself when nothing applies).
   Tensor cast_input(const Tensor& t) const;
+  /// `t` converted as call_casts().outputs says (t itself when nothing applies).
   Tensor cast_output(const Tensor& t) const;
 
   /// Class name ("Linear").
@@ -90,25 +95,32 @@ class Module : public std::enable_shared_from_this<Module> {
   /// it has no parent; nested module calls join these with "." in autograd::ScopedName.
   const std::string& scope_name() const { return scope_name_.empty() ? name_ : scope_name_; }
 
+  /// Parameters in registration order, then (recurse) the submodules' depth first; a tensor or
+  /// module shared under several names is listed once (as PyTorch). Absent parameters are skipped.
   std::vector<Tensor> parameters(bool recurse = true) const;
+  /// parameters() with their dotted names ("fc1.weight").
   std::vector<std::pair<std::string, Tensor>> named_parameters(bool recurse = true) const;
+  /// Buffers (persistent or not), in the order of parameters().
   std::vector<Tensor> buffers(bool recurse = true) const;
+  /// buffers() with their dotted names ("bn.running_mean").
   std::vector<std::pair<std::string, Tensor>> named_buffers(bool recurse = true) const;
   /// Direct submodules, in registration order.
   std::vector<std::shared_ptr<Module>> children() const;
+  /// children() with the names they were registered under.
   std::vector<std::pair<std::string, std::shared_ptr<Module>>> named_children() const;
   /// Self and all descendants, depth first (self has the name ""). The module must be owned by a
   /// std::shared_ptr (std::make_shared), else amp::Error.
   std::vector<std::shared_ptr<Module>> modules();
+  /// modules() with dotted names; amp::Error when the module is not owned by a std::shared_ptr.
   std::vector<std::pair<std::string, std::shared_ptr<Module>>> named_modules();
 
   /// Sets training mode on this module and all descendants.
   virtual void train(bool on = true);
-  void eval() { train(false); }
-  bool is_training() const { return training_; }
+  void eval() { train(false); }                   ///< train(false)
+  bool is_training() const { return training_; }  ///< training mode (true by default)
 
   /// Converts floating-point parameters, their grads and floating buffers to `dtype` in place
-  /// (integer buffers such as num_batches_tracked are kept).
+  /// (integer buffers such as num_batches_tracked are kept). amp::Error for a non-floating dtype.
   void to(DType dtype);
   /// Converts, like to(dtype), only the parameters (with their grads) and buffers that the
   /// modules selected by `select` own directly; the others keep their dtypes. amp's O2 casts a
@@ -130,9 +142,13 @@ class Module : public std::enable_shared_from_this<Module> {
   /// keys, unexpected keys and size mismatches with PyTorch's wording, and nothing is copied.
   void load_state_dict(const StateDict& state_dict, bool strict = true);
 
+  /// Registers a hook operator() runs before forward (torch's register_forward_pre_hook).
   HookId register_forward_pre_hook(ForwardPreHook hook);
+  /// Registers a hook operator() runs after forward (torch's register_forward_hook).
   HookId register_forward_hook(ForwardHook hook);
+  /// Registers a hook state_dict() runs (torch's state-dict post-hook).
   HookId register_state_dict_hook(StateDictHook hook);
+  /// Registers a hook load_state_dict() runs after copying (torch's same-named method).
   HookId register_load_state_dict_post_hook(LoadStateDictHook hook);
   /// Removes a hook registered on this module; false when the id is unknown.
   bool remove_hook(HookId id);
@@ -150,6 +166,8 @@ class Module : public std::enable_shared_from_this<Module> {
   /// persistent=false keeps the buffer out of state_dict.
   Tensor& register_buffer(std::string name, Tensor t, bool persistent = true);
   template <class M>
+  /// Registers (or replaces) a submodule and returns it; amp::Error for a null module or the
+  /// module itself. The child's scope_name() becomes `name`.
   std::shared_ptr<M> register_module(std::string name, std::shared_ptr<M> module) {
     AMP_CHECK(module != nullptr, "Module::register_module: module '", name, "' is null");
     add_child(std::move(name), std::static_pointer_cast<Module>(module));
@@ -187,6 +205,7 @@ class Module : public std::enable_shared_from_this<Module> {
   HookId next_hook_id_ = 1;
 };
 
+/// Writes module.repr().
 std::ostream& operator<<(std::ostream& out, const Module& module);
 
 namespace detail {

@@ -22,6 +22,8 @@
 
 namespace amp::nn {
 
+/// torch.nn.MultiheadAttention (packed in-projection, optional biases, dropout on the
+/// attention weights). amp::Error for shapes or masks that do not fit, with the sizes found.
 class MultiheadAttention : public Module {
  public:
   /// embed_dim must be divisible by num_heads. dropout applies to the attention weights in
@@ -43,12 +45,15 @@ class MultiheadAttention : public Module {
                                     const Tensor& attn_mask = {}, bool average_attn_weights = true,
                                     bool is_causal = false);
 
-  int64_t embed_dim() const { return embed_dim_; }
-  int64_t num_heads() const { return num_heads_; }
-  bool batch_first() const { return batch_first_; }
+  int64_t embed_dim() const { return embed_dim_; }   ///< E
+  int64_t num_heads() const { return num_heads_; }   ///< H
+  bool batch_first() const { return batch_first_; }  ///< inputs are (N, L, E)
 
-  Tensor in_proj_weight, in_proj_bias;  ///< (3E, E), (3E) or undefined
-  std::shared_ptr<Linear> out_proj;
+  ///@{
+  /// Packed q, k, v projection: (3E, E) and (3E); in_proj_bias is undefined without bias.
+  Tensor in_proj_weight, in_proj_bias;
+  ///@}
+  std::shared_ptr<Linear> out_proj;  ///< the output projection (E -> E), a child module
 
  private:
   // forward(query, key, value, ...) on inputs the call casts were applied to.

@@ -10,6 +10,8 @@
 
 namespace amp::nn {
 
+/// torch.nn.LayerNorm: functional::layer_norm over the trailing normalized_shape dims.
+/// amp::Error for an empty normalized_shape.
 class LayerNorm : public Module {
  public:
   /// elementwise_affine: weight = 1, bias = 0 of normalized_shape.
@@ -17,11 +19,16 @@ class LayerNorm : public Module {
   Tensor forward(const Tensor& input) override;
   std::string extra_repr() const override;
 
-  Shape normalized_shape;
-  double eps;
+  Shape normalized_shape;  ///< the trailing dims normalised over
+  double eps;              ///< added to the variance
+  ///@{
+  /// Parameters of normalized_shape; undefined without elementwise_affine.
   Tensor weight, bias;
+  ///@}
 };
 
+/// torch.nn.GroupNorm: functional::group_norm on (N, C, *) input. amp::Error unless the
+/// positive num_groups divides num_channels, and for an input whose dim 1 is not num_channels.
 class GroupNorm : public Module {
  public:
   /// affine: weight = 1, bias = 0 of shape (num_channels).
@@ -29,9 +36,15 @@ class GroupNorm : public Module {
   Tensor forward(const Tensor& input) override;
   std::string extra_repr() const override;
 
+  ///@{
+  /// As constructed.
   int64_t num_groups, num_channels;
-  double eps;
+  ///@}
+  double eps;  ///< added to the variance
+  ///@{
+  /// (C) parameters; undefined without affine.
   Tensor weight, bias;
+  ///@}
 };
 
 }  // namespace amp::nn

@@ -15,6 +15,7 @@ namespace amp::nn {
 /// Max over kernel x kernel windows; stride defaults to the kernel size (PyTorch's default).
 class MaxPool2d : public Module {
  public:
+  /// amp::Error unless kernel > 0, stride > 0 and 0 <= padding <= kernel / 2.
   explicit MaxPool2d(int64_t kernel, std::optional<int64_t> stride = std::nullopt,
                      int64_t padding = 0);
   Tensor forward(const Tensor& input) override;
@@ -27,6 +28,7 @@ class MaxPool2d : public Module {
 /// Average over windows, zero padding counted (count_include_pad=True).
 class AvgPool2d : public Module {
  public:
+  /// amp::Error unless kernel > 0, stride > 0 and 0 <= padding <= kernel / 2.
   explicit AvgPool2d(int64_t kernel, std::optional<int64_t> stride = std::nullopt,
                      int64_t padding = 0);
   Tensor forward(const Tensor& input) override;
