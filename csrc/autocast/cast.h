@@ -96,8 +96,8 @@ auto run(autocast_policy::AutocastOp op, Fn&& op_fn, const Args&... args) {
   if (!device) return op_fn(args...);
   const detail::Plan p = detail::plan(op, *device, tensors);
   size_t index = 0;
-  /// Braced initialisation evaluates the casts left to right (argument order matters for
-  /// fp32_set_opt_dtype, which looks at the first tensor only).
+  // Braced initialisation evaluates the casts left to right (argument order matters for
+  // fp32_set_opt_dtype, which looks at the first tensor only).
   return std::apply([&](const auto&... cast) { return op_fn(cast...); },
                     std::tuple<std::decay_t<decltype(detail::cast_arg(p, index, args))>...>{
                         detail::cast_arg(p, index, args)...});

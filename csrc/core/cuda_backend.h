@@ -18,12 +18,13 @@ void require_available(const char* op);
 /// an empty string when it is available.
 const char* unavailable_reason();
 
+/// CudaMalloc on the device; amp::Error when unavailable.
 void* raw_alloc(size_t bytes, int device_index);
-void raw_free(void* ptr, int device_index);
+void raw_free(void* ptr, int device_index);  ///< cudaFree on the device
 
 /// Copies bytes between any two devices (host<->device, device<->device); synchronous.
 void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device, size_t bytes);
-void synchronize();
+void synchronize();  ///< waits for all CUDA work; no-op without CUDA
 
 }  // namespace amp::cuda_backend
 

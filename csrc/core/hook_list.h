@@ -24,9 +24,11 @@
 
 namespace amp {
 
+/// Identifies a registered hook (unique per owner: Module, Optimizer, ...).
 using HookId = uint64_t;
 
 template <class Fn>
+/// Hooks in registration order, each with its id; owners (Module, Optimizer) keep one per kind.
 class HookList {
  public:
   /// Appends fn (an empty function is an amp::Error naming `op`) and returns its id.

@@ -15,11 +15,14 @@
 
 namespace amp {
 
+/// Receives each warning's message instead of stderr.
 using WarningHandler = std::function<void(const std::string& message)>;
 
+/// Emits a warning: to the installed handler, else to stderr as "ampcpp warning: <message>".
 void warn(const std::string& message);
 
 template <class... Args>
+/// warn() of the arguments concatenated with operator<<.
 void warn(const Args&... args) {
   warn(detail::concat(args...));
 }
@@ -27,6 +30,7 @@ void warn(const Args&... args) {
 /// Installs a process-wide handler for its lifetime (an empty handler restores printing).
 class ScopedWarningHandler {
  public:
+  /// Installs handler; the destructor restores the previous one.
   explicit ScopedWarningHandler(WarningHandler handler);
   ~ScopedWarningHandler();
   ScopedWarningHandler(const ScopedWarningHandler&) = delete;
