@@ -20,9 +20,10 @@
 
 namespace amp::autocast_state {
 
+/// One thread's autocast slot for one device type.
 struct DeviceState {
-  bool enabled = false;
-  DType dtype = DType::Float16;
+  bool enabled = false;          ///< autocast on for the device type
+  DType dtype = DType::Float16;  ///< its lower-precision dtype
   /// True: the slot has not been set in this thread and follows the process-wide casting
   /// (enabled and dtype are then unused). A new thread's slots follow it.
   bool follows_process = false;
@@ -30,7 +31,7 @@ struct DeviceState {
 
 /// Every device type's state, as captured at one moment.
 struct Snapshot {
-  DeviceState devices[kNumDeviceTypes];
+  DeviceState devices[kNumDeviceTypes];  ///< indexed by DeviceType
 };
 
 /// What this thread sees (the explicit slot, else the process-wide casting).
@@ -38,20 +39,20 @@ bool is_enabled(DeviceType type);
 DType get_dtype(DeviceType type);  ///< defaults: CUDA Float16, CPU BFloat16
 /// Make the slot explicit (the other field keeps the value the thread currently sees).
 void set_enabled(DeviceType type, bool enabled);
-void set_dtype(DeviceType type, DType dtype);
+void set_dtype(DeviceType type, DType dtype);  ///< as set_enabled, for the dtype
 /// The raw slot, for guards that restore it exactly (following or not).
 DeviceState slot_state(DeviceType type);
-void set_slot_state(DeviceType type, const DeviceState& state);
+void set_slot_state(DeviceType type, const DeviceState& state);  ///< restores a slot_state()
 
 /// Process-wide casting (amp::initialize at O1): in every thread, ops on `device` tensors run as
 /// inside an autocast region with `dtype`, unless the thread set that device type's slot.
 struct ProcessCasting {
-  bool enabled = false;
-  DeviceType device = DeviceType::CPU;
-  DType dtype = DType::Float16;
+  bool enabled = false;                 ///< process-wide casting on
+  DeviceType device = DeviceType::CPU;  ///< the device type it applies to
+  DType dtype = DType::Float16;         ///< the dtype of its lower-precision casts
 };
-void set_process_casting(const ProcessCasting& casting);
-ProcessCasting process_casting();
+void set_process_casting(const ProcessCasting& casting);  ///< what amp::initialize sets
+ProcessCasting process_casting();                         ///< the current process-wide casting
 
 /// True when autocast applies to some device type in this thread and the thread is not already
 /// inside an autocast op (ops called by an autocast op are not autocast again, as PyTorch excludes
@@ -60,12 +61,12 @@ inline bool is_active();
 
 /// Whether casts of model weights may be cached (torch.is_autocast_cache_enabled); default true.
 bool is_cache_enabled();
-void set_cache_enabled(bool enabled);
+void set_cache_enabled(bool enabled);  ///< for this thread
 
 /// One depth counter for all device types, counted by every autocast region, enabled or not;
 /// the cast cache is cleared when the outermost region exits. Return the new depth.
 int increment_nesting();
-int decrement_nesting();
+int decrement_nesting();  ///< see increment_nesting
 
 /// The state this thread sees now, every slot explicit (so installing it later reproduces it even
 /// if the process-wide casting changed meanwhile).
@@ -75,7 +76,7 @@ Snapshot all_disabled();  ///< the current dtypes, nothing enabled, every slot e
 /// Installs a snapshot for its lifetime and restores the previous state after.
 class ScopedState {
  public:
-  explicit ScopedState(const Snapshot& state);
+  explicit ScopedState(const Snapshot& state);  ///< installs state in this thread
   ~ScopedState();
   ScopedState(const ScopedState&) = delete;
   ScopedState& operator=(const ScopedState&) = delete;

@@ -40,7 +40,7 @@ Tensor cached_cast(const Tensor& t, DType to, DeviceType type);
 /// entry is not returned when the target dtype differs or when the source was modified in place
 /// since the cast (its storage version changed); it is recast.
 size_t cache_size();
-void clear_cache();
+void clear_cache();  ///< drops every cached cast
 
 namespace detail {
 
@@ -107,14 +107,14 @@ namespace testing {
 /// The first routed op this thread entered since the last reset (NotRouted: none), so that a test
 /// can check that calling an op reaches its own row of the table.
 autocast_policy::AutocastOp first_routed_op();
-void reset_first_routed_op();
+void reset_first_routed_op();  ///< forgets it (first_routed_op() returns NotRouted)
 }  // namespace testing
 
 }  // namespace amp::autocast_cast
 
-// The first statement of every op in autocast_policy::AutocastOp: when autocast is active,
-// returns `fn(args...)` run under the op's policy (fn is the op itself, called again with autocast
-// excluded, so overloads resolve as at the call site).
+/// The first statement of every op in autocast_policy::AutocastOp: when autocast is active,
+/// returns `fn(args...)` run under the op's policy (fn is the op itself, called again with autocast
+/// excluded, so overloads resolve as at the call site).
 #define AMP_AUTOCAST_ROUTE(op, fn, ...)       \
   if (::amp::autocast_state::is_active())     \
   return ::amp::autocast_cast::run(           \

@@ -2,8 +2,8 @@
 /// The autocast op policy table: for every op of the library, what autocast does to it on CUDA and
 /// on CPU, following PyTorch's policies and registrations (aten/src/ATen/autocast_mode.h and
 /// autocast_mode.cpp; docs/autocast.md, "How an op is autocast"). It is the single source of truth:
-/// the ops consult it at run time, the tests iterate over it, and docs/autocast.md is generated from
-/// it (examples/autocast_table).
+/// the ops consult it at run time, the tests iterate over it, and docs/autocast.md is generated
+/// from it (examples/autocast_table).
 #pragma once
 #pragma GCC visibility push(default)  // public API (docs/building.md)
 
@@ -15,6 +15,7 @@
 
 namespace amp::autocast_policy {
 
+/// What autocast does to an op's inputs (PyTorch's CastPolicy).
 enum class CastPolicy {
   /// Not listed: runs in its inputs' dtypes with normal promotion (PyTorch's fallthrough).
   None,
@@ -68,13 +69,15 @@ enum class AutocastOp {
   NotRouted,  ///< the rows of ops autocast leaves alone (policy None on both devices)
 };
 
+/// One row of the autocast table: an op and its policy on each device type.
 struct OpPolicy {
   AutocastOp id;                ///< NotRouted for ops without a cast policy
   std::string_view op;          ///< ampcpp's name: "mm", "nn::functional::linear"
   std::string_view torch_name;  ///< PyTorch's registration ("pow.Tensor_Scalar"); "" when none
-  CastPolicy cuda;
-  CastPolicy cpu;
-  std::string_view note = {};  ///< why an entry is not a plain transcription of PyTorch's lists
+  CastPolicy cuda;              ///< policy under CUDA autocast
+  CastPolicy cpu;               ///< policy under CPU autocast
+  std::string_view note = {};   ///< why an entry is not a plain transcription of PyTorch's lists
+  /// The policy for type.
   CastPolicy on(DeviceType type) const { return type == DeviceType::CUDA ? cuda : cpu; }
 };
 
@@ -96,7 +99,7 @@ std::string markdown_table();
 /// GPU through the same policy code. The autocast state (enabled, dtype) stays that of tensors_on.
 class ScopedColumnOverride {
  public:
-  ScopedColumnOverride(DeviceType tensors_on, DeviceType column_of);
+  ScopedColumnOverride(DeviceType tensors_on, DeviceType column_of);  ///< see the class
   ~ScopedColumnOverride();
   ScopedColumnOverride(const ScopedColumnOverride&) = delete;
   ScopedColumnOverride& operator=(const ScopedColumnOverride&) = delete;

@@ -34,12 +34,12 @@ class DetectAnomaly {
   ~DetectAnomaly();
   DetectAnomaly(const DetectAnomaly&) = delete;
   DetectAnomaly& operator=(const DetectAnomaly&) = delete;
-  static bool is_enabled();
+  static bool is_enabled();  ///< whether a DetectAnomaly is alive in this thread
 
  private:
   bool previous_;
 };
-using detect_anomaly = DetectAnomaly;
+using detect_anomaly = DetectAnomaly;  ///< torch.autograd.detect_anomaly's spelling
 
 }  // namespace amp::autograd
 

@@ -48,15 +48,17 @@ void finish_custom_call(const std::shared_ptr<CustomNode>& node, std::vector<Ten
 /// Non-tensor values a forward keeps for its backward (ctx->saved_data["k"] = 3.0).
 using SavedValue = std::variant<double, int64_t, bool, std::string, Shape>;
 
+/// ctx of a custom Function (torch.autograd.function.FunctionCtx): what forward hands to
+/// backward.
 class AutogradContext {
  public:
   /// Tensors needed by backward; read them back with get_saved_variables(), which checks that
   /// none was modified in place since.
   void save_for_backward(std::vector<Tensor> tensors);
-  std::vector<Tensor> get_saved_variables() const;
+  std::vector<Tensor> get_saved_variables() const;  ///< amp::Error if one changed or was freed
   /// Whether the i-th tensor input of forward needs a gradient (backward may skip the others).
   bool needs_input_grad(size_t i) const;
-  std::map<std::string, SavedValue> saved_data;
+  std::map<std::string, SavedValue> saved_data;  ///< non-tensor values for backward
 
  private:
   template <class T>
@@ -73,7 +75,9 @@ class AutogradContext {
 /// The node of a custom function call: backward runs the user's backward.
 class CustomNode final : public Node {
  public:
+  /// T::backward of the Function.
   using BackwardFn = std::vector<Tensor> (*)(AutogradContext*, const std::vector<Tensor>&);
+  /// name: the Function's type name; backward: T::backward.
   CustomNode(std::string name, BackwardFn backward) : name_(std::move(name)), backward_(backward) {}
   /// Set for functions declaring kBackwardUsesForwardAutocast: backward runs under this state
   /// instead of the engine's autocast-disabled state (torch's custom_bwd).
@@ -81,7 +85,7 @@ class CustomNode final : public Node {
   std::vector<Tensor> apply(std::vector<Tensor>&& grads) override;
   std::string name() const override { return name_; }
   void release_saved() override;
-  AutogradContext ctx;
+  AutogradContext ctx;  ///< shared by forward and backward
 
  private:
   std::string name_;
@@ -138,6 +142,9 @@ A&& autocast_input(A&& a, DeviceType, DType) {
 template <class T>
 class Function {
  public:
+  /// Runs T::forward(ctx, args...) without recording its ops and, when an input requires
+  /// grad, makes its outputs depend on them through T::backward (torch's Function.apply).
+  /// backward must return one gradient per tensor input with its shape (amp::Error otherwise).
   template <class... Args>
   static auto apply(Args&&... args) {
     if constexpr (requires { T::kCastInputs; }) {

@@ -11,18 +11,21 @@
 
 namespace amp::autograd {
 
+/// Tolerances of gradcheck and gradgradcheck (torch.autograd.gradcheck's eps, atol, rtol).
 struct GradcheckOptions {
   double eps = 1e-6;   ///< central-difference step
   double atol = 1e-5;  ///< |analytic - numeric| <= atol + rtol * |numeric|
-  double rtol = 1e-3;
+  double rtol = 1e-3;  ///< see atol
 };
 
+/// What gradcheck found (it reports instead of raising).
 struct GradcheckResult {
-  bool ok = true;
-  std::string message;  ///< the first mismatch: input, element, analytic and numeric values
-  double max_abs_error = 0;
+  bool ok = true;            ///< every element within tolerance
+  std::string message;       ///< the first mismatch: input, element, analytic and numeric values
+  double max_abs_error = 0;  ///< largest |analytic - numeric| seen
 };
 
+/// The function checked: inputs to one output tensor.
 using DifferentiableFn = std::function<Tensor(const std::vector<Tensor>&)>;
 
 /// Compares the Jacobian of fn at `inputs` computed by backward with central differences.

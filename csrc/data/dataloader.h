@@ -27,42 +27,51 @@
 
 namespace amp::data {
 
+/// One mini-batch: CPU tensors holding copies of the samples' rows.
 struct Batch {
   Tensor images;  ///< (B, ...) rows of Dataset::images
   Tensor labels;  ///< (B) rows of Dataset::labels
 };
 
+/// How DataLoader batches (torch.utils.data.DataLoader's batch_size, shuffle, drop_last).
 struct DataLoaderOptions {
-  int64_t batch_size = 64;
-  bool shuffle = false;
-  uint64_t seed = 0;
+  int64_t batch_size = 64;            ///< samples per batch (>= 1)
+  bool shuffle = false;               ///< a new permutation every epoch
+  uint64_t seed = 0;                  ///< seeds the permutations (with the epoch number)
   bool drop_last = false;             ///< drop a last batch smaller than batch_size
   std::optional<int64_t> limit = {};  ///< use only the first `limit` samples (all when larger)
 };
 
+/// Iterates mini-batches of a Dataset, one epoch per begin() (see the file comment).
 class DataLoader {
  public:
+  /// Copies the dataset's tensors to contiguous CPU tensors. amp::Error for undefined or 0-d
+  /// images or labels, differing sample counts, batch_size < 1 or a negative limit.
   explicit DataLoader(Dataset dataset, DataLoaderOptions options = {});
 
+  /// An input iterator over one epoch's batches.
   class Iterator {
    public:
-    using iterator_category = std::input_iterator_tag;
-    using value_type = Batch;
-    using difference_type = std::ptrdiff_t;
-    using reference = Batch;
-    using pointer = void;
+    using iterator_category = std::input_iterator_tag;  ///< single pass
+    using value_type = Batch;                           ///< what operator* returns
+    using difference_type = std::ptrdiff_t;             ///< iterator traits
+    using reference = Batch;                            ///< by value
+    using pointer = void;                               ///< no operator->
 
     Iterator() = default;
     Batch operator*() const;  ///< gathers the batch's rows into new contiguous tensors
+    /// Next batch.
     Iterator& operator++() {
       ++batch_;
       return *this;
     }
+    /// Next batch, returning the old position.
     Iterator operator++(int) {
       Iterator before = *this;
       ++batch_;
       return before;
     }
+    /// Same batch index.
     bool operator==(const Iterator& other) const { return batch_ == other.batch_; }
 
    private:
@@ -77,17 +86,17 @@ class DataLoader {
 
   /// Starts the next epoch (drawing its permutation when shuffling) and advances epoch().
   Iterator begin();
-  Iterator end() const { return Iterator(this, nullptr, size()); }
+  Iterator end() const { return Iterator(this, nullptr, size()); }  ///< past the last batch
 
-  int64_t size() const;                                 ///< batches per epoch
-  int64_t num_samples() const { return num_samples_; }  ///< after `limit`
-  int64_t batch_size() const { return options_.batch_size; }
+  int64_t size() const;                                       ///< batches per epoch
+  int64_t num_samples() const { return num_samples_; }        ///< after `limit`
+  int64_t batch_size() const { return options_.batch_size; }  ///< as given
   /// The epoch the next begin() starts (0 at first); set_epoch resumes a run at a given epoch.
   int64_t epoch() const { return epoch_; }
-  void set_epoch(int64_t epoch);
+  void set_epoch(int64_t epoch);  ///< amp::Error when epoch < 0
   /// The sample order of epoch `epoch` (the identity when not shuffling).
   std::vector<int64_t> order(int64_t epoch) const;
-  const Dataset& dataset() const { return dataset_; }
+  const Dataset& dataset() const { return dataset_; }  ///< the CPU copy
 
  private:
   Batch gather(const std::vector<int64_t>& order, int64_t batch) const;

@@ -16,8 +16,9 @@ namespace amp::data {
 constexpr uint32_t kIdxLabelsMagic = 0x00000801;  ///< unsigned bytes, 1 dimension
 constexpr uint32_t kIdxImagesMagic = 0x00000803;  ///< unsigned bytes, 3 dimensions
 
+/// The contents of an IDX file of unsigned bytes.
 struct IdxArray {
-  std::vector<int64_t> dims;
+  std::vector<int64_t> dims;  ///< the sizes the header announces
   std::vector<uint8_t> data;  ///< row-major, product(dims) bytes
 };
 

@@ -1,7 +1,8 @@
 /// \file
 /// Fused multi-tensor kernels: apex's multi_tensor_apply and its kernels (csrc/multi_tensor_*.cu
-/// of NVIDIA/apex) and the GradScaler pair of torch.amp (_amp_foreach_non_finite_check_and_unscale_,
-/// _amp_update_scale_), on CPU and CUDA tensors; docs/multi_tensor.md has the formulas.
+/// of NVIDIA/apex) and the GradScaler pair of torch.amp
+/// (_amp_foreach_non_finite_check_and_unscale_, _amp_update_scale_), on CPU and CUDA tensors;
+/// docs/multi_tensor.md has the formulas.
 ///
 /// \code
 ///   using namespace amp::multi_tensor;
@@ -45,8 +46,10 @@
 
 namespace amp::multi_tensor {
 
+/// Parallel tensor lists: lists[k][i] is tensor i of list k (apex's tensor_lists).
 using TensorLists = std::vector<std::vector<Tensor>>;
 
+/// Elements per chunk (apex's default chunk_size, 2048 * 32).
 constexpr int64_t kDefaultChunkSize = 2048 * 32;
 
 /// A zeroed noop/overflow flag: a 1-element Int64 tensor on `device`.
@@ -57,9 +60,10 @@ Tensor make_flag(Device device = Device::cpu());
 /// in each list). Buckets come in order of first appearance and keep the lists' order. The lists
 /// must have equal lengths; an empty input gives no bucket.
 struct ListBucket {
-  Device device;
-  TensorLists lists;
+  Device device;      ///< the device of the bucket's tensors
+  TensorLists lists;  ///< the bucket's share of each list
 };
+/// Splits lists into ListBuckets (see ListBucket); amp::Error when the lists' lengths differ.
 std::vector<ListBucket> bucket_by_device_and_dtype(const TensorLists& lists);
 
 /// Device-side loss-scaling inputs of the fused optimizers (both optional, 1-element Float32
@@ -67,8 +71,8 @@ std::vector<ListBucket> bucket_by_device_and_dtype(const TensorLists& lists);
 /// otherwise, with inv_scale, each grad is multiplied by *inv_scale inside the kernel and the
 /// unscaled grad is written back (apex's capturable Adam), then used for the update.
 struct GradScaling {
-  Tensor inv_scale;
-  Tensor found_inf;
+  Tensor inv_scale;  ///< 1 / loss scale, or undefined
+  Tensor found_inf;  ///< non-zero skips the update, or undefined
 };
 
 /// Lists [in, out]: out = in * scale. in and out dtypes are each Float32, Float16 or BFloat16;
