@@ -68,4 +68,22 @@
 #include "optimizers/optimizer.h"
 #include "optimizers/sgd.h"
 
+/// \mainpage ampcpp API reference
+///
+/// Mixed-precision training in C++: apex's amp workflow (amp::initialize, amp::scale_loss) and
+/// torch.amp's (amp::autocast, amp::GradScaler) on ampcpp's own tensor, autograd, nn and
+/// optimizer core. Code includes amp/amp.h; this reference covers exactly the headers it reaches,
+/// which are the installed public API.
+///
+/// Where to start:
+/// - amp/amp.h: a first example;
+/// - amp::Tensor (csrc/core/tensor.h) and the ops of csrc/ops/ (elementwise.h, reduce.h, ...);
+/// - amp::nn::Module, amp::nn::functional and the layers of nn/;
+/// - amp::optimizers::Optimizer, torch's optimizers and apex's fused ones (optimizers/);
+/// - amp::autocast and amp::GradScaler (torch.amp); amp::initialize and amp::scale_loss (apex);
+/// - amp::save and amp::load (safetensors checkpoints), amp::data::DataLoader.
+///
+/// The guides are the Markdown files under docs/ (docs/amp.md, docs/autocast.md, ...); the
+/// build and this reference's `docs` target are described in docs/building.md.
+
 #pragma GCC visibility pop

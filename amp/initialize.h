@@ -12,16 +12,12 @@
 /// optimizer objects keep working with LR schedulers and amp::GradScaler):
 /// - O0: checks that parameters and buffers are Float32; inputs and outputs are cast to Float32.
 /// - O1: turns on process-wide casting with the autocast policy of the models' device (every op
-/// \code
 ///   in every thread, forward and loss; backward keeps forward's dtypes) until the next
 ///   initialize; the model keeps its Float32 weights; optimizer steps run without casts.
-/// \endcode
 /// - O2: casts the model to the 16-bit dtype except affine batch norms, casts floating inputs to
-/// \code
 ///   it and outputs to Float32, and gives the optimizer Float32 master weights made from the
 ///   Float32 values before the cast (bit-identical to the original weights); the model's
 ///   state_dict() reports the masters (Float32).
-/// \endcode
 /// - O3: casts the whole model to the 16-bit dtype; no masters unless overridden.
 /// Calling initialize again sets the process-wide state anew for its own opt level (so one
 /// process can compare opt levels one after another with fresh models and optimizers); an

@@ -12,17 +12,13 @@
 ///
 /// Rules (apex's, see docs/apex_compat.md for the deliberate differences):
 /// - dynamic: starts at min(max_loss_scale, 65536); an overflow halves it (not below
-/// \code
 ///   min_loss_scale when that is set and non-zero) and resets the counter of clean updates; 2000
 ///   clean updates in a row double it (not above max_loss_scale) and reset the counter;
-/// \endcode
 /// - static: the scale never changes, nothing is checked, nothing is skipped;
 /// - beyond apex: a gradient is never made non-finite by the unscaling itself. When the scale is
-/// \code
 ///   below 1 (1/scale > 1, so a finite gradient can overflow once divided), the unscaled values
 ///   are checked too and an overflow there counts as an overflow; with a scale of 1 or more no
 ///   division can overflow and the extra check is skipped.
-/// \endcode
 #pragma once
 #pragma GCC visibility push(default)  // public API (docs/building.md)
 

@@ -240,7 +240,9 @@ const V& cast_call_value(const V& v, std::optional<DType>) {
 /// std::tuple or std::vector of them) to call_casts().outputs; other values pass unchanged.
 /// Single-input models are called with operator(), which does the same.
 ///
+/// \code
 ///   auto [out, weights] = amp::nn::call(*attention, query, key, value);
+/// \endcode
 template <class M, class... Args>
 auto call(M& module, const Args&... args) {
   const Module::CallCasts casts = module.call_casts();

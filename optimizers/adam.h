@@ -30,12 +30,14 @@ void check_adam_options(const Options& options);
 }  // namespace detail
 
 /// The shared update. Per parameter with a gradient g, at step t (counted per parameter):
+/// \verbatim
 ///   Adam:  g = g + weight_decay * p                     (L2 penalty in the gradient)
 ///   AdamW: p = p * (1 - lr * weight_decay)              (decoupled weight decay)
 ///   m = beta1 * m + (1 - beta1) * g
 ///   v = beta2 * v + (1 - beta2) * g * g
 ///   v_max = max(v_max, v)                               (amsgrad; v_max replaces v below)
 ///   p = p - (lr / (1 - beta1^t)) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)
+/// \endverbatim
 /// State: "exp_avg", "exp_avg_sq", "max_exp_avg_sq" (amsgrad) and the step counter.
 class AdamBase : public Optimizer {
  protected:

@@ -25,8 +25,10 @@ struct FusedAdagradOptions {
 };
 
 /// Per parameter with a gradient g (apex multi_tensor_adagrad):
+/// \verbatim
 ///   adagrad_w_mode false: g = g + wd p;  h = h + g^2;  p = p - lr g / (sqrt(h) + eps)
 ///   adagrad_w_mode true:  h = h + g^2;  p = p - lr (g / (sqrt(h) + eps) + wd p)
+/// \endverbatim
 /// State: "sum" (h, fp32) and "master_param" for 16-bit parameters. Group options: "lr", "eps",
 /// "weight_decay", "adagrad_w_mode".
 class FusedAdagrad : public FusedOptimizer {

@@ -31,11 +31,13 @@ struct FusedAdamOptions {
 };
 
 /// Per parameter with a gradient g, at the group's step t (apex multi_tensor_adam):
+/// \verbatim
 ///   adam_w_mode false:  g = g + weight_decay * p
 ///   m = beta1 * m + (1 - beta1) * g;  v = beta2 * v + (1 - beta2) * g * g
 ///   u = (m / (1 - beta1^t)) / (sqrt(v / (1 - beta2^t)) + eps)     (bias_correction)
 ///   adam_w_mode true:   u = u + weight_decay * p
 ///   p = p - lr * u
+/// \endverbatim
 /// Group options: "lr", "bias_correction", "beta1", "beta2", "eps", "adam_w_mode",
 /// "weight_decay" and "step", the group's step counter (apex's group['step']; it counts steps in
 /// which the group had a parameter with a gradient). State: "exp_avg", "exp_avg_sq" (fp32) and,

@@ -31,6 +31,7 @@ struct FusedLAMBOptions {
 };
 
 /// One step (apex multi_tensor_lamb), with G the L2 norm of every gradient of every group:
+/// \verbatim
 ///   g = g / max(1, G / max_grad_norm)
 ///   adam_w_mode false: g = g + weight_decay * p
 ///   m = beta1 * m + beta3 * g             (beta3 = grad_averaging ? 1 - beta1 : 1)
@@ -38,6 +39,7 @@ struct FusedLAMBOptions {
 ///   u = (m / bc1) / (sqrt(v / bc2) + eps)
 ///   adam_w_mode true: u = u + weight_decay * p
 ///   p = p - ratio * u
+/// \endverbatim
 /// with ratio = lr * ||p|| / ||u|| per tensor when use_nvlamb or weight_decay != 0 (lr when a
 /// norm is 0), else lr.
 /// max_grad_norm is global: the constructor's value is used, as in apex (quirk 11 of

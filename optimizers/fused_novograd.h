@@ -32,6 +32,7 @@ struct FusedNovoGradOptions {
 };
 
 /// Per tensor, at the group's step t (apex multi_tensor_novograd):
+/// \verbatim
 ///   n = sqrt(beta2 n^2 + (1 - beta2) ||g||^2)     (L2; L-inf: n = beta2 n + (1 - beta2) max|g|)
 ///   n starts as the first step's norm (or 0 with init_zero)
 ///   bc1 = 1 - beta1^t, bc2 = sqrt(1 - beta2^t)   (1 without bias_correction)
@@ -41,6 +42,7 @@ struct FusedNovoGradOptions {
 ///                       p = p - lr * m / bc1
 ///   otherwise:          m = beta1 * m + beta3 * g
 ///                       p = p - lr * ((m / bc1) / (n / bc2 + eps) + wd * p)
+/// \endverbatim
 /// State: "exp_avg" (fp32, shaped like the parameter), "exp_avg_sq" (an fp32 0-d tensor: the
 /// norm n, not its square, as apex stores it) and "master_param" for 16-bit parameters. Group
 /// options: "lr", "bias_correction", "beta1", "beta2", "eps", "weight_decay",

@@ -27,11 +27,13 @@ struct FusedSGDOptions : SGDOptions {
 };
 
 /// Per parameter with a gradient g (torch's SGD, lr outside the momentum; apex SGDFunctor):
+/// \verbatim
 ///   g = g + weight_decay * p                  (unless wd_after_momentum)
 ///   buf = g (first update of the buffer)  or  buf = momentum * buf + (1 - dampening) * g
 ///   g = nesterov ? g + momentum * buf : buf   (when momentum != 0)
 ///   g = g + weight_decay * p                  (if wd_after_momentum)
 ///   p = p - lr * g
+/// \endverbatim
 /// State: "momentum_buffer" (fp32; only when momentum != 0) and, for Float16/BFloat16
 /// parameters, "master_param" (the fp32 master the update runs on; the parameter receives its
 /// rounding in the same kernel pass).

@@ -78,10 +78,12 @@ class StepLR : public LRScheduler {
 };
 
 /// Linear warmup then cosine decay to min_lr (llm.c's schedule), in closed form for step s:
+/// \verbatim
 ///   s < warmup_steps:            base_lr * (s + 1) / warmup_steps
 ///   warmup_steps <= s < total:   min_lr + (base_lr - min_lr) * (1 + cos(pi * r)) / 2,
 ///                                r = (s - warmup_steps) / (total_steps - warmup_steps)
 ///   s >= total_steps:            min_lr
+/// \endverbatim
 /// With warmup_steps = 0 it is torch's CosineAnnealingLR(T_max = total_steps, eta_min = min_lr)
 /// for s <= total_steps.
 class CosineAnnealingLR : public LRScheduler {

@@ -29,10 +29,12 @@ void check_sgd_options(const Options& options);
 }  // namespace detail
 
 /// Per parameter with a gradient g (PyTorch's update; lr outside the momentum):
+/// \verbatim
 ///   g = g + weight_decay * p
 ///   buf = g (first step, no dampening)  or  buf = momentum * buf + (1 - dampening) * g
 ///   g = nesterov ? g + momentum * buf : buf          (when momentum != 0)
 ///   p = p - lr * g
+/// \endverbatim
 /// State: "momentum_buffer" (only when momentum != 0). No step counter.
 class SGD : public Optimizer {
  public:

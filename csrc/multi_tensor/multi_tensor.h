@@ -17,21 +17,15 @@
 ///
 /// Every multi-tensor op takes (chunk_size, noop_flag, lists, ...) like apex's amp_C functions:
 /// - lists: `depth` parallel lists of tensors (e.g. [grads, params, exp_avg, exp_avg_sq]); tensor i
-/// \code
 ///   of every list has the same number of elements; all tensors contiguous, on one device, and all
 ///   tensors of one list share a dtype. Empty lists are an error (as apex: callers skip empty
 ///   buckets). Zero-element tensors are allowed and skipped.
-/// \endcode
 /// - chunk_size: tensors are processed in chunks of this many elements (apex's 2048 * 32); a CUDA
-/// \code
 ///   block, or one CPU work item, handles one chunk.
-/// \endcode
 /// - noop_flag: the overflow flag, a 1-element Int64 tensor on the lists' device. apex uses an
-/// \code
 ///   int32 tensor; ampcpp's DType has no Int32, so the flag is Int64 (0 clear, 1 set). scale,
 ///   axpby, l2norm (and lamb/novograd's norms) set it to 1 when they see inf/NaN and never clear
 ///   it; sgd reads it and does nothing when it is non-zero; the others ignore it.
-/// \endcode
 /// The kernels compute in fp32 (loads converted to fp32, one rounding on store), with apex's
 /// formulas in apex's operand order; docs/multi_tensor.md lists them.
 #pragma once
