@@ -38,9 +38,10 @@
 namespace amp::nn {
 
 /// Base of every layer (torch.nn.Module); see the file comment. Create modules with
-/// std::make_shared (modules() and named_modules() need a shared owner). Not copyable. Names
-/// given to register_* must be non-empty, without '.', and unique among the module's
-/// parameters, buffers and submodules (amp::Error otherwise).
+/// std::make_shared (modules() and named_modules() need a shared owner). Not copyable. A name
+/// given to register_* must be non-empty, without '.', and not already name an attribute of
+/// another kind (a parameter name reused for a buffer is an amp::Error; registering the same
+/// kind under the same name replaces it).
 class Module : public std::enable_shared_from_this<Module> {
  public:
   /// A pre-hook sees the input before forward and may return a replacement (undefined: keep).
