@@ -80,7 +80,7 @@ struct GradScalerStepReport {
   };
   Outcome outcome = Outcome::None;                              ///< what the step did
   bool stepped() const { return outcome == Outcome::Stepped; }  ///< outcome == Stepped
-  /// Outcome == SkippedNonFinite.
+  /// True when outcome == SkippedNonFinite.
   bool skipped() const { return outcome == Outcome::SkippedNonFinite; }
   /// The scale the step's gradients were multiplied by (read in step()'s one sync; empty for
   /// Deferred, which does not sync).

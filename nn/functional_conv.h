@@ -5,8 +5,8 @@
 ///   using namespace amp::nn::functional;
 ///   amp::Tensor x = amp::randn({64, 1, 28, 28});
 ///   amp::Tensor w = amp::randn({32, 1, 3, 3}), b = amp::zeros({32});
-///   amp::Tensor y = max_pool2d(relu(conv2d(x, w, b, /*stride=*/1, /*padding=*/1)), 2);  //
-///   64x32x14x14
+///   // y: 64x32x14x14
+///   amp::Tensor y = max_pool2d(relu(conv2d(x, w, b, /*stride=*/1, /*padding=*/1)), 2);
 /// \endcode
 ///
 /// Every op is written with recorded differentiable ops (im2col + matmul, gather/scatter at saved
