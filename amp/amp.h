@@ -1,12 +1,15 @@
-// ampcpp: mixed-precision training in C++. The one header users include; what it reaches is
-// the public API, and only those headers are installed (cmake/ampcpp_install.cmake).
-//
-//   #include "amp/amp.h"
-//   amp::manual_seed(0);
-//   auto x = amp::randn({32, 64});
-//   auto w = amp::randn({64, 10}).to(amp::DType::Float16);
-//   auto y = amp::matmul(x.to(amp::DType::Float16), w);  // fp16 in, fp32 accumulation, fp16 out
-//   std::cout << y.to(amp::DType::Float32).sum().item<float>() << "\n";
+/// \file
+/// ampcpp: mixed-precision training in C++. The one header users include; what it reaches is
+/// the public API, and only those headers are installed (cmake/ampcpp_install.cmake).
+///
+/// \code
+///   #include "amp/amp.h"
+///   amp::manual_seed(0);
+///   auto x = amp::randn({32, 64});
+///   auto w = amp::randn({64, 10}).to(amp::DType::Float16);
+///   auto y = amp::matmul(x.to(amp::DType::Float16), w);  // fp16 in, fp32 accumulation, fp16 out
+///   std::cout << y.to(amp::DType::Float32).sum().item<float>() << "\n";
+/// \endcode
 #pragma once
 #pragma GCC visibility push(default)  // public API (docs/building.md)
 
@@ -66,5 +69,23 @@
 #include "optimizers/lr_scheduler.h"
 #include "optimizers/optimizer.h"
 #include "optimizers/sgd.h"
+
+/// \mainpage ampcpp API reference
+///
+/// Mixed-precision training in C++: apex's amp workflow (amp::initialize, amp::scale_loss) and
+/// torch.amp's (amp::autocast, amp::GradScaler) on ampcpp's own tensor, autograd, nn and
+/// optimizer core. Code includes amp/amp.h; this reference covers exactly the headers it reaches,
+/// which are the installed public API.
+///
+/// Where to start:
+/// - amp/amp.h: a first example;
+/// - amp::Tensor (csrc/core/tensor.h) and the ops of csrc/ops/ (elementwise.h, reduce.h, ...);
+/// - amp::nn::Module, amp::nn::functional and the layers of nn/;
+/// - amp::optimizers::Optimizer, torch's optimizers and apex's fused ones (optimizers/);
+/// - amp::autocast and amp::GradScaler (torch.amp); amp::initialize and amp::scale_loss (apex);
+/// - amp::save and amp::load (safetensors checkpoints), amp::data::DataLoader.
+///
+/// The guides are the Markdown files under docs/ (docs/amp.md, docs/autocast.md, ...); the
+/// build and this reference's `docs` target are described in docs/building.md.
 
 #pragma GCC visibility pop

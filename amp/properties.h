@@ -1,18 +1,21 @@
-// amp::Properties and amp::Overrides: apex's option set for amp::initialize, its O0-O3 presets
-// and the overrides a user may pass (docs/amp.md has the table).
-//
-//   amp::initialize(*model, optimizer, "O2", {.loss_scale = 128.0});   // static scale 128
-//   amp::initialize(*model, optimizer, "O2", {.low_precision_dtype = amp::DType::BFloat16});
-//
-// | property            | O0      | O1       | O2       | O3      |
-// |---------------------|---------|----------|----------|---------|
-// | cast_model_type     | Float32 | nullopt  | Float16  | Float16 |
-// | patch_functions     | false   | true     | false    | false   |
-// | keep_batchnorm_fp32 | nullopt | nullopt  | true     | false   |
-// | master_weights      | false   | nullopt  | true     | false   |
-// | loss_scale          | 1.0     | dynamic  | dynamic  | 1.0     |
-//
-// (Float16 stands for low_precision_dtype, which may be BFloat16.)
+/// \file
+/// amp::Properties and amp::Overrides: apex's option set for amp::initialize, its O0-O3 presets
+/// and the overrides a user may pass (docs/amp.md has the table).
+///
+/// \code
+///   amp::initialize(*model, optimizer, "O2", {.loss_scale = 128.0});   // static scale 128
+///   amp::initialize(*model, optimizer, "O2", {.low_precision_dtype = amp::DType::BFloat16});
+/// \endcode
+///
+/// | property            | O0      | O1       | O2       | O3      |
+/// |---------------------|---------|----------|----------|---------|
+/// | cast_model_type     | Float32 | nullopt  | Float16  | Float16 |
+/// | patch_functions     | false   | true     | false    | false   |
+/// | keep_batchnorm_fp32 | nullopt | nullopt  | true     | false   |
+/// | master_weights      | false   | nullopt  | true     | false   |
+/// | loss_scale          | 1.0     | dynamic  | dynamic  | 1.0     |
+///
+/// (Float16 stands for low_precision_dtype, which may be BFloat16.)
 #pragma once
 #pragma GCC visibility push(default)  // public API (docs/building.md)
 
@@ -24,51 +27,55 @@
 
 namespace amp {
 
-// "dynamic", a number written as a string ("128.0"), or a number: a static scale.
+/// "dynamic", a number written as a string ("128.0"), or a number: a static scale.
 using LossScale = std::variant<std::string, double>;
 
-// Overrides of the opt level's properties; std::nullopt = "not overridden" (apex's None).
+/// Overrides of the opt level's properties; std::nullopt = "not overridden" (apex's None).
 struct Overrides {
-  std::optional<bool> enabled = {};
-  std::optional<DType> cast_model_type = {};
-  std::optional<bool> patch_functions = {};  // apex: patch_torch_functions
-  std::optional<bool> keep_batchnorm_fp32 = {};
-  std::optional<bool> master_weights = {};
-  std::optional<LossScale> loss_scale = {};
-  // Every model's outputs are cast to this dtype (apex: regardless of opt level).
+  std::optional<bool> enabled = {};              ///< false: amp changes nothing
+  std::optional<DType> cast_model_type = {};     ///< the model's dtype (O1: Float32 only)
+  std::optional<bool> patch_functions = {};      ///< apex: patch_torch_functions
+  std::optional<bool> keep_batchnorm_fp32 = {};  ///< O2: affine batch norms stay Float32
+  std::optional<bool> master_weights = {};       ///< Float32 master weights for 16-bit params
+  std::optional<LossScale> loss_scale = {};      ///< "dynamic" or a static scale
+  /// Every model's outputs are cast to this dtype (apex: regardless of opt level).
   std::optional<DType> cast_model_outputs = {};
-  // One loss scaler per loss_id of amp::scale_loss.
+  /// One loss scaler per loss_id of amp::scale_loss.
   int num_losses = 1;
-  // 0: silent; 1: the property tables and overflow messages on stdout (apex's prints).
+  /// 0: silent; 1: the property tables and overflow messages on stdout (apex's prints).
   int verbosity = 1;
-  // Floor and ceiling of a dynamic loss scale (a static scale ignores them).
+  /// Floor and ceiling of a dynamic loss scale (a static scale ignores them).
   std::optional<double> min_loss_scale = {};
-  double max_loss_scale = 16777216.0;
-  // Beyond apex: the 16-bit dtype of O1's casts and of O2/O3's model (Float16 or BFloat16).
+  double max_loss_scale = 16777216.0;  ///< see min_loss_scale (apex's default 2^24)
+  /// Beyond apex: the 16-bit dtype of O1's casts and of O2/O3's model (Float16 or BFloat16).
   std::optional<DType> low_precision_dtype = {};
-  // apex's _amp_state.allow_incoming_model_not_fp32 (its tests set it): parameters and buffers
-  // that are already 16-bit are accepted instead of raising.
+  /// apex's _amp_state.allow_incoming_model_not_fp32 (its tests set it): parameters and buffers
+  /// that are already 16-bit are accepted instead of raising.
   bool allow_incoming_model_not_fp32 = false;
-  // apex's cast_model_type=False: O2/O3 leave the model's dtypes alone (no casts, no input and
-  // output casting, no state_dict hook); master weights are still made for 16-bit parameters.
+  /// apex's cast_model_type=False: O2/O3 leave the model's dtypes alone (no casts, no input and
+  /// output casting, no state_dict hook); master weights are still made for 16-bit parameters.
   bool disable_model_cast = false;
 };
 
+/// The option set an opt level resolves to, after overrides (apex's Properties); what
+/// amp::initialize returns and amp::properties() reports.
 struct Properties {
-  bool enabled = false;
-  std::string opt_level;  // "" until an opt level is applied (and when enabled is false)
+  bool enabled = false;   ///< whether amp is on
+  std::string opt_level;  ///< "" until an opt level is applied (and when enabled is false)
+  /// The model's dtype after initialize (nullopt: left alone).
   std::optional<DType> cast_model_type;
-  bool patch_functions = false;
+  bool patch_functions = false;  ///< O1's process-wide casting (apex: patch_torch_functions)
+  /// Affine batch norms stay Float32 (nullopt: not applicable).
   std::optional<bool> keep_batchnorm_fp32;
-  std::optional<bool> master_weights;
-  LossScale loss_scale = 1.0;
-  // Beyond apex: the 16-bit dtype O1 casts to and O2/O3 cast the model to.
+  std::optional<bool> master_weights;  ///< Float32 master weights for 16-bit parameters
+  LossScale loss_scale = 1.0;          ///< "dynamic" or the static scale
+  /// Beyond apex: the 16-bit dtype O1 casts to and O2/O3 cast the model to.
   DType low_precision_dtype = DType::Float16;
 
-  // apex's table: one line per option, "<name padded to 22> : <value>", values spelled the C++
-  // way (true, Float16, nullopt, dynamic, 1.0).
+  /// apex's table: one line per option, "<name padded to 22> : <value>", values spelled the C++
+  /// way (true, Float16, nullopt, dynamic, 1.0).
   std::string to_string() const;
-  // True for loss_scale "dynamic".
+  /// True for loss_scale "dynamic".
   bool dynamic_loss_scale() const;
 };
 

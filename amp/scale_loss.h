@@ -1,24 +1,27 @@
-// amp::scale_loss: apex's `with amp.scale_loss(loss, optimizer) as scaled_loss:` as an RAII
-// object. Backward runs on the scaled loss; when the object leaves its scope the gradients are
-// unscaled (into the fp32 master gradients under O2), checked for inf/NaN with one host sync,
-// and the loss scale is updated. After an overflow the next step() of exactly the optimizers
-// passed here is skipped, printing apex's "Gradient overflow.  Skipping step, ..." message.
-//
-//   optimizer.zero_grad();
-//   auto loss = amp::nn::functional::cross_entropy((*model)(x), y);
-//   {
-//     auto scaled = amp::scale_loss(loss, optimizer);
-//     scaled.backward();
-//   }                                   // unscaled here
-//   amp::nn::utils::clip_grad_norm_(amp::master_params(optimizer), 1.0);   // true gradients
-//   optimizer.step();
-//
-// Gradient accumulation: several scale_loss blocks before one step() add up; with
-// delay_unscale = true a block leaves its gradients scaled and a later block without it
-// unscales everything at once (step() must not run in between). Several losses: num_losses in
-// amp::initialize and loss_id here give each its own scaler. If the block's body throws, the
-// gradients of the optimizers are put back as they were before the block, the scaler is left
-// alone, and O1's cast cache is cleared (apex leaves them half-done).
+/// \file
+/// amp::scale_loss: apex's `with amp.scale_loss(loss, optimizer) as scaled_loss:` as an RAII
+/// object. Backward runs on the scaled loss; when the object leaves its scope the gradients are
+/// unscaled (into the fp32 master gradients under O2), checked for inf/NaN with one host sync,
+/// and the loss scale is updated. After an overflow the next step() of exactly the optimizers
+/// passed here is skipped, printing apex's "Gradient overflow.  Skipping step, ..." message.
+///
+/// \code
+///   optimizer.zero_grad();
+///   auto loss = amp::nn::functional::cross_entropy((*model)(x), y);
+///   {
+///     auto scaled = amp::scale_loss(loss, optimizer);
+///     scaled.backward();
+///   }                                   // unscaled here
+///   amp::nn::utils::clip_grad_norm_(amp::master_params(optimizer), 1.0);   // true gradients
+///   optimizer.step();
+/// \endcode
+///
+/// Gradient accumulation: several scale_loss blocks before one step() add up; with
+/// delay_unscale = true a block leaves its gradients scaled and a later block without it
+/// unscales everything at once (step() must not run in between). Several losses: num_losses in
+/// amp::initialize and loss_id here give each its own scaler. If the block's body throws, the
+/// gradients of the optimizers are put back as they were before the block, the scaler is left
+/// alone, and O1's cast cache is cleared (apex leaves them half-done).
 #pragma once
 #pragma GCC visibility push(default)  // public API (docs/building.md)
 
@@ -35,19 +38,24 @@ namespace detail {
 struct OptimizerStash;
 }
 
+/// The object amp::scale_loss returns: holds the scaled loss for backward() and, when it goes
+/// out of scope, unscales the gradients, checks them for inf/NaN and updates the loss scale
+/// (apex's scale_loss context manager exit). Movable only by construction, not assignable.
 class ScaledLoss {
  public:
+  /// Takes over the block; `other` is left inactive (its destructor does nothing, its
+  /// backward() raises amp::Error).
   ScaledLoss(ScaledLoss&& other) noexcept;
   ScaledLoss(const ScaledLoss&) = delete;
   ScaledLoss& operator=(const ScaledLoss&) = delete;
   ScaledLoss& operator=(ScaledLoss&&) = delete;
-  // Leaves the block: unscales, checks and updates the scale (see the file comment). Throws
-  // amp::Error only when not unwinding from another exception.
+  /// Leaves the block: unscales, checks and updates the scale (see the file comment). Throws
+  /// amp::Error only when not unwinding from another exception.
   ~ScaledLoss() noexcept(false);
 
-  // tensor().backward(...).
+  /// tensor().backward(retain_graph). amp::Error on a moved-from object.
   void backward(bool retain_graph = false);
-  // loss.float() * loss_scale (the loss itself when amp is disabled).
+  /// loss.float() * loss_scale (the loss itself when amp is disabled).
   const Tensor& tensor() const { return scaled_; }
 
  private:
@@ -75,19 +83,25 @@ class ScaledLoss {
   bool active_ = false;
 };
 
+/// apex's amp.scale_loss(loss, optimizer, loss_id, delay_unscale): returns the loss as Float32
+/// times the loss scale of scaler `loss_id`. amp::Error when amp::initialize was not called,
+/// the loss is undefined or (amp enabled) not floating point, loss_id is out of
+/// [0, num_losses), or an optimizer is null or was not passed through amp::initialize.
 ScaledLoss scale_loss(const Tensor& loss, optimizers::Optimizer& optimizer, int loss_id = 0,
                       bool delay_unscale = false);
-// Every optimizer owning parameters this backward produces gradients for.
+/// The same for several optimizers: every optimizer owning parameters this backward produces
+/// gradients for.
 ScaledLoss scale_loss(const Tensor& loss, const std::vector<optimizers::Optimizer*>& optimizers,
                       int loss_id = 0, bool delay_unscale = false);
 
-// The parameters the optimizer updates: after O2's initialize the fp32 master weights, whose
-// gradients are unscaled when a scale_loss block ends (clip these, not model->parameters(),
-// whose 16-bit gradients stay scaled); otherwise the model's parameters.
+/// The parameters the optimizer updates (apex's amp.master_params): after O2's initialize the
+/// fp32 master weights, whose gradients are unscaled when a scale_loss block ends (clip these,
+/// not model->parameters(), whose 16-bit gradients stay scaled); otherwise the model's
+/// parameters.
 std::vector<Tensor> master_params(const optimizers::Optimizer& optimizer);
 
-// While alive in a thread, no op of that thread is cast: neither O1's process-wide casting nor
-// an enclosing amp::autocast region (apex's disable_casts; optimizer steps always run so).
+/// While alive in a thread, no op of that thread is cast: neither O1's process-wide casting nor
+/// an enclosing amp::autocast region (apex's disable_casts; optimizer steps always run so).
 struct disable_casts {
   disable_casts();
   ~disable_casts();

@@ -1,9 +1,10 @@
-// amp::nn::BatchNorm1d / BatchNorm2d: batch normalisation with running statistics, PyTorch's
-// names and semantics (weight, bias, running_mean, running_var, num_batches_tracked).
-//
-// Mixed precision: the layer may keep fp32 parameters and buffers while its input is fp16 or
-// bf16 (apex O2 / keep_batchnorm_fp32): the statistics and the normalisation run in fp32 and the
-// output has the input's dtype (functional::batch_norm).
+/// \file
+/// amp::nn::BatchNorm1d / BatchNorm2d: batch normalisation with running statistics, PyTorch's
+/// names and semantics (weight, bias, running_mean, running_var, num_batches_tracked).
+///
+/// Mixed precision: the layer may keep fp32 parameters and buffers while its input is fp16 or
+/// bf16 (apex O2 / keep_batchnorm_fp32): the statistics and the normalisation run in fp32 and the
+/// output has the input's dtype (functional::batch_norm).
 #pragma once
 #pragma GCC visibility push(default)  // public API (docs/building.md)
 
@@ -16,27 +17,34 @@
 
 namespace amp::nn {
 
-// The shared implementation; BatchNorm1d and BatchNorm2d only differ in the input dims allowed.
+/// The shared implementation; BatchNorm1d and BatchNorm2d only differ in the input dims allowed.
 class BatchNormBase : public Module {
  public:
-  // momentum nullopt: running stats are the cumulative average (factor 1 / num_batches_tracked).
+  /// momentum nullopt: running stats are the cumulative average (factor 1 / num_batches_tracked).
   BatchNormBase(std::string name, int64_t num_features, double eps, std::optional<double> momentum,
                 bool affine);
   Tensor forward(const Tensor& input) override;
   std::string extra_repr() const override;
 
-  int64_t num_features() const { return num_features_; }
-  double eps() const { return eps_; }
-  std::optional<double> momentum() const { return momentum_; }
-  bool affine() const { return affine_; }
-  // running_mean = 0, running_var = 1, num_batches_tracked = 0 (in place).
+  int64_t num_features() const { return num_features_; }        ///< C, the channel count
+  double eps() const { return eps_; }                           ///< added to the variance
+  std::optional<double> momentum() const { return momentum_; }  ///< running-stat momentum
+  bool affine() const { return affine_; }                       ///< whether weight and bias exist
+  /// running_mean = 0, running_var = 1, num_batches_tracked = 0 (in place).
   void reset_running_stats();
 
-  Tensor weight, bias;               // (C), ones and zeros; undefined when affine = false
-  Tensor running_mean, running_var;  // (C) buffers, Float32 zeros and ones
-  Tensor num_batches_tracked;        // Int64 0-d buffer, +1 per training forward
+  ///@{
+  /// (C) parameters, ones and zeros; undefined when affine = false.
+  Tensor weight, bias;
+  ///@}
+  ///@{
+  /// (C) buffers, Float32 zeros and ones.
+  Tensor running_mean, running_var;
+  ///@}
+  Tensor num_batches_tracked;  ///< Int64 0-d buffer, +1 per training forward
 
  protected:
+  /// amp::Error when the input's rank is not one this layer accepts.
   virtual void check_input_dim(const Tensor& input) const = 0;
 
  private:
@@ -46,24 +54,26 @@ class BatchNormBase : public Module {
   bool affine_;
 };
 
-// Input (N, C) or (N, C, L).
+/// Input (N, C) or (N, C, L).
 class BatchNorm1d : public BatchNormBase {
  public:
+  /// torch.nn.BatchNorm1d; amp::Error unless num_features > 0 and eps > 0.
   explicit BatchNorm1d(int64_t num_features, double eps = 1e-5,
                        std::optional<double> momentum = 0.1, bool affine = true);
 
  protected:
-  void check_input_dim(const Tensor& input) const override;
+  void check_input_dim(const Tensor& input) const override;  ///< 2D or 3D
 };
 
-// Input (N, C, H, W).
+/// Input (N, C, H, W).
 class BatchNorm2d : public BatchNormBase {
  public:
+  /// torch.nn.BatchNorm2d; amp::Error unless num_features > 0 and eps > 0.
   explicit BatchNorm2d(int64_t num_features, double eps = 1e-5,
                        std::optional<double> momentum = 0.1, bool affine = true);
 
  protected:
-  void check_input_dim(const Tensor& input) const override;
+  void check_input_dim(const Tensor& input) const override;  ///< 4D
 };
 
 }  // namespace amp::nn

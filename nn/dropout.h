@@ -1,5 +1,6 @@
-// amp::nn::Dropout: zeroes elements with probability p while training (scaling the rest by
-// 1 / (1 - p)); the identity in eval mode. Draws from the global generator (amp::manual_seed).
+/// \file
+/// amp::nn::Dropout: zeroes elements with probability p while training (scaling the rest by
+/// 1 / (1 - p)); the identity in eval mode. Draws from the global generator (amp::manual_seed).
 #pragma once
 #pragma GCC visibility push(default)  // public API (docs/building.md)
 
@@ -7,12 +8,14 @@
 
 namespace amp::nn {
 
+/// torch.nn.Dropout: functional::dropout(input, p, is_training()); the identity in eval mode.
 class Dropout : public Module {
  public:
+  /// amp::Error unless p is in [0, 1].
   explicit Dropout(double p = 0.5);
   Tensor forward(const Tensor& input) override;
   std::string extra_repr() const override;
-  double p;
+  double p;  ///< probability of zeroing an element
 };
 
 }  // namespace amp::nn

@@ -1,4 +1,5 @@
-// amp::nn::Flatten: flattens dims start_dim..end_dim into one (default: all but the batch dim).
+/// \file
+/// amp::nn::Flatten: flattens dims start_dim..end_dim into one (default: all but the batch dim).
 #pragma once
 #pragma GCC visibility push(default)  // public API (docs/building.md)
 
@@ -8,12 +9,17 @@
 
 namespace amp::nn {
 
+/// torch.nn.Flatten: input.flatten(start_dim, end_dim) (Tensor::flatten).
 class Flatten : public Module {
  public:
+  /// Keeps dim 0 (the batch) by default.
   Flatten(int64_t start_dim = 1, int64_t end_dim = -1);
   Tensor forward(const Tensor& input) override;
   std::string extra_repr() const override;
+  ///@{
+  /// The dims flattened, inclusive; negative values count from the end.
   int64_t start_dim, end_dim;
+  ///@}
 };
 
 }  // namespace amp::nn

@@ -1,4 +1,5 @@
-// amp::nn::MaxPool2d and AvgPool2d: parameter-free pooling layers over NCHW inputs.
+/// \file
+/// amp::nn::MaxPool2d and AvgPool2d: parameter-free pooling layers over NCHW inputs.
 #pragma once
 #pragma GCC visibility push(default)  // public API (docs/building.md)
 
@@ -11,9 +12,10 @@
 
 namespace amp::nn {
 
-// Max over kernel x kernel windows; stride defaults to the kernel size (PyTorch's default).
+/// Max over kernel x kernel windows; stride defaults to the kernel size (PyTorch's default).
 class MaxPool2d : public Module {
  public:
+  /// amp::Error unless kernel > 0, stride > 0 and 0 <= padding <= kernel / 2.
   explicit MaxPool2d(int64_t kernel, std::optional<int64_t> stride = std::nullopt,
                      int64_t padding = 0);
   Tensor forward(const Tensor& input) override;
@@ -23,9 +25,10 @@ class MaxPool2d : public Module {
   int64_t kernel_, stride_, padding_;
 };
 
-// Average over windows, zero padding counted (count_include_pad=True).
+/// Average over windows, zero padding counted (count_include_pad=True).
 class AvgPool2d : public Module {
  public:
+  /// amp::Error unless kernel > 0, stride > 0 and 0 <= padding <= kernel / 2.
   explicit AvgPool2d(int64_t kernel, std::optional<int64_t> stride = std::nullopt,
                      int64_t padding = 0);
   Tensor forward(const Tensor& input) override;

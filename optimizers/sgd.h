@@ -1,5 +1,6 @@
-// amp::optimizers::SGD: stochastic gradient descent with momentum, dampening, Nesterov momentum
-// and L2 weight decay, written plainly per tensor; the same formulas as torch.optim.SGD (1.13).
+/// \file
+/// amp::optimizers::SGD: stochastic gradient descent with momentum, dampening, Nesterov momentum
+/// and L2 weight decay, written plainly per tensor; the same formulas as torch.optim.SGD (1.13).
 #pragma once
 #pragma GCC visibility push(default)  // public API (docs/building.md)
 
@@ -9,12 +10,14 @@
 
 namespace amp::optimizers {
 
+/// torch.optim.SGD's arguments. amp::Error (PyTorch's messages) for lr, momentum or weight_decay
+/// below 0, or nesterov without momentum > 0 and dampening 0.
 struct SGDOptions {
-  double lr = 0.01;
-  double momentum = 0;
-  double dampening = 0;
-  double weight_decay = 0;
-  bool nesterov = false;
+  double lr = 0.01;         ///< learning rate
+  double momentum = 0;      ///< momentum factor (0: no momentum buffer)
+  double dampening = 0;     ///< dampening of the momentum
+  double weight_decay = 0;  ///< L2 penalty added to the gradient
+  bool nesterov = false;    ///< Nesterov momentum
 };
 
 namespace detail {
@@ -25,15 +28,19 @@ void check_sgd_options(const Options& options);
 
 }  // namespace detail
 
-// Per parameter with a gradient g (PyTorch's update; lr outside the momentum):
-//   g = g + weight_decay * p
-//   buf = g (first step, no dampening)  or  buf = momentum * buf + (1 - dampening) * g
-//   g = nesterov ? g + momentum * buf : buf          (when momentum != 0)
-//   p = p - lr * g
-// State: "momentum_buffer" (only when momentum != 0). No step counter.
+/// Per parameter with a gradient g (PyTorch's update; lr outside the momentum):
+/// \verbatim
+///   g = g + weight_decay * p
+///   buf = g (first step, no dampening)  or  buf = momentum * buf + (1 - dampening) * g
+///   g = nesterov ? g + momentum * buf : buf          (when momentum != 0)
+///   p = p - lr * g
+/// \endverbatim
+/// State: "momentum_buffer" (only when momentum != 0). No step counter.
 class SGD : public Optimizer {
  public:
+  /// One group holding params.
   SGD(std::vector<Tensor> params, SGDOptions options);
+  /// Several groups; a group's own options override `options`.
   SGD(std::vector<ParamGroup> groups, SGDOptions options);
 
  protected:

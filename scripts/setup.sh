@@ -11,7 +11,7 @@ packages=(
   g++ cmake ninja-build pkg-config
   libeigen3-dev libdnnl-dev ccache
   libboost-test-dev libboost-program-options-dev
-  zlib1g-dev nlohmann-json3-dev valgrind
+  zlib1g-dev nlohmann-json3-dev valgrind doxygen
   libopenmpi-dev openmpi-bin
   dataset-fashion-mnist
 )

@@ -1,13 +1,14 @@
-// The autocast state: per device type (enabled, lower-precision dtype), plus the cast-cache
-// flag, the region nesting depth and the "inside an autocast op" exclusion. It lives in the core
-// because op dispatch and the autograd engine consult it; the user-facing amp::autocast guard
-// and amp::initialize (amp/) set it. The engine runs backward with autocast disabled, except for
-// custom functions that ask for their forward's state (custom_bwd).
-//
-// Two layers: each thread has its own state per device type (what amp::autocast regions set),
-// and beneath it the process-wide casting of amp::initialize at O1, which applies in every
-// thread to a device type whose thread slot has not been set explicitly. A new thread starts
-// with every slot following the process-wide casting (which is off until an O1 initialize).
+/// \file
+/// The autocast state: per device type (enabled, lower-precision dtype), plus the cast-cache
+/// flag, the region nesting depth and the "inside an autocast op" exclusion. It lives in the core
+/// because op dispatch and the autograd engine consult it; the user-facing amp::autocast guard
+/// and amp::initialize (amp/) set it. The engine runs backward with autocast disabled, except for
+/// custom functions that ask for their forward's state (custom_bwd).
+///
+/// Two layers: each thread has its own state per device type (what amp::autocast regions set),
+/// and beneath it the process-wide casting of amp::initialize at O1, which applies in every
+/// thread to a device type whose thread slot has not been set explicitly. A new thread starts
+/// with every slot following the process-wide casting (which is off until an O1 initialize).
 #pragma once
 #pragma GCC visibility push(default)  // public API (docs/building.md)
 
@@ -19,62 +20,63 @@
 
 namespace amp::autocast_state {
 
+/// One thread's autocast slot for one device type.
 struct DeviceState {
-  bool enabled = false;
-  DType dtype = DType::Float16;
-  // True: the slot has not been set in this thread and follows the process-wide casting
-  // (enabled and dtype are then unused). A new thread's slots follow it.
+  bool enabled = false;          ///< autocast on for the device type
+  DType dtype = DType::Float16;  ///< its lower-precision dtype
+  /// True: the slot has not been set in this thread and follows the process-wide casting
+  /// (enabled and dtype are then unused). A new thread's slots follow it.
   bool follows_process = false;
 };
 
-// Every device type's state, as captured at one moment.
+/// Every device type's state, as captured at one moment.
 struct Snapshot {
-  DeviceState devices[kNumDeviceTypes];
+  DeviceState devices[kNumDeviceTypes];  ///< indexed by DeviceType
 };
 
-// What this thread sees (the explicit slot, else the process-wide casting).
+/// What this thread sees (the explicit slot, else the process-wide casting).
 bool is_enabled(DeviceType type);
-DType get_dtype(DeviceType type);  // defaults: CUDA Float16, CPU BFloat16
-// Make the slot explicit (the other field keeps the value the thread currently sees).
+DType get_dtype(DeviceType type);  ///< defaults: CUDA Float16, CPU BFloat16
+/// Make the slot explicit (the other field keeps the value the thread currently sees).
 void set_enabled(DeviceType type, bool enabled);
-void set_dtype(DeviceType type, DType dtype);
-// The raw slot, for guards that restore it exactly (following or not).
+void set_dtype(DeviceType type, DType dtype);  ///< as set_enabled, for the dtype
+/// The raw slot, for guards that restore it exactly (following or not).
 DeviceState slot_state(DeviceType type);
-void set_slot_state(DeviceType type, const DeviceState& state);
+void set_slot_state(DeviceType type, const DeviceState& state);  ///< restores a slot_state()
 
-// Process-wide casting (amp::initialize at O1): in every thread, ops on `device` tensors run as
-// inside an autocast region with `dtype`, unless the thread set that device type's slot.
+/// Process-wide casting (amp::initialize at O1): in every thread, ops on `device` tensors run as
+/// inside an autocast region with `dtype`, unless the thread set that device type's slot.
 struct ProcessCasting {
-  bool enabled = false;
-  DeviceType device = DeviceType::CPU;
-  DType dtype = DType::Float16;
+  bool enabled = false;                 ///< process-wide casting on
+  DeviceType device = DeviceType::CPU;  ///< the device type it applies to
+  DType dtype = DType::Float16;         ///< the dtype of its lower-precision casts
 };
-void set_process_casting(const ProcessCasting& casting);
-ProcessCasting process_casting();
+void set_process_casting(const ProcessCasting& casting);  ///< what amp::initialize sets
+ProcessCasting process_casting();                         ///< the current process-wide casting
 
-// True when autocast applies to some device type in this thread and the thread is not already
-// inside an autocast op (ops called by an autocast op are not autocast again, as PyTorch excludes
-// its dispatch key for the rest of the call). The fast check at the top of every listed op.
+/// True when autocast applies to some device type in this thread and the thread is not already
+/// inside an autocast op (ops called by an autocast op are not autocast again, as PyTorch excludes
+/// its dispatch key for the rest of the call). The fast check at the top of every listed op.
 inline bool is_active();
 
-// Whether casts of model weights may be cached (torch.is_autocast_cache_enabled); default true.
+/// Whether casts of model weights may be cached (torch.is_autocast_cache_enabled); default true.
 bool is_cache_enabled();
-void set_cache_enabled(bool enabled);
+void set_cache_enabled(bool enabled);  ///< for this thread
 
-// One depth counter for all device types, counted by every autocast region, enabled or not;
-// the cast cache is cleared when the outermost region exits. Return the new depth.
+/// One depth counter for all device types, counted by every autocast region, enabled or not;
+/// the cast cache is cleared when the outermost region exits. Return the new depth.
 int increment_nesting();
-int decrement_nesting();
+int decrement_nesting();  ///< see increment_nesting
 
-// The state this thread sees now, every slot explicit (so installing it later reproduces it even
-// if the process-wide casting changed meanwhile).
+/// The state this thread sees now, every slot explicit (so installing it later reproduces it even
+/// if the process-wide casting changed meanwhile).
 Snapshot capture();
-Snapshot all_disabled();  // the current dtypes, nothing enabled, every slot explicit
+Snapshot all_disabled();  ///< the current dtypes, nothing enabled, every slot explicit
 
-// Installs a snapshot for its lifetime and restores the previous state after.
+/// Installs a snapshot for its lifetime and restores the previous state after.
 class ScopedState {
  public:
-  explicit ScopedState(const Snapshot& state);
+  explicit ScopedState(const Snapshot& state);  ///< installs state in this thread
   ~ScopedState();
   ScopedState(const ScopedState&) = delete;
   ScopedState& operator=(const ScopedState&) = delete;
@@ -83,7 +85,7 @@ class ScopedState {
   Snapshot previous_;
 };
 
-// Marks the current thread as inside an autocast op for its lifetime.
+/// Marks the current thread as inside an autocast op for its lifetime.
 class ExcludeGuard {
  public:
   ExcludeGuard();

@@ -1,14 +1,17 @@
-// How an op runs under autocast: the argument casts of each policy, the weight-cast cache and
-// the one entry every routed op goes through first, keyed by its row of the policy table:
-//
-//   Tensor mm(const Tensor& a, const Tensor& b) {
-//     AMP_AUTOCAST_ROUTE(Mm, amp::mm, a, b);
-//     ...
-//
-// run() finds the device type whose autocast applies (a defined tensor argument on a device
-// type with autocast enabled), casts the tensor arguments as the op's policy says, and calls the
-// op again with autocast excluded for the rest of the call, as PyTorch's wrappers do. Casts are
-// ordinary differentiable conversions, so gradients flow back to the original dtype.
+/// \file
+/// How an op runs under autocast: the argument casts of each policy, the weight-cast cache and
+/// the one entry every routed op goes through first, keyed by its row of the policy table:
+///
+/// \code
+///   Tensor mm(const Tensor& a, const Tensor& b) {
+///     AMP_AUTOCAST_ROUTE(Mm, amp::mm, a, b);
+///     ...
+/// \endcode
+///
+/// run() finds the device type whose autocast applies (a defined tensor argument on a device
+/// type with autocast enabled), casts the tensor arguments as the op's policy says, and calls the
+/// op again with autocast excluded for the rest of the call, as PyTorch's wrappers do. Casts are
+/// ordinary differentiable conversions, so gradients flow back to the original dtype.
 #pragma once
 #pragma GCC visibility push(default)  // public API (docs/building.md)
 
@@ -25,19 +28,19 @@
 
 namespace amp::autocast_cast {
 
-// PyTorch's is_eligible: defined, floating point, not Float64, on a device of type `type`.
+/// PyTorch's is_eligible: defined, floating point, not Float64, on a device of type `type`.
 bool is_eligible(const Tensor& t, DeviceType type);
 
-// Casts t to `to` when eligible (same dtype: t itself). Casts of Float32 leaves that require grad
-// to the device's autocast dtype are cached while the cache is enabled (see cache_size).
+/// Casts t to `to` when eligible (same dtype: t itself). Casts of Float32 leaves that require grad
+/// to the device's autocast dtype are cached while the cache is enabled (see cache_size).
 Tensor cached_cast(const Tensor& t, DType to, DeviceType type);
 
-// The weight-cast cache: process-wide, keyed by (source tensor, target dtype), cleared when a
-// thread's outermost autocast region exits. Unlike PyTorch (keyed by the source tensor only), an
-// entry is not returned when the target dtype differs or when the source was modified in place
-// since the cast (its storage version changed); it is recast.
+/// The weight-cast cache: process-wide, keyed by (source tensor, target dtype), cleared when a
+/// thread's outermost autocast region exits. Unlike PyTorch (keyed by the source tensor only), an
+/// entry is not returned when the target dtype differs or when the source was modified in place
+/// since the cast (its storage version changed); it is recast.
 size_t cache_size();
-void clear_cache();
+void clear_cache();  ///< drops every cached cast
 
 namespace detail {
 
@@ -82,7 +85,7 @@ const A& cast_arg(const Plan&, size_t&, const A& a) {
 
 }  // namespace detail
 
-// Runs `op_fn(args...)` under the policy of `op`'s row of autocast_policy::table().
+/// Runs `op_fn(args...)` under the policy of `op`'s row of autocast_policy::table().
 template <class Fn, class... Args>
 auto run(autocast_policy::AutocastOp op, Fn&& op_fn, const Args&... args) {
   detail::note_routed(op);
@@ -101,17 +104,17 @@ auto run(autocast_policy::AutocastOp op, Fn&& op_fn, const Args&... args) {
 }
 
 namespace testing {
-// The first routed op this thread entered since the last reset (NotRouted: none), so that a test
-// can check that calling an op reaches its own row of the table.
+/// The first routed op this thread entered since the last reset (NotRouted: none), so that a test
+/// can check that calling an op reaches its own row of the table.
 autocast_policy::AutocastOp first_routed_op();
-void reset_first_routed_op();
+void reset_first_routed_op();  ///< forgets it (first_routed_op() returns NotRouted)
 }  // namespace testing
 
 }  // namespace amp::autocast_cast
 
-// The first statement of every op in autocast_policy::AutocastOp: when autocast is active,
-// returns `fn(args...)` run under the op's policy (fn is the op itself, called again with autocast
-// excluded, so overloads resolve as at the call site).
+/// The first statement of every op in autocast_policy::AutocastOp: when autocast is active,
+/// returns `fn(args...)` run under the op's policy (fn is the op itself, called again with autocast
+/// excluded, so overloads resolve as at the call site).
 #define AMP_AUTOCAST_ROUTE(op, fn, ...)       \
   if (::amp::autocast_state::is_active())     \
   return ::amp::autocast_cast::run(           \

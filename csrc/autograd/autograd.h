@@ -1,5 +1,6 @@
-// The public autograd surface: NoGradGuard, autograd::grad, DetectAnomaly, ScopedName, custom
-// functions. Tensor's own autograd members are declared in csrc/core/tensor.h.
+/// \file
+/// The public autograd surface: NoGradGuard, autograd::grad, DetectAnomaly, ScopedName, custom
+/// functions. Tensor's own autograd members are declared in csrc/core/tensor.h.
 #pragma once
 #pragma GCC visibility push(default)  // public API (docs/building.md)
 

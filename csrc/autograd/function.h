@@ -1,19 +1,22 @@
-// Custom autograd functions: a forward and a backward written by the user, usable inside other
-// graphs and differentiable again when the backward is written with differentiable ops.
-//
-//   struct ScaledExp : amp::autograd::Function<ScaledExp> {
-//     static amp::Tensor forward(amp::autograd::AutogradContext* ctx, const amp::Tensor& x,
-//                                double scale) {
-//       amp::Tensor y = amp::exp(x) * scale;
-//       ctx->save_for_backward({y});
-//       return y;
-//     }
-//     static std::vector<amp::Tensor> backward(amp::autograd::AutogradContext* ctx,
-//                                              const std::vector<amp::Tensor>& grads) {
-//       return {grads[0] * ctx->get_saved_variables()[0]};  // one gradient per tensor input
-//     }
-//   };
-//   amp::Tensor y = ScaledExp::apply(x, 2.0);
+/// \file
+/// Custom autograd functions: a forward and a backward written by the user, usable inside other
+/// graphs and differentiable again when the backward is written with differentiable ops.
+///
+/// \code
+///   struct ScaledExp : amp::autograd::Function<ScaledExp> {
+///     static amp::Tensor forward(amp::autograd::AutogradContext* ctx, const amp::Tensor& x,
+///                                double scale) {
+///       amp::Tensor y = amp::exp(x) * scale;
+///       ctx->save_for_backward({y});
+///       return y;
+///     }
+///     static std::vector<amp::Tensor> backward(amp::autograd::AutogradContext* ctx,
+///                                              const std::vector<amp::Tensor>& grads) {
+///       return {grads[0] * ctx->get_saved_variables()[0]};  // one gradient per tensor input
+///     }
+///   };
+///   amp::Tensor y = ScaledExp::apply(x, 2.0);
+/// \endcode
 #pragma once
 #pragma GCC visibility push(default)  // public API (docs/building.md)
 
@@ -42,18 +45,20 @@ void finish_custom_call(const std::shared_ptr<CustomNode>& node, std::vector<Ten
                         const std::vector<const Tensor*>& inputs);
 }  // namespace detail
 
-// Non-tensor values a forward keeps for its backward (ctx->saved_data["k"] = 3.0).
+/// Non-tensor values a forward keeps for its backward (ctx->saved_data["k"] = 3.0).
 using SavedValue = std::variant<double, int64_t, bool, std::string, Shape>;
 
+/// ctx of a custom Function (torch.autograd.function.FunctionCtx): what forward hands to
+/// backward.
 class AutogradContext {
  public:
-  // Tensors needed by backward; read them back with get_saved_variables(), which checks that
-  // none was modified in place since.
+  /// Tensors needed by backward; read them back with get_saved_variables(), which checks that
+  /// none was modified in place since.
   void save_for_backward(std::vector<Tensor> tensors);
-  std::vector<Tensor> get_saved_variables() const;
-  // Whether the i-th tensor input of forward needs a gradient (backward may skip the others).
+  std::vector<Tensor> get_saved_variables() const;  ///< amp::Error if one changed or was freed
+  /// Whether the i-th tensor input of forward needs a gradient (backward may skip the others).
   bool needs_input_grad(size_t i) const;
-  std::map<std::string, SavedValue> saved_data;
+  std::map<std::string, SavedValue> saved_data;  ///< non-tensor values for backward
 
  private:
   template <class T>
@@ -67,18 +72,20 @@ class AutogradContext {
   const Node* node_ = nullptr;
 };
 
-// The node of a custom function call: backward runs the user's backward.
+/// The node of a custom function call: backward runs the user's backward.
 class CustomNode final : public Node {
  public:
+  /// T::backward of the Function.
   using BackwardFn = std::vector<Tensor> (*)(AutogradContext*, const std::vector<Tensor>&);
+  /// name: the Function's type name; backward: T::backward.
   CustomNode(std::string name, BackwardFn backward) : name_(std::move(name)), backward_(backward) {}
-  // Set for functions declaring kBackwardUsesForwardAutocast: backward runs under this state
-  // instead of the engine's autocast-disabled state (torch's custom_bwd).
+  /// Set for functions declaring kBackwardUsesForwardAutocast: backward runs under this state
+  /// instead of the engine's autocast-disabled state (torch's custom_bwd).
   std::optional<autocast_state::Snapshot> forward_autocast;
   std::vector<Tensor> apply(std::vector<Tensor>&& grads) override;
   std::string name() const override { return name_; }
   void release_saved() override;
-  AutogradContext ctx;
+  AutogradContext ctx;  ///< shared by forward and backward
 
  private:
   std::string name_;
@@ -118,23 +125,26 @@ A&& autocast_input(A&& a, DeviceType, DType) {
 }
 }  // namespace detail
 
-// CRTP base: T provides static forward(AutogradContext*, Args...) returning Tensor or
-// std::vector<Tensor>, and static backward(AutogradContext*, const std::vector<Tensor>& grads)
-// returning one gradient per tensor argument of forward (undefined for none).
-//
-// Autocast (torch.amp.custom_fwd / custom_bwd):
-// - By default the forward's ops follow the ambient autocast state and backward runs with
-//   autocast disabled.
-// - `static constexpr bool kBackwardUsesForwardAutocast = true;` (custom_bwd): backward runs
-//   under the autocast state its forward saw.
-// - `static constexpr DeviceType kAutocastDeviceType = DeviceType::CPU;` together with
-//   `static constexpr DType kCastInputs = DType::Float32;` (custom_fwd(cast_inputs=...)): when
-//   autocast is enabled for that device type, floating tensor inputs on it (not Float64) are
-//   converted to kCastInputs and forward (and a custom_bwd backward) runs with autocast disabled
-//   for it; outside autocast nothing is cast.
+/// CRTP base: T provides static forward(AutogradContext*, Args...) returning Tensor or
+/// std::vector<Tensor>, and static backward(AutogradContext*, const std::vector<Tensor>& grads)
+/// returning one gradient per tensor argument of forward (undefined for none).
+///
+/// Autocast (torch.amp.custom_fwd / custom_bwd):
+/// - By default the forward's ops follow the ambient autocast state and backward runs with
+///   autocast disabled.
+/// - `static constexpr bool kBackwardUsesForwardAutocast = true;` (custom_bwd): backward runs
+///   under the autocast state its forward saw.
+/// - `static constexpr DeviceType kAutocastDeviceType = DeviceType::CPU;` together with
+///   `static constexpr DType kCastInputs = DType::Float32;` (custom_fwd(cast_inputs=...)): when
+///   autocast is enabled for that device type, floating tensor inputs on it (not Float64) are
+///   converted to kCastInputs and forward (and a custom_bwd backward) runs with autocast disabled
+///   for it; outside autocast nothing is cast.
 template <class T>
 class Function {
  public:
+  /// Runs T::forward(ctx, args...) without recording its ops and, when an input requires
+  /// grad, makes its outputs depend on them through T::backward (torch's Function.apply).
+  /// backward must return one gradient per tensor input with its shape (amp::Error otherwise).
   template <class... Args>
   static auto apply(Args&&... args) {
     if constexpr (requires { T::kCastInputs; }) {

@@ -1,4 +1,5 @@
-// Finite-difference checks of analytic gradients (torch.autograd.gradcheck / gradgradcheck).
+/// \file
+/// Finite-difference checks of analytic gradients (torch.autograd.gradcheck / gradgradcheck).
 #pragma once
 #pragma GCC visibility push(default)  // public API (docs/building.md)
 
@@ -10,28 +11,31 @@
 
 namespace amp::autograd {
 
+/// Tolerances of gradcheck and gradgradcheck (torch.autograd.gradcheck's eps, atol, rtol).
 struct GradcheckOptions {
-  double eps = 1e-6;   // central-difference step
-  double atol = 1e-5;  // |analytic - numeric| <= atol + rtol * |numeric|
-  double rtol = 1e-3;
+  double eps = 1e-6;   ///< central-difference step
+  double atol = 1e-5;  ///< |analytic - numeric| <= atol + rtol * |numeric|
+  double rtol = 1e-3;  ///< see atol
 };
 
+/// What gradcheck found (it reports instead of raising).
 struct GradcheckResult {
-  bool ok = true;
-  std::string message;  // the first mismatch: input, element, analytic and numeric values
-  double max_abs_error = 0;
+  bool ok = true;            ///< every element within tolerance
+  std::string message;       ///< the first mismatch: input, element, analytic and numeric values
+  double max_abs_error = 0;  ///< largest |analytic - numeric| seen
 };
 
+/// The function checked: inputs to one output tensor.
 using DifferentiableFn = std::function<Tensor(const std::vector<Tensor>&)>;
 
-// Compares the Jacobian of fn at `inputs` computed by backward with central differences.
-// Inputs should be Float64; only those that require grad are checked (they must be
-// floating point). fn may return a tensor of any shape.
+/// Compares the Jacobian of fn at `inputs` computed by backward with central differences.
+/// Inputs should be Float64; only those that require grad are checked (they must be
+/// floating point). fn may return a tensor of any shape.
 GradcheckResult gradcheck(const DifferentiableFn& fn, const std::vector<Tensor>& inputs,
                           const GradcheckOptions& options = {});
 
-// Checks second derivatives: gradcheck of (inputs, v) -> autograd::grad(fn(inputs), inputs, v,
-// create_graph=true) with a random Float64 v.
+/// Checks second derivatives: gradcheck of (inputs, v) -> autograd::grad(fn(inputs), inputs, v,
+/// create_graph=true) with a random Float64 v.
 GradcheckResult gradgradcheck(const DifferentiableFn& fn, const std::vector<Tensor>& inputs,
                               const GradcheckOptions& options = {});
 

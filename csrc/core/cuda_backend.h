@@ -1,5 +1,7 @@
-// The CUDA backend's host-side entry points. With CUDA built and a device present they work;
-// otherwise is_available() is false and everything else raises amp::Error naming the op.
+/// \file
+/// The CUDA backend's host-side entry points. With CUDA built and a device present they work;
+/// otherwise is_available() is false, device_count() is 0, synchronize() and raw_free() do
+/// nothing, and the entry points that need a device raise amp::Error naming the op.
 #pragma once
 #pragma GCC visibility push(default)  // public API (docs/building.md)
 
@@ -9,20 +11,21 @@
 
 namespace amp::cuda_backend {
 
-bool is_available();  // built with CUDA and at least one device visible at run time
-int device_count();   // 0 when unavailable
-// Raises amp::Error "<op>: expected a CUDA device, got <reason>" when unavailable.
+bool is_available();  ///< built with CUDA and at least one device visible at run time
+int device_count();   ///< 0 when unavailable
+/// Raises amp::Error "<op>: expected a usable CUDA device, got none: <reason>" when unavailable.
 void require_available(const char* op);
-// Human-readable reason CUDA is unavailable ("built without CUDA", "no CUDA device: ..."), or
-// an empty string when it is available.
+/// Human-readable reason CUDA is unavailable ("ampcpp was built without its CUDA backend ...",
+/// "no CUDA device: ..."), or an empty string when it is available.
 const char* unavailable_reason();
 
+/// cudaMalloc on the device; amp::Error when unavailable.
 void* raw_alloc(size_t bytes, int device_index);
-void raw_free(void* ptr, int device_index);
+void raw_free(void* ptr, int device_index);  ///< cudaFree on the device
 
-// Copies bytes between any two devices (host<->device, device<->device); synchronous.
+/// Copies bytes between any two devices (host<->device, device<->device); synchronous.
 void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device, size_t bytes);
-void synchronize();
+void synchronize();  ///< waits for all CUDA work; no-op without CUDA
 
 }  // namespace amp::cuda_backend
 

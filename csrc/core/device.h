@@ -1,4 +1,5 @@
-// Devices: where a tensor's storage lives.
+/// \file
+/// Devices: where a tensor's storage lives.
 #pragma once
 #pragma GCC visibility push(default)  // public API (docs/building.md)
 
@@ -7,23 +8,26 @@
 
 namespace amp {
 
+/// Where a tensor's storage lives.
 enum class DeviceType { CPU, CUDA };
-constexpr int kNumDeviceTypes = 2;
+constexpr int kNumDeviceTypes = 2;  ///< number of DeviceType values
 
+/// A device type and, for CUDA, the device index (torch.device).
 struct Device {
-  DeviceType type = DeviceType::CPU;
-  int index = 0;
+  DeviceType type = DeviceType::CPU;  ///< CPU or CUDA
+  int index = 0;                      ///< the CUDA device ordinal (0 for the CPU)
 
-  static Device cpu() { return Device{DeviceType::CPU, 0}; }
+  static Device cpu() { return Device{DeviceType::CPU, 0}; }  ///< the CPU
+  /// CUDA device `index`.
   static Device cuda(int index = 0) { return Device{DeviceType::CUDA, index}; }
-  bool is_cpu() const { return type == DeviceType::CPU; }
-  bool is_cuda() const { return type == DeviceType::CUDA; }
-  // Ordered by (type, index), so a Device can key a std::map.
+  bool is_cpu() const { return type == DeviceType::CPU; }    ///< type == CPU
+  bool is_cuda() const { return type == DeviceType::CUDA; }  ///< type == CUDA
+  /// Ordered by (type, index), so a Device can key a std::map.
   auto operator<=>(const Device&) const = default;
 };
 
-const char* device_type_name(DeviceType type);  // "CPU", "CUDA"
-std::string to_string(Device device);           // "CPU", "CUDA:0"
+const char* device_type_name(DeviceType type);  ///< "CPU", "CUDA"
+std::string to_string(Device device);           ///< "CPU", "CUDA:0"
 
 }  // namespace amp
 

@@ -1,4 +1,5 @@
-// Element types, their C++ storage types and PyTorch's type-promotion lattice.
+/// \file
+/// Element types, their C++ storage types and PyTorch's type-promotion lattice.
 #pragma once
 #pragma GCC visibility push(default)  // public API (docs/building.md)
 
@@ -11,28 +12,31 @@
 
 namespace amp {
 
+/// Element types (torch.float32, float16, bfloat16, float64, int64, bool).
 enum class DType { Float32, Float16, BFloat16, Float64, Int64, Bool };
 
-const char* dtype_name(DType dtype);  // "Float32", "Float16", ...
-// Prints dtype_name (for messages and test diagnostics).
+const char* dtype_name(DType dtype);  ///< "Float32", "Float16", ...
+/// Prints dtype_name (for messages and test diagnostics).
 std::ostream& operator<<(std::ostream& out, DType dtype);
-size_t element_size(DType dtype);
-bool is_floating_point(DType dtype);
-bool is_low_precision(DType dtype);  // Float16 or BFloat16
+size_t element_size(DType dtype);     ///< bytes per element
+bool is_floating_point(DType dtype);  ///< Float32, Float16, BFloat16 or Float64
+bool is_low_precision(DType dtype);   ///< Float16 or BFloat16
 
-// PyTorch's promote_types for two dtypes (fp16 + bf16 -> fp32, int64 + fp16 -> fp16, ...).
+/// PyTorch's promote_types for two dtypes (fp16 + bf16 -> fp32, int64 + fp16 -> fp16, ...).
 DType promote_types(DType a, DType b);
 
-// Whether a scalar converts to `dtype` without overflow, as libtorch's checked_convert: Int64
-// takes finite values in [-2^63, 2^63) (a fraction truncates), a floating type takes inf, NaN and
-// finite values up to its largest, Bool takes anything. check_value_fits raises amp::Error
-// naming `op` with libtorch's text ("value cannot be converted to type int64_t without overflow").
+/// Whether a scalar converts to `dtype` without overflow, as libtorch's checked_convert: Int64
+/// takes finite values in [-2^63, 2^63) (a fraction truncates), a floating type takes inf, NaN and
+/// finite values up to its largest, Bool takes anything. check_value_fits raises amp::Error
+/// naming `op` with libtorch's text ("value cannot be converted to type int64_t without overflow").
 bool value_fits(double value, DType dtype);
+/// amp::Error unless value_fits(value, dtype).
 void check_value_fits(double value, DType dtype, const char* op);
 
-// The C++ type stored for each DType, and back.
+/// The C++ type stored for each DType (StorageTypeOf<D>::type), and back (dtype_of<T>()).
 template <DType D>
 struct StorageTypeOf;
+/// \cond
 template <>
 struct StorageTypeOf<DType::Float32> {
   using type = float;
@@ -58,8 +62,11 @@ struct StorageTypeOf<DType::Bool> {
   using type = bool;
 };
 
+/// \endcond
+/// The DType whose storage type is T (float, Half, BFloat16, double, int64_t, bool).
 template <class T>
 constexpr DType dtype_of();
+/// \cond
 template <>
 constexpr DType dtype_of<float>() {
   return DType::Float32;
@@ -84,13 +91,15 @@ template <>
 constexpr DType dtype_of<bool>() {
   return DType::Bool;
 }
+/// \endcond
 
-// The type arithmetic runs in (docs/numerics.md, "How ops compute"): 16-bit values compute in fp32
-// and are rounded once when stored; everything else computes in its own type.
+/// The type arithmetic runs in (docs/numerics.md, "How ops compute"): 16-bit values compute in fp32
+/// and are rounded once when stored; everything else computes in its own type.
 template <class T>
 struct OpMath {
-  using type = T;
+  using type = T;  ///< the compute type
 };
+/// \cond
 template <>
 struct OpMath<Half> {
   using type = float;
@@ -99,14 +108,17 @@ template <>
 struct OpMath<BFloat16> {
   using type = float;
 };
+/// \endcond
+/// OpMath<T>::type.
 template <class T>
 using opmath_t = typename OpMath<T>::type;
 
-// Accumulator of reductions: fp32 for 16-bit and fp32 inputs, fp64 for Float64, int64 for ints.
+/// Accumulator of reductions: fp32 for 16-bit and fp32 inputs, fp64 for Float64, int64 for ints.
 template <class T>
 struct AccType {
-  using type = float;
+  using type = float;  ///< the accumulator type
 };
+/// \cond
 template <>
 struct AccType<double> {
   using type = double;
@@ -119,10 +131,12 @@ template <>
 struct AccType<bool> {
   using type = int64_t;
 };
+/// \endcond
+/// AccType<T>::type.
 template <class T>
 using acc_t = typename AccType<T>::type;
 
-// Converts between any two element types, rounding to nearest even into 16-bit types.
+/// Converts between any two element types, rounding to nearest even into 16-bit types.
 template <class To, class From>
 AMP_HOST_DEVICE AMP_FORCEINLINE To convert(From v) {
   if constexpr (std::is_same_v<To, From>) {
@@ -150,14 +164,16 @@ AMP_HOST_DEVICE AMP_FORCEINLINE To convert(From v) {
 
 }  // namespace amp
 
-// Runs the code block with `scalar_t` bound to the storage type of `dtype`. The block is a
-// lambda body: AMP_DISPATCH_ALL(x.dtype(), "add", [&] { ... scalar_t ... });
+/// One case of the AMP_DISPATCH_* switches: binds `scalar_t` and calls the lambda.
 #define AMP_DISPATCH_CASE(enum_value, ...)                                          \
   case ::amp::DType::enum_value: {                                                  \
     using scalar_t = typename ::amp::StorageTypeOf<::amp::DType::enum_value>::type; \
     return __VA_ARGS__();                                                           \
   }
 
+/// Runs the lambda with `scalar_t` bound to the storage type of `dtype` (a lambda body:
+/// AMP_DISPATCH_FLOATING(x.dtype(), "exp", [&] { ... scalar_t ... })) for the floating dtypes;
+/// amp::Error naming op_name for another dtype.
 #define AMP_DISPATCH_FLOATING(dtype, op_name, ...)                                  \
   [&] {                                                                             \
     switch (dtype) {                                                                \
@@ -173,6 +189,7 @@ AMP_HOST_DEVICE AMP_FORCEINLINE To convert(From v) {
     }                                                                               \
   }()
 
+/// AMP_DISPATCH_FLOATING plus Int64; amp::Error naming op_name for Bool.
 #define AMP_DISPATCH_NUMERIC(dtype, op_name, ...)                                        \
   [&] {                                                                                  \
     switch (dtype) {                                                                     \
@@ -187,6 +204,7 @@ AMP_HOST_DEVICE AMP_FORCEINLINE To convert(From v) {
     }                                                                                    \
   }()
 
+/// AMP_DISPATCH_FLOATING for every dtype.
 #define AMP_DISPATCH_ALL(dtype, op_name, ...)  \
   [&] {                                        \
     switch (dtype) {                           \

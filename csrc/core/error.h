@@ -1,4 +1,5 @@
-// amp::Error: the one exception type of the public API.
+/// \file
+/// amp::Error: the one exception type of the public API.
 #pragma once
 #pragma GCC visibility push(default)  // public API (docs/building.md)
 
@@ -6,6 +7,8 @@
 
 namespace amp {
 
+/// The exception every ampcpp function throws for bad input (and for internal invariant
+/// failures, marked as such): what() names the op, what was expected and what was got.
 struct Error : std::runtime_error {
   using std::runtime_error::runtime_error;
 };

@@ -1,7 +1,8 @@
-// amp::Half (IEEE binary16) and amp::BFloat16 (bfloat16): 2-byte storage types usable in host
-// and device code. Every conversion into them rounds to nearest, ties to even, produces
-// subnormals, overflows to +-inf and keeps NaN a NaN (quiet, sign kept), so 16-bit results on the
-// CPU are bit-identical to what a GPU produces for the same fp32 value.
+/// \file
+/// amp::Half (IEEE binary16) and amp::BFloat16 (bfloat16): 2-byte storage types usable in host
+/// and device code. Every conversion into them rounds to nearest, ties to even, produces
+/// subnormals, overflows to +-inf and keeps NaN a NaN (quiet, sign kept), so 16-bit results on the
+/// CPU are bit-identical to what a GPU produces for the same fp32 value.
 #pragma once
 #pragma GCC visibility push(default)  // public API (docs/building.md)
 
@@ -196,33 +197,45 @@ AMP_HOST_DEVICE AMP_FORCEINLINE float bfloat16_bits_to_float(uint16_t b) {
 
 }  // namespace detail
 
+/// IEEE 754 binary16 (torch.float16) as its bit pattern; arithmetic goes through float.
+/// Conversions from float and double round to nearest even (one rounding), with subnormals,
+/// overflow to inf and quiet NaNs.
 struct Half {
-  uint16_t x = 0;
+  uint16_t x = 0;  ///< the bit pattern
 
   Half() = default;
-  // Forced inline: a call per element would keep the kernels' loops from vectorising.
+  /// Forced inline: a call per element would keep the kernels' loops from vectorising.
   AMP_HOST_DEVICE AMP_FORCEINLINE explicit Half(float f) : x(detail::float_to_half_bits(f)) {}
+  /// Double rounded once (no double->float->half chain).
   AMP_HOST_DEVICE explicit Half(double d) : x(detail::round_double_to_small_float<5, 10>(d)) {}
+  /// The value with bit pattern `bits`.
   AMP_HOST_DEVICE static Half from_bits(uint16_t bits) {
     Half h;
     h.x = bits;
     return h;
   }
+  /// Exact widening to float.
   AMP_HOST_DEVICE AMP_FORCEINLINE operator float() const { return detail::half_bits_to_float(x); }
 };
 
+/// bfloat16 (torch.bfloat16): the top 16 bits of a float, as its bit pattern. Conversions round
+/// to nearest even; NaNs stay quiet NaNs.
 struct BFloat16 {
-  uint16_t x = 0;
+  uint16_t x = 0;  ///< the bit pattern
 
   BFloat16() = default;
+  /// float rounded to nearest even.
   AMP_HOST_DEVICE AMP_FORCEINLINE explicit BFloat16(float f)
       : x(detail::float_to_bfloat16_bits(f)) {}
+  /// Double rounded once.
   AMP_HOST_DEVICE explicit BFloat16(double d) : x(detail::round_double_to_small_float<8, 7>(d)) {}
+  /// The value with bit pattern `bits`.
   AMP_HOST_DEVICE static BFloat16 from_bits(uint16_t bits) {
     BFloat16 b;
     b.x = bits;
     return b;
   }
+  /// Exact widening to float.
   AMP_HOST_DEVICE AMP_FORCEINLINE operator float() const {
     return detail::bfloat16_bits_to_float(x);
   }

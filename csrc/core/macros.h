@@ -1,4 +1,5 @@
-// Portability and checking macros shared by host and device code.
+/// \file
+/// Portability and checking macros shared by host and device code.
 #pragma once
 #pragma GCC visibility push(default)  // public API (docs/building.md)
 
@@ -11,7 +12,9 @@
 #define AMP_HOST_DEVICE __host__ __device__
 #define AMP_FORCEINLINE __forceinline__
 #else
+/// `__host__ __device__` under nvcc, nothing otherwise: for code both sides compile.
 #define AMP_HOST_DEVICE
+/// Forces inlining (`__forceinline__` under nvcc, always_inline otherwise).
 #define AMP_FORCEINLINE inline __attribute__((always_inline))
 #endif
 
@@ -31,7 +34,8 @@ std::string concat(const Args&... args) {
 
 }  // namespace amp::detail
 
-// User errors: the message says the op, what was expected and what was got.
+/// User errors: throws amp::Error with the arguments concatenated (operator<<) when cond is
+/// false; the message says the op, what was expected and what was got.
 #define AMP_CHECK(cond, ...)                                                              \
   do {                                                                                    \
     if (!(cond)) [[unlikely]] {                                                           \
@@ -39,11 +43,12 @@ std::string concat(const Args&... args) {
     }                                                                                     \
   } while (0)
 
+/// Throws amp::Error with the arguments concatenated, unconditionally.
 #define AMP_FAIL(...) \
   ::amp::detail::throw_error(__FILE__, __LINE__, ::amp::detail::concat(__VA_ARGS__))
 
-// Internal invariants: a failure here is a bug in ampcpp, still reported as amp::Error so that
-// a library never aborts its host program.
+/// Internal invariants: a failure here is a bug in ampcpp, still reported as amp::Error so that
+/// a library never aborts its host program.
 #define AMP_ASSERT(cond, ...)                                                              \
   do {                                                                                     \
     if (!(cond)) [[unlikely]] {                                                            \
@@ -60,10 +65,13 @@ std::string concat(const Args&... args) {
 // each instantiation for all levels (the first it sees: the scalar one), and the avx2/avx512
 // kernels would run scalar loops. These headers put their templates in
 // `inline namespace AMP_CPU_LEVEL_NAMESPACE`, which differs per level.
+/// \cond
 #define AMP_CPU_LEVEL_NAMESPACE_PASTE(level) level_##level
 #define AMP_CPU_LEVEL_NAMESPACE_EXPAND(level) AMP_CPU_LEVEL_NAMESPACE_PASTE(level)
+/// \endcond
 #if defined(AMP_CPU_CAPABILITY)
 #define AMP_CPU_LEVEL_NAMESPACE AMP_CPU_LEVEL_NAMESPACE_EXPAND(AMP_CPU_CAPABILITY)
 #else
+/// The per-level inline namespace of the private kernel headers (see the comment above).
 #define AMP_CPU_LEVEL_NAMESPACE level_baseline
 #endif

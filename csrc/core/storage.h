@@ -1,4 +1,5 @@
-// Storage: one allocation on one device, shared by a tensor and all of its views.
+/// \file
+/// Storage: one allocation on one device, shared by a tensor and all of its views.
 #pragma once
 #pragma GCC visibility push(default)  // public API (docs/building.md)
 
@@ -10,23 +11,25 @@
 
 namespace amp {
 
+/// A block of device memory that tensors view, with the version counter of in-place writes.
+/// Not copyable; shared through Storage.
 class StorageImpl {
  public:
-  StorageImpl(size_t nbytes, Device device);  // from the device's caching allocator
+  StorageImpl(size_t nbytes, Device device);  ///< from the device's caching allocator
   ~StorageImpl();
   StorageImpl(const StorageImpl&) = delete;
   StorageImpl& operator=(const StorageImpl&) = delete;
 
-  void* data() const { return data_; }
-  size_t nbytes() const { return nbytes_; }
-  Device device() const { return device_; }
+  void* data() const { return data_; }       ///< the first byte
+  size_t nbytes() const { return nbytes_; }  ///< size in bytes
+  Device device() const { return device_; }  ///< where the bytes live
 
-  // Bumped by every in-place write through any view; autograd compares it with the value saved
-  // at forward time to detect a saved tensor modified in place.
+  /// Bumped by every in-place write through any view; autograd compares it with the value saved
+  /// at forward time to detect a saved tensor modified in place.
   uint64_t version() const { return version_; }
-  void bump_version() { ++version_; }
-  // Moves the version past `version` (Tensor::set_data: a tensor that takes this storage must
-  // not look unchanged to anything that remembered the old storage's version).
+  void bump_version() { ++version_; }  ///< called by every in-place write
+  /// Moves the version past `version` (Tensor::set_data: a tensor that takes this storage must
+  /// not look unchanged to anything that remembered the old storage's version).
   void advance_version_past(uint64_t version) {
     if (version_ <= version) version_ = version + 1;
   }
@@ -38,6 +41,7 @@ class StorageImpl {
   uint64_t version_ = 0;
 };
 
+/// Shared ownership of a StorageImpl (every view of it holds one).
 using Storage = std::shared_ptr<StorageImpl>;
 
 }  // namespace amp

@@ -1,7 +1,10 @@
-// Warnings: messages that do not stop the program (PyTorch's UserWarning), printed to stderr as
-// "ampcpp warning: <message>" unless a handler is installed. Tests install a handler to see them.
-//
-//   amp::ScopedWarningHandler capture([&](const std::string& m) { seen.push_back(m); });
+/// \file
+/// Warnings: messages that do not stop the program (PyTorch's UserWarning), printed to stderr as
+/// "ampcpp warning: <message>" unless a handler is installed. Tests install a handler to see them.
+///
+/// \code
+///   amp::ScopedWarningHandler capture([&](const std::string& m) { seen.push_back(m); });
+/// \endcode
 #pragma once
 #pragma GCC visibility push(default)  // public API (docs/building.md)
 
@@ -12,18 +15,22 @@
 
 namespace amp {
 
+/// Receives each warning's message instead of stderr.
 using WarningHandler = std::function<void(const std::string& message)>;
 
+/// Emits a warning: to the installed handler, else to stderr as "ampcpp warning: <message>".
 void warn(const std::string& message);
 
 template <class... Args>
+/// warn() of the arguments concatenated with operator<<.
 void warn(const Args&... args) {
   warn(detail::concat(args...));
 }
 
-// Installs a process-wide handler for its lifetime (an empty handler restores printing).
+/// Installs a process-wide handler for its lifetime (an empty handler restores printing).
 class ScopedWarningHandler {
  public:
+  /// Installs handler; the destructor restores the previous one.
   explicit ScopedWarningHandler(WarningHandler handler);
   ~ScopedWarningHandler();
   ScopedWarningHandler(const ScopedWarningHandler&) = delete;

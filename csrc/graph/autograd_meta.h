@@ -1,4 +1,5 @@
-// Per-tensor autograd state, hung off TensorImpl::autograd.
+/// \file
+/// Per-tensor autograd state, hung off TensorImpl::autograd.
 #pragma once
 #pragma GCC visibility push(default)  // public API (docs/building.md)
 
@@ -11,23 +12,26 @@
 
 namespace amp::autograd {
 
+/// A gradient hook: returns a replacement gradient, or an undefined tensor to keep it.
 using TensorHook = std::function<Tensor(const Tensor&)>;
+/// Runs with the leaf after a gradient was accumulated into its grad.
 using PostAccumulateGradHook = std::function<void(const Tensor&)>;
 
+/// A tensor's autograd state (TensorImpl::autograd), created on first use.
 struct AutogradMeta {
-  bool requires_grad = false;     // set on leaves; a non-leaf requires grad through grad_fn
-  Tensor grad;                    // accumulated gradient (leaves, or non-leaves with retain_grad)
-  std::shared_ptr<Node> grad_fn;  // the op that produced this tensor (non-leaves)
-  uint32_t output_nr = 0;         // which output of grad_fn this tensor is
-  std::weak_ptr<Node> grad_accumulator;  // leaves: the AccumulateGrad node, shared by all uses
-  std::vector<TensorHook> hooks;         // leaves; non-leaf hooks live on grad_fn
-  std::vector<PostAccumulateGradHook> post_accumulate_hooks;
-  bool retains_grad = false;
+  bool requires_grad = false;     ///< set on leaves; a non-leaf requires grad through grad_fn
+  Tensor grad;                    ///< accumulated gradient (leaves, or non-leaves with retain_grad)
+  std::shared_ptr<Node> grad_fn;  ///< the op that produced this tensor (non-leaves)
+  uint32_t output_nr = 0;         ///< which output of grad_fn this tensor is
+  std::weak_ptr<Node> grad_accumulator;  ///< leaves: the AccumulateGrad node, shared by all uses
+  std::vector<TensorHook> hooks;         ///< leaves; non-leaf hooks live on grad_fn
+  std::vector<PostAccumulateGradHook> post_accumulate_hooks;  ///< leaves
+  bool retains_grad = false;  ///< retain_grad() was called on this non-leaf
 };
 
-// The meta of a tensor, created on first use.
+/// The meta of a tensor, created on first use.
 AutogradMeta& meta_of(const Tensor& t);
-// The meta of a tensor, or null.
+/// The meta of a tensor, or null.
 inline AutogradMeta* meta_or_null(const Tensor& t) {
   return t.defined() ? t.impl()->autograd.get() : nullptr;
 }

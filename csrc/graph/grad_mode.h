@@ -1,17 +1,19 @@
-// Whether ops record autograd history on this thread.
+/// \file
+/// Whether ops record autograd history on this thread.
 #pragma once
 #pragma GCC visibility push(default)  // public API (docs/building.md)
 
 namespace amp {
 
 namespace autograd {
+/// Whether ops record backward graphs, per thread (torch.is_grad_enabled); on by default.
 struct GradMode {
-  static bool is_enabled();
-  static void set_enabled(bool enabled);
+  static bool is_enabled();               ///< this thread's grad mode
+  static void set_enabled(bool enabled);  ///< sets this thread's grad mode
 };
 }  // namespace autograd
 
-// Disables recording for its lifetime (torch.no_grad()).
+/// Disables recording for its lifetime (torch.no_grad()).
 struct NoGradGuard {
   NoGradGuard();
   ~NoGradGuard();
@@ -23,9 +25,9 @@ struct NoGradGuard {
 };
 
 namespace autograd {
-// Sets recording on or off for its lifetime (the engine uses it for create_graph).
+/// Sets recording on or off for its lifetime (the engine uses it for create_graph).
 struct GradModeGuard {
-  explicit GradModeGuard(bool enabled);
+  explicit GradModeGuard(bool enabled);  ///< the destructor restores the previous mode
   ~GradModeGuard();
   GradModeGuard(const GradModeGuard&) = delete;
   GradModeGuard& operator=(const GradModeGuard&) = delete;

@@ -1,6 +1,7 @@
-// amp::StateDict: the flat, ordered name -> tensor map that modules, optimizers, scalers and the
-// amp frontend save to and restore from (docs/design_decisions.md, "State dicts";
-// docs/checkpoints.md).
+/// \file
+/// amp::StateDict: the flat, ordered name -> tensor map that modules, optimizers, scalers and the
+/// amp frontend save to and restore from (docs/design_decisions.md, "State dicts";
+/// docs/checkpoints.md).
 #pragma once
 #pragma GCC visibility push(default)  // public API (docs/building.md)
 
@@ -11,8 +12,8 @@
 
 namespace amp {
 
-// Keys are dotted names ("fc1.weight", "state.0.exp_avg", "param_groups.0.lr"); scalar state is
-// stored as 0-d tensors.
+/// Keys are dotted names ("fc1.weight", "state.0.exp_avg", "param_groups.0.lr"); scalar state is
+/// stored as 0-d tensors.
 using StateDict = std::map<std::string, Tensor>;
 
 }  // namespace amp

@@ -1,22 +1,23 @@
-// The mode enums of the multi-tensor kernels, shared by the public API (multi_tensor.h) and the
-// host/device functors (functors.h).
+/// \file
+/// The mode enums of the multi-tensor kernels, shared by the public API (multi_tensor.h) and the
+/// host/device functors (functors.h).
 #pragma once
 #pragma GCC visibility push(default)  // public API (docs/building.md)
 
 namespace amp::multi_tensor {
 
-// apex's adamMode_t: ADAM_MODE_0 = L2 regularisation (the decay is added to the grad, "Adam"),
-// ADAM_MODE_1 = decoupled weight decay ("AdamW"). LAMB uses the same two modes.
+/// apex's adamMode_t: ADAM_MODE_0 = L2 regularisation (the decay is added to the grad, "Adam"),
+/// ADAM_MODE_1 = decoupled weight decay ("AdamW"). LAMB uses the same two modes.
 enum class AdamMode { L2 = 0, AdamW = 1 };
 
-// apex's adagradMode_t: ADAGRAD_MODE_0 = L2 regularisation (the decay is added to the grad
-// before it enters the sum of squares), ADAGRAD_MODE_1 = decoupled weight decay (FusedAdagrad's
-// adagrad_w_mode: the decay is applied to the weight beside the adaptive step, and the sum of
-// squares sees the plain grad). apex's docstring adds "also known as AdamW", but the update stays
-// Adagrad's; only the way weight decay enters is AdamW's.
+/// apex's adagradMode_t: ADAGRAD_MODE_0 = L2 regularisation (the decay is added to the grad
+/// before it enters the sum of squares), ADAGRAD_MODE_1 = decoupled weight decay (FusedAdagrad's
+/// adagrad_w_mode: the decay is applied to the weight beside the adaptive step, and the sum of
+/// squares sees the plain grad). apex's docstring adds "also known as AdamW", but the update stays
+/// Adagrad's; only the way weight decay enters is AdamW's.
 enum class AdagradMode { L2 = 0, DecoupledWeightDecay = 1 };
 
-// What a chunk partial holds: the sum of squares (L2 norms) or max |x| (L-inf norms).
+/// What a chunk partial holds: the sum of squares (L2 norms) or max |x| (L-inf norms).
 enum class NormKind { L2, LInf };
 
 }  // namespace amp::multi_tensor

@@ -1,29 +1,33 @@
-// Fused multi-tensor kernels: apex's multi_tensor_apply and its kernels (csrc/multi_tensor_*.cu
-// of NVIDIA/apex) and the GradScaler pair of torch.amp (_amp_foreach_non_finite_check_and_unscale_,
-// _amp_update_scale_), on CPU and CUDA tensors; docs/multi_tensor.md has the formulas.
-//
-//   using namespace amp::multi_tensor;
-//   amp::Tensor overflow = make_flag();                       // 1-element Int64, zero
-//   scale(kDefaultChunkSize, overflow, {grads16, grads32}, 1.0 / 65536);   // unscale into fp32
-//   if (overflow.item<int64_t>() == 0) {
-//     adam(kDefaultChunkSize, overflow, {grads32, params, exp_avg, exp_avg_sq},
-//          /*lr=*/1e-3, 0.9, 0.999, 1e-8, /*step=*/1, AdamMode::AdamW,
-//          /*bias_correction=*/true, /*weight_decay=*/0.01);
-//   }
-//
-// Every multi-tensor op takes (chunk_size, noop_flag, lists, ...) like apex's amp_C functions:
-// - lists: `depth` parallel lists of tensors (e.g. [grads, params, exp_avg, exp_avg_sq]); tensor i
-//   of every list has the same number of elements; all tensors contiguous, on one device, and all
-//   tensors of one list share a dtype. Empty lists are an error (as apex: callers skip empty
-//   buckets). Zero-element tensors are allowed and skipped.
-// - chunk_size: tensors are processed in chunks of this many elements (apex's 2048 * 32); a CUDA
-//   block, or one CPU work item, handles one chunk.
-// - noop_flag: the overflow flag, a 1-element Int64 tensor on the lists' device. apex uses an
-//   int32 tensor; ampcpp's DType has no Int32, so the flag is Int64 (0 clear, 1 set). scale,
-//   axpby, l2norm (and lamb/novograd's norms) set it to 1 when they see inf/NaN and never clear
-//   it; sgd reads it and does nothing when it is non-zero; the others ignore it.
-// The kernels compute in fp32 (loads converted to fp32, one rounding on store), with apex's
-// formulas in apex's operand order; docs/multi_tensor.md lists them.
+/// \file
+/// Fused multi-tensor kernels: apex's multi_tensor_apply and its kernels (csrc/multi_tensor_*.cu
+/// of NVIDIA/apex) and the GradScaler pair of torch.amp
+/// (_amp_foreach_non_finite_check_and_unscale_, _amp_update_scale_), on CPU and CUDA tensors;
+/// docs/multi_tensor.md has the formulas.
+///
+/// \code
+///   using namespace amp::multi_tensor;
+///   amp::Tensor overflow = make_flag();                       // 1-element Int64, zero
+///   scale(kDefaultChunkSize, overflow, {grads16, grads32}, 1.0 / 65536);   // unscale into fp32
+///   if (overflow.item<int64_t>() == 0) {
+///     adam(kDefaultChunkSize, overflow, {grads32, params, exp_avg, exp_avg_sq},
+///          /*lr=*/1e-3, 0.9, 0.999, 1e-8, /*step=*/1, AdamMode::AdamW,
+///          /*bias_correction=*/true, /*weight_decay=*/0.01);
+///   }
+/// \endcode
+///
+/// Every multi-tensor op takes (chunk_size, noop_flag, lists, ...) like apex's amp_C functions:
+/// - lists: `depth` parallel lists of tensors (e.g. [grads, params, exp_avg, exp_avg_sq]); tensor i
+///   of every list has the same number of elements; all tensors contiguous, on one device, and all
+///   tensors of one list share a dtype. Empty lists are an error (as apex: callers skip empty
+///   buckets). Zero-element tensors are allowed and skipped.
+/// - chunk_size: tensors are processed in chunks of this many elements (apex's 2048 * 32); a CUDA
+///   block, or one CPU work item, handles one chunk.
+/// - noop_flag: the overflow flag, a 1-element Int64 tensor on the lists' device. apex uses an
+///   int32 tensor; ampcpp's DType has no Int32, so the flag is Int64 (0 clear, 1 set). scale,
+///   axpby, l2norm (and lamb/novograd's norms) set it to 1 when they see inf/NaN and never clear
+///   it; sgd reads it and does nothing when it is non-zero; the others ignore it.
+/// The kernels compute in fp32 (loads converted to fp32, one rounding on store), with apex's
+/// formulas in apex's operand order; docs/multi_tensor.md lists them.
 #pragma once
 #pragma GCC visibility push(default)  // public API (docs/building.md)
 
@@ -36,106 +40,109 @@
 
 namespace amp::multi_tensor {
 
+/// Parallel tensor lists: lists[k][i] is tensor i of list k (apex's tensor_lists).
 using TensorLists = std::vector<std::vector<Tensor>>;
 
+/// Elements per chunk (apex's default chunk_size, 2048 * 32).
 constexpr int64_t kDefaultChunkSize = 2048 * 32;
 
-// A zeroed noop/overflow flag: a 1-element Int64 tensor on `device`.
+/// A zeroed noop/overflow flag: a 1-element Int64 tensor on `device`.
 Tensor make_flag(Device device = Device::cpu());
 
-// Parallel lists split into what one launch accepts (one device, one dtype per list): tensor i
-// of every list goes to the bucket of (tensor i's device in the first list, the dtype of tensor i
-// in each list). Buckets come in order of first appearance and keep the lists' order. The lists
-// must have equal lengths; an empty input gives no bucket.
+/// Parallel lists split into what one launch accepts (one device, one dtype per list): tensor i
+/// of every list goes to the bucket of (tensor i's device in the first list, the dtype of tensor i
+/// in each list). Buckets come in order of first appearance and keep the lists' order. The lists
+/// must have equal lengths; an empty input gives no bucket.
 struct ListBucket {
-  Device device;
-  TensorLists lists;
+  Device device;      ///< the device of the bucket's tensors
+  TensorLists lists;  ///< the bucket's share of each list
 };
+/// Splits lists into ListBuckets (see ListBucket); amp::Error when the lists' lengths differ.
 std::vector<ListBucket> bucket_by_device_and_dtype(const TensorLists& lists);
 
-// Device-side loss-scaling inputs of the fused optimizers (both optional, 1-element Float32
-// tensors on the lists' device). found_inf != 0 skips the whole update (nothing is written);
-// otherwise, with inv_scale, each grad is multiplied by *inv_scale inside the kernel and the
-// unscaled grad is written back (apex's capturable Adam), then used for the update.
+/// Device-side loss-scaling inputs of the fused optimizers (both optional, 1-element Float32
+/// tensors on the lists' device). found_inf != 0 skips the whole update (nothing is written);
+/// otherwise, with inv_scale, each grad is multiplied by *inv_scale inside the kernel and the
+/// unscaled grad is written back (apex's capturable Adam), then used for the update.
 struct GradScaling {
-  Tensor inv_scale;
-  Tensor found_inf;
+  Tensor inv_scale;  ///< 1 / loss scale, or undefined
+  Tensor found_inf;  ///< non-zero skips the update, or undefined
 };
 
-// Lists [in, out]: out = in * scale. in and out dtypes are each Float32, Float16 or BFloat16;
-// out may be in (in place). Sets noop_flag if an input element is inf or NaN.
+/// Lists [in, out]: out = in * scale. in and out dtypes are each Float32, Float16 or BFloat16;
+/// out may be in (in place). Sets noop_flag if an input element is inf or NaN.
 void scale(int64_t chunk_size, const Tensor& noop_flag, const TensorLists& lists, double scale);
 
-// Lists [x, y, out]: out = a * x + b * y; dtypes Float32/Float16/BFloat16 per list. Checks x and
-// y (arg_to_check = -1), only x (0) or only y (1) for inf/NaN and sets noop_flag.
+/// Lists [x, y, out]: out = a * x + b * y; dtypes Float32/Float16/BFloat16 per list. Checks x and
+/// y (arg_to_check = -1), only x (0) or only y (1) for inf/NaN and sets noop_flag.
 void axpby(int64_t chunk_size, const Tensor& noop_flag, const TensorLists& lists, double a,
            double b, int arg_to_check);
 
-// Lists [x]: the L2 norm of all tensors together (Float32 [1]) and, if per_tensor, of each
-// tensor (Float32 [ntensors]; otherwise a Float32 [0]). Squares are summed in fp32, one partial
-// per chunk, partials combined in a fixed order (deterministic; CPU and CUDA agree bit for bit).
-// Sets noop_flag if a chunk's partial is inf or NaN. x dtypes: Float32/Float16/BFloat16.
+/// Lists [x]: the L2 norm of all tensors together (Float32 [1]) and, if per_tensor, of each
+/// tensor (Float32 [ntensors]; otherwise a Float32 [0]). Squares are summed in fp32, one partial
+/// per chunk, partials combined in a fixed order (deterministic; CPU and CUDA agree bit for bit).
+/// Sets noop_flag if a chunk's partial is inf or NaN. x dtypes: Float32/Float16/BFloat16.
 std::pair<Tensor, Tensor> l2norm(int64_t chunk_size, const Tensor& noop_flag,
                                  const TensorLists& lists, bool per_tensor = false);
 
-// apex multi_tensor_adam. Lists [g, p, m, v] (g, p: one dtype of Float32/Float16/BFloat16/
-// Float64; m, v: Float32) or, with fp32 master weights, [g, p, m, v, master] (g, p: one dtype
-// of Float32/Float16/BFloat16; m, v, master: Float32): the update runs on the master and p
-// receives its rounding in the same pass. Bias corrections 1 - beta^step (if bias_correction)
-// are computed on the host. Ignores noop_flag; honours `scaling`.
+/// apex multi_tensor_adam. Lists [g, p, m, v] (g, p: one dtype of Float32/Float16/BFloat16/
+/// Float64; m, v: Float32) or, with fp32 master weights, [g, p, m, v, master] (g, p: one dtype
+/// of Float32/Float16/BFloat16; m, v, master: Float32): the update runs on the master and p
+/// receives its rounding in the same pass. Bias corrections 1 - beta^step (if bias_correction)
+/// are computed on the host. Ignores noop_flag; honours `scaling`.
 void adam(int64_t chunk_size, const Tensor& noop_flag, const TensorLists& lists, double lr,
           double beta1, double beta2, double epsilon, int64_t step, AdamMode mode,
           bool bias_correction, double weight_decay, const GradScaling& scaling = {});
 
-// apex multi_tensor_sgd. Lists [g, w, mom] (g: Float32/Float16/BFloat16; w and mom: one dtype of
-// Float32/Float16/BFloat16) or [g, w, mom, w_out] with w and mom Float32 (master weights) and
-// w_out Float16/BFloat16, which receives the rounded new weight. g is multiplied by `scale`
-// first. Does nothing when noop_flag is non-zero; honours `scaling`.
+/// apex multi_tensor_sgd. Lists [g, w, mom] (g: Float32/Float16/BFloat16; w and mom: one dtype of
+/// Float32/Float16/BFloat16) or [g, w, mom, w_out] with w and mom Float32 (master weights) and
+/// w_out Float16/BFloat16, which receives the rounded new weight. g is multiplied by `scale`
+/// first. Does nothing when noop_flag is non-zero; honours `scaling`.
 void sgd(int64_t chunk_size, const Tensor& noop_flag, const TensorLists& lists, double wd,
          double momentum, double dampening, double lr, bool nesterov, bool first_run,
          bool wd_after_momentum, double scale, const GradScaling& scaling = {});
 
-// apex multi_tensor_lamb. Lists [g, p, m, v], one dtype of Float32/Float16/BFloat16 for all.
-// global_grad_norm: Float32 [1] on the device. Overwrites g with the update (as apex). Sets
-// noop_flag if a parameter or update norm is inf/NaN.
+/// apex multi_tensor_lamb. Lists [g, p, m, v], one dtype of Float32/Float16/BFloat16 for all.
+/// global_grad_norm: Float32 [1] on the device. Overwrites g with the update (as apex). Sets
+/// noop_flag if a parameter or update norm is inf/NaN.
 void lamb(int64_t chunk_size, const Tensor& noop_flag, const TensorLists& lists, double lr,
           double beta1, double beta2, double epsilon, int64_t step, bool bias_correction,
           double weight_decay, bool grad_averaging, AdamMode mode, const Tensor& global_grad_norm,
           double max_grad_norm, bool use_nvlamb);
 
-// apex multi_tensor_novograd. Lists [g, p, m], one dtype of Float32/Float16/BFloat16/Float64.
-// grad_norms: Float32 [ntensors], the per-tensor second-moment norms, blended in place with this
-// step's grad norms first (norm_type 2: L2, 0: L-inf). moment_mode 0: regularisation inside
-// the moment, 1: decoupled.
+/// apex multi_tensor_novograd. Lists [g, p, m], one dtype of Float32/Float16/BFloat16/Float64.
+/// grad_norms: Float32 [ntensors], the per-tensor second-moment norms, blended in place with this
+/// step's grad norms first (norm_type 2: L2, 0: L-inf). moment_mode 0: regularisation inside
+/// the moment, 1: decoupled.
 void novograd(int64_t chunk_size, const Tensor& noop_flag, const TensorLists& lists,
               const Tensor& grad_norms, double lr, double beta1, double beta2, double epsilon,
               int64_t step, bool bias_correction, double weight_decay, bool grad_averaging,
               int moment_mode, int norm_type);
 
-// apex multi_tensor_adagrad. Lists [g, p, h], one dtype of Float32/Float16/BFloat16/Float64.
+/// apex multi_tensor_adagrad. Lists [g, p, h], one dtype of Float32/Float16/BFloat16/Float64.
 void adagrad(int64_t chunk_size, const Tensor& noop_flag, const TensorLists& lists, double lr,
              double epsilon, AdagradMode mode, double weight_decay);
 
-// torch._amp_foreach_non_finite_check_and_unscale_: multiplies every grad in place by
-// *inv_scale (no multiply when it is exactly 1) and sets *found_inf = 1.0 if any grad element
-// is inf or NaN after unscaling (never clears it). Beyond torch, which checks only the scaled
-// input: a finite grad whose product overflows (a subnormal or zero scale) is flagged too, so a
-// step that GradScaler lets run never sees a non-finite gradient because of the scale.
-// found_inf and inv_scale: 1-element Float32 tensors on the grads' device. Grads may be
-// Float32/Float16/BFloat16/Float64, mixed, and non-contiguous. An empty list returns at once.
+/// torch._amp_foreach_non_finite_check_and_unscale_: multiplies every grad in place by
+/// *inv_scale (no multiply when it is exactly 1) and sets *found_inf = 1.0 if any grad element
+/// is inf or NaN after unscaling (never clears it). Beyond torch, which checks only the scaled
+/// input: a finite grad whose product overflows (a subnormal or zero scale) is flagged too, so a
+/// step that GradScaler lets run never sees a non-finite gradient because of the scale.
+/// found_inf and inv_scale: 1-element Float32 tensors on the grads' device. Grads may be
+/// Float32/Float16/BFloat16/Float64, mixed, and non-contiguous. An empty list returns at once.
 void non_finite_check_and_unscale_(const std::vector<Tensor>& scaled_grads, const Tensor& found_inf,
                                    const Tensor& inv_scale);
-// The same check without the write: sets *found_inf = 1.0 if any grad * *inv_scale, computed
-// as non_finite_check_and_unscale_ computes it, is inf or NaN; the grads are left as they are.
-// For optimizers that unscale inside their own kernels (GradScaler's supports_amp_scaling path).
+/// The same check without the write: sets *found_inf = 1.0 if any grad * *inv_scale, computed
+/// as non_finite_check_and_unscale_ computes it, is inf or NaN; the grads are left as they are.
+/// For optimizers that unscale inside their own kernels (GradScaler's supports_amp_scaling path).
 void non_finite_check_(const std::vector<Tensor>& scaled_grads, const Tensor& found_inf,
                        const Tensor& inv_scale);
 
-// torch._amp_update_scale_: on found_inf != 0, scale *= backoff_factor and the tracker resets;
-// otherwise the tracker counts the step, and when it reaches growth_interval (==) the scale
-// grows by growth_factor if the result is finite and the tracker resets. scale: Float32 [1];
-// growth_tracker: Int64 [1] (torch: int32; ampcpp has no Int32); found_inf: Float32 [1]; all on
-// one device. Returns scale.
+/// torch._amp_update_scale_: on found_inf != 0, scale *= backoff_factor and the tracker resets;
+/// otherwise the tracker counts the step, and when it reaches growth_interval (==) the scale
+/// grows by growth_factor if the result is finite and the tracker resets. scale: Float32 [1];
+/// growth_tracker: Int64 [1] (torch: int32; ampcpp has no Int32); found_inf: Float32 [1]; all on
+/// one device. Returns scale.
 Tensor update_scale_(const Tensor& scale, const Tensor& growth_tracker, const Tensor& found_inf,
                      double growth_factor, double backoff_factor, int64_t growth_interval);
 

@@ -1,4 +1,5 @@
-// Tensor factories and the global random generator.
+/// \file
+/// Tensor factories and the global random generator.
 #pragma once
 #pragma GCC visibility push(default)  // public API (docs/building.md)
 
@@ -9,30 +10,34 @@
 
 namespace amp {
 
+/// A tensor of zeros (torch.zeros). Factories raise amp::Error for negative sizes, an element
+/// count that overflows int64, a value the dtype cannot hold, or a CUDA device without CUDA.
 Tensor zeros(Shape shape, TensorOptions options = {});
-Tensor ones(Shape shape, TensorOptions options = {});
-Tensor full(Shape shape, double value, TensorOptions options = {});
-Tensor zeros_like(const Tensor& like);
-Tensor ones_like(const Tensor& like);
-Tensor full_like(const Tensor& like, double value);
-Tensor empty_like(const Tensor& like);
-// [start, end) in steps of `step`; Int64 unless options say otherwise.
+Tensor ones(Shape shape, TensorOptions options = {});                ///< a tensor of ones
+Tensor full(Shape shape, double value, TensorOptions options = {});  ///< every element = value
+Tensor zeros_like(const Tensor& like);               ///< zeros of like's shape, dtype and device
+Tensor ones_like(const Tensor& like);                ///< ones of like's shape, dtype and device
+Tensor full_like(const Tensor& like, double value);  ///< value, shaped like `like`
+Tensor empty_like(const Tensor& like);               ///< uninitialised, shaped like `like`
+/// [start, end) in steps of `step`; Int64 unless options say otherwise.
 Tensor arange(double start, double end, double step = 1.0,
               TensorOptions options = {.dtype = DType::Int64});
+/// 0, 1, ..., end - 1.
 Tensor arange(int64_t end, TensorOptions options = {.dtype = DType::Int64});
 
-// Uniform [0, 1) and standard normal samples from the global generator (Philox4x32-10, drawn
-// in fp32 on the CPU, so a seed gives the same values on every device and thread count). rand
-// keeps as many random bits as the dtype's significand (11 for Float16, 8 for BFloat16), so
-// 16-bit samples never round up to 1.
+/// Uniform [0, 1) and standard normal samples from the global generator (Philox4x32-10, drawn
+/// in fp32 on the CPU, so a seed gives the same values on every device and thread count). rand
+/// keeps as many random bits as the dtype's significand (11 for Float16, 8 for BFloat16), so
+/// 16-bit samples never round up to 1.
 Tensor rand(Shape shape, TensorOptions options = {});
-Tensor randn(Shape shape, TensorOptions options = {});
+Tensor randn(Shape shape, TensorOptions options = {});  ///< N(0, 1) samples; floating dtypes only
+/// Reseeds the global generator (torch.manual_seed) and restarts its stream.
 void manual_seed(uint64_t seed);
 
-// T in {float, double, int64_t, int, bool}; values are converted to options.dtype (RNE).
+/// T in {float, double, int64_t, int, bool}; values are converted to options.dtype (RNE).
 template <class T>
 Tensor from_vector(const std::vector<T>& data, Shape shape, TensorOptions options = {});
-// A 0-d tensor.
+/// A 0-d tensor.
 Tensor scalar_tensor(double value, TensorOptions options = {});
 
 }  // namespace amp

@@ -1,4 +1,5 @@
-// softmax / log_softmax along one dim, computed in fp32 for 16-bit inputs (max-subtracted).
+/// \file
+/// softmax / log_softmax along one dim, computed in fp32 for 16-bit inputs (max-subtracted).
 #pragma once
 #pragma GCC visibility push(default)  // public API (docs/building.md)
 
@@ -6,7 +7,10 @@
 
 namespace amp {
 
+/// exp(x) / sum(exp(x)) along dim (torch.softmax), in x's dtype; floating inputs only
+/// (amp::Error otherwise). Runs in fp32 under CUDA autocast.
 Tensor softmax(const Tensor& x, int64_t dim);
+/// log(softmax(x, dim)) computed stably (torch.log_softmax); as softmax otherwise.
 Tensor log_softmax(const Tensor& x, int64_t dim);
 
 }  // namespace amp
