@@ -41,29 +41,34 @@ const char* kind_name(EventKind kind);
 
 /// One recorded call. Times are nanoseconds from the profile's start.
 struct Event {
-  EventKind kind = EventKind::Op;
-  std::string name;
-  std::string dtype;  ///< e.g. "Float16", "Float32->Float16" for a cast; "" when none
-  int64_t start_ns = 0;
-  int64_t duration_ns = 0;
-  int64_t self_ns = 0;  ///< duration minus the events nested directly inside it
-  int64_t bytes = 0;    ///< allocations: the bytes asked for
-  int thread = 0;       ///< 0 for the first thread that recorded, 1 for the next, ...
-  int depth = 0;        ///< nesting level within its thread (0: outermost)
+  EventKind kind = EventKind::Op;  ///< what was measured
+  std::string name;                ///< the op, node, step or region ("mm", "MmBackward", ...)
+  std::string dtype;               ///< e.g. "Float16", "Float32->Float16" for a cast; "" when none
+  int64_t start_ns = 0;            ///< from the profile's start
+  int64_t duration_ns = 0;         ///< wall time of the call, nested events included
+  int64_t self_ns = 0;             ///< duration minus the events nested directly inside it
+  int64_t bytes = 0;               ///< allocations: the bytes asked for
+  int thread = 0;                  ///< 0 for the first thread that recorded, 1 for the next, ...
+  int depth = 0;                   ///< nesting level within its thread (0: outermost)
 };
 
 /// Totals of the events sharing kind, name and dtype.
 struct OpStats {
-  EventKind kind = EventKind::Op;
-  std::string name;
-  std::string dtype;
-  int64_t count = 0;
-  int64_t total_ns = 0;
-  int64_t self_ns = 0;
-  int64_t bytes = 0;
+  EventKind kind = EventKind::Op;  ///< as Event::kind
+  std::string name;                ///< as Event::name
+  std::string dtype;               ///< as Event::dtype
+  int64_t count = 0;               ///< events in the group
+  int64_t total_ns = 0;            ///< sum of their durations
+  int64_t self_ns = 0;             ///< sum of their self times
+  int64_t bytes = 0;               ///< sum of their bytes (allocations)
 };
 
-enum class SortBy { SelfTime, TotalTime, Count };
+/// The order of key_averages() and table(): largest first.
+enum class SortBy {
+  SelfTime,   ///< by self_ns
+  TotalTime,  ///< by total_ns
+  Count,      ///< by count
+};
 
 /// Records while alive (or until stop()). One profile records at a time in the process; events
 /// come from every thread that calls into the library.
@@ -78,7 +83,7 @@ class profile {
 
   /// Stops recording; later calls do nothing.
   void stop();
-  bool is_recording() const { return recording_; }
+  bool is_recording() const { return recording_; }  ///< false after stop()
 
   /// The recorded events in the order they ended. amp::Error while recording.
   const std::vector<Event>& events() const;
@@ -126,11 +131,13 @@ void record_complete(EventKind kind, std::string name, std::string dtype, int64_
 ///   profiler::RecordScope scope(profiler::EventKind::Backward, [&] { return node.name(); });
 class RecordScope {
  public:
+  /// Opens an event of `kind` named `name` with the dtype label `dtype()`, if recording.
   template <class Name, class DTypeLabel>
   RecordScope(EventKind kind, Name&& name, DTypeLabel&& dtype) {
     if (is_enabled()) [[unlikely]]
       begin(kind, resolve(name), std::string(dtype()));
   }
+  /// Opens an event without a dtype label, if recording.
   template <class Name>
   RecordScope(EventKind kind, Name&& name) {
     if (is_enabled()) [[unlikely]]
@@ -171,6 +178,7 @@ class RecordScope {
 ///   { amp::profiler::record_function r("data loading"); batch = next(loader); }
 class record_function {
  public:
+  /// Opens a `user` event named `name` until destruction, if a profile records.
   explicit record_function(const std::string& name);
   record_function(const record_function&) = delete;
   record_function& operator=(const record_function&) = delete;

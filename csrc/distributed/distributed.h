@@ -1,21 +1,24 @@
-// amp::distributed: collectives on tensors across processes, for data-parallel training.
-//
-//   // mpirun -np 2 ./train   (each process runs the same program; docs/distributed.md)
-//   amp::distributed::init_process_group();                 // backend "mpi"
-//   amp::Tensor g = amp::ones({4}).mul(amp::distributed::rank() + 1);
-//   amp::distributed::all_reduce(g, amp::distributed::ReduceOp::Avg);   // 1.5 everywhere
-//   auto work = amp::distributed::all_reduce(g, amp::distributed::ReduceOp::Sum, true);
-//   ...                                                     // overlap other work
-//   work.wait();
-//   amp::distributed::destroy_process_group();
-//
-// The "mpi" backend works on contiguous CPU tensors of Float32, Float64, Float16, BFloat16 and
-// Int64 (Bool for broadcast and all_gather). Every rank must call the same collectives in the same
-// order with tensors of the same shape and dtype. A collective that does not complete within
-// InitOptions::timeout_seconds (counted from its launch) throws amp::Error naming the collective
-// and this rank; the process group is unusable afterwards and the program should end (as
-// PyTorch's NCCL watchdog ends it). Without MPI at build time every entry point but
-// is_initialized, rank and world_size raises amp::Error saying so.
+/// \file
+/// amp::distributed: collectives on tensors across processes, for data-parallel training.
+///
+/// \code
+///   // mpirun -np 2 ./train   (each process runs the same program; docs/distributed.md)
+///   amp::distributed::init_process_group();                 // backend "mpi"
+///   amp::Tensor g = amp::ones({4}).mul(amp::distributed::rank() + 1);
+///   amp::distributed::all_reduce(g, amp::distributed::ReduceOp::Avg);   // 1.5 everywhere
+///   auto work = amp::distributed::all_reduce(g, amp::distributed::ReduceOp::Sum, true);
+///   ...                                                     // overlap other work
+///   work.wait();
+///   amp::distributed::destroy_process_group();
+/// \endcode
+///
+/// The "mpi" backend works on contiguous CPU tensors of Float32, Float64, Float16, BFloat16 and
+/// Int64 (Bool for broadcast and all_gather). Every rank must call the same collectives in the same
+/// order with tensors of the same shape and dtype. A collective that does not complete within
+/// InitOptions::timeout_seconds (counted from its launch) throws amp::Error naming the collective
+/// and this rank; the process group is unusable afterwards and the program should end (as
+/// PyTorch's NCCL watchdog ends it). Without MPI at build time every entry point but
+/// is_initialized, rank and world_size raises amp::Error saying so.
 #pragma once
 #pragma GCC visibility push(default)  // public API (docs/building.md)
 
@@ -27,61 +30,68 @@
 
 namespace amp::distributed {
 
-enum class ReduceOp { Sum, Avg, Max };
+/// The reduction of all_reduce and reduce_scatter.
+enum class ReduceOp {
+  Sum,  ///< elementwise sum
+  Avg,  ///< sum divided by world_size() (floating point only)
+  Max,  ///< elementwise maximum
+};
 
+/// Options of init_process_group.
 struct InitOptions {
-  std::string backend = "mpi";   // "mpi"; "nccl" is not implemented yet
-  double timeout_seconds = 300;  // per collective, from its launch; > 0
-  // Before each collective, one small all-reduce checks that every rank called the same
-  // collective with the same shape, dtype and arguments, so a mismatch raises amp::Error on
-  // every rank (MPI leaves it undefined: wrong results, a crash or a hang). Costs one latency.
+  std::string backend = "mpi";   ///< "mpi"; "nccl" is not implemented yet
+  double timeout_seconds = 300;  ///< per collective, from its launch; > 0
+  /// Before each collective, one small all-reduce checks that every rank called the same
+  /// collective with the same shape, dtype and arguments, so a mismatch raises amp::Error on
+  /// every rank (MPI leaves it undefined: wrong results, a crash or a hang). Costs one latency.
   bool check_consistency = true;
 };
 
-// Joins the process group the launcher (mpirun, srun) started. When the program initialised MPI
-// itself, that MPI stays the program's: destroy_process_group then does not finalise it.
+/// Joins the process group the launcher (mpirun, srun) started. When the program initialised MPI
+/// itself, that MPI stays the program's: destroy_process_group then does not finalise it.
 void init_process_group(const InitOptions& options = {});
-bool is_initialized();
-int rank();        // 0 before init_process_group
-int world_size();  // 1 before init_process_group
-void barrier();    // with the timeout, as a collective
-// Leaves the group (and finalises MPI when init_process_group initialised it). Collectives
-// after this throw until the next init_process_group; MPI itself can be initialised only once
-// per process.
+bool is_initialized();  ///< between init_process_group and destroy_process_group
+int rank();             ///< 0 before init_process_group
+int world_size();       ///< 1 before init_process_group
+void barrier();         ///< with the timeout, as a collective
+/// Leaves the group (and finalises MPI when init_process_group initialised it). Collectives
+/// after this throw until the next init_process_group; MPI itself can be initialised only once
+/// per process.
 void destroy_process_group();
 
-// Whether this build has the backend ("mpi", "nccl").
+/// Whether this build has the backend ("mpi", "nccl").
 bool is_backend_available(const std::string& backend);
 
 namespace detail {
 struct WorkState;
 }
 
-// The handle of a collective. Synchronous calls return one already completed; an asynchronous
-// call's results are in its tensors only after wait() returns (or is_completed() says true).
+/// The handle of a collective. Synchronous calls return one already completed; an asynchronous
+/// call's results are in its tensors only after wait() returns (or is_completed() says true).
 class Work {
  public:
-  Work() = default;  // completed
+  Work() = default;  ///< completed
+  /// A collective in flight (made by the collectives, not by users).
   explicit Work(std::shared_ptr<detail::WorkState> state) : state_(std::move(state)) {}
-  // Blocks until the collective completes; amp::Error on the timeout.
+  /// Blocks until the collective completes; amp::Error on the timeout.
   void wait();
-  // Tests without blocking (and moves the collective on); amp::Error past the timeout.
+  /// Tests without blocking (and moves the collective on); amp::Error past the timeout.
   bool is_completed() const;
 
  private:
   std::shared_ptr<detail::WorkState> state_;
 };
 
-// In place: every rank ends with the reduction of all ranks' `tensor`. Float16 and BFloat16 are
-// reduced in Float32 and rounded once at the end; Avg divides the sum by world_size() (floating
-// point only).
+/// In place: every rank ends with the reduction of all ranks' `tensor`. Float16 and BFloat16 are
+/// reduced in Float32 and rounded once at the end; Avg divides the sum by world_size() (floating
+/// point only).
 Work all_reduce(Tensor& tensor, ReduceOp op = ReduceOp::Sum, bool async_op = false);
-// Every rank ends with rank `src`'s `tensor`.
+/// Every rank ends with rank `src`'s `tensor`.
 Work broadcast(Tensor& tensor, int src, bool async_op = false);
-// outputs[r] receives rank r's `input`; outputs holds world_size() tensors shaped as input.
+/// outputs[r] receives rank r's `input`; outputs holds world_size() tensors shaped as input.
 Work all_gather(std::vector<Tensor>& outputs, const Tensor& input, bool async_op = false);
-// `output` receives the reduction over ranks of their inputs[rank()]; inputs holds world_size()
-// tensors shaped as output.
+/// `output` receives the reduction over ranks of their inputs[rank()]; inputs holds world_size()
+/// tensors shaped as output.
 Work reduce_scatter(Tensor& output, const std::vector<Tensor>& inputs, ReduceOp op = ReduceOp::Sum,
                     bool async_op = false);
 
