@@ -214,7 +214,8 @@ int main(int argc, char** argv) {
   std::vector<Config> configs;
   for (const char* model : {"mlp", "cnn"}) {
     for (const char* precision : {"fp32", "bf16", "fp16"}) {
-      configs.push_back({model, precision, std::make_unique<Runner>(model, precision, data)});
+      configs.push_back(
+          {model, precision, std::make_unique<Runner>(model, precision, data), {}, {}});
     }
   }
   for (int round = 0; round < rounds; ++round) {
