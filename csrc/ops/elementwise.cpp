@@ -446,6 +446,7 @@ Tensor gt(const Tensor& a, double s) { return compare_scalar(BinaryOp::Gt, a, s)
 Tensor ge(const Tensor& a, double s) { return compare_scalar(BinaryOp::Ge, a, s); }
 
 Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b) {
+  AMP_PROFILE_OP("where", a, b);
   Tensor out = without_grad([&] {
     check_defined(condition, "where", "condition");
     check_defined(a, "where", "first");

@@ -99,6 +99,7 @@ Tensor Tensor::contiguous() const {
 }
 
 Tensor Tensor::clone() const {
+  AMP_PROFILE_OP("clone", *this);
   Tensor out = autograd::without_grad([&] {
     Tensor copy = empty(sizes(), {.dtype = dtype(), .device = device()});
     copy.copy_(*this);
@@ -451,6 +452,7 @@ Tensor& Tensor::copy_from(const Tensor& src, const char* op) {
 }
 
 Tensor& Tensor::fill_(double value) {
+  AMP_PROFILE_OP("fill_", *this);
   checked_impl("fill_");
   check_inplace_allowed(*this, "fill_");
   check_value_fits(value, dtype(), "fill_");
