@@ -94,9 +94,7 @@ Result train_fp32(const Data& data, const Config& cfg) {
     for (auto [x, y] : loader) {
       optimizer.zero_grad();
       auto loss = amp::nn::functional::cross_entropy((*model)(x), y);
-
       loss.backward();
-
       optimizer.step();
       result.losses.push_back(loss.item<double>());
       if (static_cast<int64_t>(result.losses.size()) == cfg.steps) break;
