@@ -107,12 +107,10 @@ struct Trainer {
     const int64_t epoch = s.at("progress.epoch").item<int64_t>();
     const int64_t batch = s.at("progress.batch").item<int64_t>();
     if (epoch * loader.size() + batch != step) {
-      throw amp::Error(
-          "checkpoint_resume: expected the checkpoint's epoch and batch to match its "
-          "step at " +
-          std::to_string(loader.size()) + " batches per epoch, got epoch " + std::to_string(epoch) +
-          ", batch " + std::to_string(batch) + ", step " + std::to_string(step) +
-          " (was it written with other options?)");
+      throw amp::Error("checkpoint_resume: expected epoch " + std::to_string(epoch) +
+                       " and batch " + std::to_string(batch) + " to make step " +
+                       std::to_string(step) + " at " + std::to_string(loader.size()) +
+                       " batches per epoch; was the checkpoint written with other options?");
     }
   }
 };
