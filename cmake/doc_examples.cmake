@@ -1,7 +1,7 @@
 # The complete programs in the documentation are compiled and run, so the docs cannot drift from
 # the code. ampcpp_add_doc_examples(<markdown file> <name>) takes every ```cpp block of the file
 # that defines `int main(`, writes it to the build tree as <name>_example_<n>.cpp, builds it
-# against ampcpp and adds a ctest test of the same name (label e2e) that runs it. Blocks without
+# against ampcpp and adds a ctest test of the same name (label example) that runs it. Blocks without
 # a main are fragments and are left alone. A change to the file reconfigures.
 function(ampcpp_add_doc_examples markdown name)
   set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${markdown})
@@ -27,7 +27,7 @@ function(ampcpp_add_doc_examples markdown name)
     add_executable(${target} ${CMAKE_CURRENT_BINARY_DIR}/doc_examples/${target}.cpp)
     target_link_libraries(${target} PRIVATE ampcpp::ampcpp)
     add_test(NAME ${target} COMMAND ${target})
-    set_tests_properties(${target} PROPERTIES LABELS e2e ENVIRONMENT "OMP_WAIT_POLICY=passive")
+    set_tests_properties(${target} PROPERTIES LABELS example ENVIRONMENT "OMP_WAIT_POLICY=passive")
   endwhile()
   if(n EQUAL 0)
     message(FATAL_ERROR "ampcpp_add_doc_examples: expected a ```cpp block with int main( in "

@@ -104,6 +104,29 @@ void manual_seed(uint64_t seed) {
   g.offset = 0;
 }
 
+Tensor get_rng_state() {
+  auto& g = generator();
+  std::lock_guard<std::mutex> lock(g.mutex);
+  // Two's-complement conversion (defined since C++20) keeps all 64 bits of the seed.
+  return from_vector<int64_t>({static_cast<int64_t>(g.seed), static_cast<int64_t>(g.offset)}, {2},
+                              {.dtype = DType::Int64});
+}
+
+void set_rng_state(const Tensor& state) {
+  AMP_CHECK(state.defined(),
+            "set_rng_state: expected a tensor from get_rng_state, got an "
+            "undefined tensor");
+  AMP_CHECK(state.dtype() == DType::Int64 && state.sizes() == Shape{2},
+            "set_rng_state: expected an Int64 tensor of shape (2) from get_rng_state, got ",
+            dtype_name(state.dtype()), " of shape ", shape_to_string(state.sizes()));
+  const std::vector<int64_t> values = state.to_vector<int64_t>();
+  AMP_CHECK(values[1] >= 0, "set_rng_state: expected a block count >= 0, got ", values[1]);
+  auto& g = generator();
+  std::lock_guard<std::mutex> lock(g.mutex);
+  g.seed = static_cast<uint64_t>(values[0]);
+  g.offset = static_cast<uint64_t>(values[1]);
+}
+
 Tensor rand(Shape shape, TensorOptions options) {
   return random(std::move(shape), options, Distribution::Uniform, "rand");
 }

@@ -33,6 +33,13 @@ Tensor rand(Shape shape, TensorOptions options = {});
 Tensor randn(Shape shape, TensorOptions options = {});  ///< N(0, 1) samples; floating dtypes only
 /// Reseeds the global generator (torch.manual_seed) and restarts its stream.
 void manual_seed(uint64_t seed);
+/// The global generator's state, torch.get_rng_state() for checkpoints: a 1-d Int64 tensor of two
+/// elements, the seed (its 64 bits read as signed) and the number of Philox blocks drawn since
+/// manual_seed. Draws after set_rng_state(state) repeat the draws made after this call.
+Tensor get_rng_state();
+/// Restores a state returned by get_rng_state(); amp::Error unless `state` is an Int64 tensor of
+/// shape (2) with a non-negative block count.
+void set_rng_state(const Tensor& state);
 
 /// T in {float, double, int64_t, int, bool}; values are converted to options.dtype (RNE).
 template <class T>

@@ -401,6 +401,45 @@ BOOST_AUTO_TEST_CASE(manual_seed_makes_random_tensors_reproducible) {
   BOOST_TEST(b1 == b2, boost::test_tools::per_element());
 }
 
+BOOST_AUTO_TEST_CASE(set_rng_state_repeats_the_draws_made_after_get_rng_state) {
+  // A seed above 2^63 checks that all 64 bits survive the Int64 tensor.
+  amp::manual_seed(0xF00DFACE12345678ull);
+  amp::rand({10});  // an odd number of blocks' worth, so the offset is not a round number
+  const Tensor state = amp::get_rng_state();
+  BOOST_TEST(state.dtype() == DType::Int64);
+  BOOST_TEST(state.sizes() == amp::Shape{2});
+  BOOST_TEST(static_cast<uint64_t>(state.to_vector<int64_t>()[0]) == 0xF00DFACE12345678ull);
+  BOOST_TEST(state.to_vector<int64_t>()[1] == 3);  // ceil(10 / 4) Philox blocks
+  const std::vector<float> a1 = amp::randn({1001}).to_vector<float>();
+  const std::vector<float> b1 = amp::rand({7}).to_vector<float>();
+  amp::manual_seed(1);  // a different stream in between
+  amp::randn({5});
+  amp::set_rng_state(state);
+  const std::vector<float> a2 = amp::randn({1001}).to_vector<float>();
+  const std::vector<float> b2 = amp::rand({7}).to_vector<float>();
+  BOOST_TEST(a1 == a2, boost::test_tools::per_element());
+  BOOST_TEST(b1 == b2, boost::test_tools::per_element());
+  // The state is a copy: drawing does not change a state taken earlier.
+  BOOST_TEST(state.to_vector<int64_t>()[1] == 3);
+}
+
+BOOST_AUTO_TEST_CASE(set_rng_state_rejects_what_get_rng_state_cannot_return) {
+  const Tensor before = amp::get_rng_state();
+  amp_test::check_error([] { amp::set_rng_state(Tensor()); }, {"set_rng_state", "undefined"});
+  amp_test::check_error([] { amp::set_rng_state(amp::zeros({2})); },
+                        {"set_rng_state", "Int64 tensor of shape (2)", "Float32"});
+  amp_test::check_error([] { amp::set_rng_state(amp::zeros({3}, {.dtype = DType::Int64})); },
+                        {"set_rng_state", "[3]"});
+  amp_test::check_error(
+      [] {
+        amp::set_rng_state(amp::from_vector<int64_t>({7, -1}, {2}, {.dtype = DType::Int64}));
+      },
+      {"set_rng_state", "block count >= 0", "-1"});
+  // Nothing changed.
+  BOOST_TEST(amp::get_rng_state().to_vector<int64_t>() == before.to_vector<int64_t>(),
+             boost::test_tools::per_element());
+}
+
 BOOST_AUTO_TEST_CASE(different_seeds_give_different_values) {
   amp::manual_seed(1);
   const std::vector<float> a = amp::randn({64}).to_vector<float>();
