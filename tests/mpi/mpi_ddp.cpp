@@ -6,6 +6,7 @@
 //                     one process on the whole batch (mean loss); ranks bit-identical
 //   mpi_ddp no_sync   two micro-batches accumulated under no_sync() then a synchronised one, 3
 //                     steps, against the same reference; grads inside no_sync stay local
+//   mpi_ddp grad_scaler  GradScaler with an inf injected on rank 1 only: every rank skips that step
 //   mpi_ddp unused    find_unused_parameters true (unused everywhere, unused on one rank) and false
 //                     (amp::Error naming the parameter, then a normal step)
 //   mpi_ddp options   bucket layout, broadcast_buffers, allreduce_always_fp32 with bf16 and
@@ -18,6 +19,7 @@
 #include <cmath>
 #include <functional>
 #include <iostream>
+#include <limits>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -247,6 +249,47 @@ void test_no_sync(int rank, int size) {
   }
 }
 
+// GradScaler under DDP with an overflow injected on rank 1 only, at step 1: the inf reaches every
+// rank through the averaged gradients, so every rank skips that step and backs off the scale;
+// the result equals one process training on the whole batch at steps 0 and 2 (the scale is a
+// power of two, so scaling and unscaling are exact).
+void test_grad_scaler(int rank, int size) {
+  auto batch_of_step = [size](int step) { return batch_of(size * kB, 5000 + step); };
+  auto model = mlp(100);
+  DistributedDataParallel ddp(model);
+  amp::optimizers::SGD opt(ddp.parameters(), {.lr = kLr});
+  amp::GradScaler scaler(amp::DeviceType::CPU, {.init_scale = 1024.0});
+  std::vector<bool> stepped;
+  for (int step = 0; step < kSteps; ++step) {
+    const Batch b = batch_of_step(step).rows(rank * kB, kB);
+    opt.zero_grad();
+    Tensor loss = mse(ddp(b.x), b.y);
+    if (step == 1 && rank == 1) loss = loss * std::numeric_limits<double>::infinity();
+    scaler.scale(loss).backward();
+    stepped.push_back(scaler.step(opt));
+    scaler.update();
+  }
+  const std::vector<bool> expected{true, false, true};
+  check(stepped == expected, "grad_scaler: every rank must skip exactly step 1");
+  check(scaler.get_scale() == 512.0, "grad_scaler: the scale must back off once to 512, got " +
+                                         std::to_string(scaler.get_scale()));
+  auto reference = mlp(100);
+  amp::optimizers::SGD ref_opt(reference->parameters(), {.lr = kLr});
+  for (int step : {0, 2}) {
+    const Batch b = batch_of_step(step);
+    ref_opt.zero_grad();
+    mse((*reference)(b.x), b.y).backward();
+    ref_opt.step();
+  }
+  const std::vector<Tensor> got = values_of(ddp.parameters());
+  const std::vector<Tensor> want = values_of(reference->parameters());
+  check(max_violation(got, want) == 0,
+        "grad_scaler: parameters must equal one process's steps 0 and 2 within the tolerance; max "
+        "|diff| " +
+            std::to_string(max_abs_diff(got, want)));
+  check(same_on_every_rank(got), "grad_scaler: parameters must be identical on every rank");
+}
+
 // fc2 takes part only when `use_fc2` is set.
 struct Branchy : amp::nn::Module {
   std::shared_ptr<amp::nn::Linear> fc1, fc2;
@@ -405,6 +448,15 @@ void test_options(int rank, int size) {
     }
   }
   // Bad input.
+  check_error(
+      [] {
+        DistributedDataParallel ddp(mlp(1));
+        amp::initialize(ddp, "O1");
+      },
+      {"Incoming model is an instance of amp::nn::parallel::DistributedDataParallel. Parallel "
+       "wrappers should only be applied to the model(s) AFTER \nthe model(s) have been returned "
+       "from amp.initialize."},
+      "options: amp::initialize on a DistributedDataParallel");
   check_error([] { DistributedDataParallel ddp(nullptr); }, {"DistributedDataParallel", "null"},
               "options: a null module");
   check_error([] { DistributedDataParallel ddp(mlp(1), {.bucket_cap_mb = 0}); },
@@ -447,6 +499,8 @@ int main(int argc, char** argv) {
     test_train(my_rank, size);
   } else if (scenario == "no_sync") {
     test_no_sync(my_rank, size);
+  } else if (scenario == "grad_scaler") {
+    test_grad_scaler(my_rank, size);
   } else if (scenario == "unused") {
     test_unused(my_rank, size);
   } else if (scenario == "options") {
