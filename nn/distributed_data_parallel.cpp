@@ -150,6 +150,16 @@ struct DistributedDataParallel::Reducer {
     }
   }
 
+  // MPI may still write into the buffers of reductions in flight (a backward that threw, then
+  // the wrapper went away): they must complete first. A failure was already reported, or will
+  // be by the process group's next collective.
+  ~Reducer() {
+    try {
+      recover_from_interrupted_backward();
+    } catch (const Error&) {
+    }
+  }
+
   // A backward that threw leaves its bucket state behind (its engine callback was dropped).
   void recover_from_interrupted_backward() {
     if (!in_backward) return;

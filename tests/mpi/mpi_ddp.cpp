@@ -8,7 +8,8 @@
 //                     steps, against the same reference; grads inside no_sync stay local
 //   mpi_ddp grad_scaler  GradScaler with an inf injected on rank 1 only: every rank skips that step
 //   mpi_ddp unused    find_unused_parameters true (unused everywhere, unused on one rank) and false
-//                     (amp::Error naming the parameter, then a normal step)
+//                     (amp::Error naming the parameter, then a normal step); a backward that
+//                     throws with reductions in flight, then a normal step
 //   mpi_ddp options   bucket layout, broadcast_buffers, allreduce_always_fp32 with bf16 and
 //                     gradient_predivide_factor, and bad input (before init, null module, options,
 //                     models that differ across ranks)
@@ -361,6 +362,30 @@ void test_unused(int rank, int size) {
   }
 }
 
+// A backward that throws after some buckets were launched: their reductions are still in
+// flight; the next forward waits for them, and the next step averages as usual.
+void test_interrupted_backward(int rank, int size) {
+  const Batch all = batch_of(size * kB, 6000);
+  const Batch shard = all.rows(rank * kB, kB);
+  auto model = mlp(100);
+  DistributedDataParallel ddp(model, {.bucket_cap_mb = 1e-9});  // one bucket per parameter
+  bool fail = true;
+  // w1 is the last parameter backward reaches: b2's and w2's buckets are launched by then.
+  ddp.parameters()[0].register_hook([&fail](const Tensor& g) {
+    if (fail) throw amp::Error("injected failure");
+    return g;
+  });
+  check_error([&] { mse(ddp(shard.x), shard.y).backward(); }, {"injected failure"},
+              "interrupted: the injected failure must leave backward");
+  fail = false;
+  ddp.zero_grad();
+  mse(ddp(shard.x), shard.y).backward();
+  auto reference = mlp(100);
+  mse((*reference)(all.x), all.y).backward();
+  check(max_violation(grads_of(ddp.parameters()), grads_of(reference->parameters())) == 0,
+        "interrupted: the step after an interrupted backward must average as usual");
+}
+
 void test_options(int rank, int size) {
   // Buckets: reverse registration order; a tiny cap gives one parameter per bucket; dtypes
   // apart. Parameters: 0 w1 (16x5), 1 b1, 2 w2 (3x16), 3 b2.
@@ -503,6 +528,7 @@ int main(int argc, char** argv) {
     test_grad_scaler(my_rank, size);
   } else if (scenario == "unused") {
     test_unused(my_rank, size);
+    test_interrupted_backward(my_rank, size);
   } else if (scenario == "options") {
     test_options(my_rank, size);
   } else {
