@@ -47,6 +47,7 @@
 #include "nn/batchnorm.h"
 #include "nn/container.h"
 #include "nn/conv.h"
+#include "nn/distributed_data_parallel.h"
 #include "nn/dropout.h"
 #include "nn/embedding.h"
 #include "nn/flatten.h"

@@ -15,6 +15,7 @@
 #include "csrc/graph/grad_mode.h"
 #include "csrc/ops/factories.h"
 #include "nn/batchnorm.h"
+#include "nn/distributed_data_parallel.h"
 
 namespace amp {
 
@@ -200,6 +201,12 @@ void check_arguments(const std::vector<nn::Module*>& models,
               "models must be either a single model or a list of models. (got a "
               "null model pointer)");
     AMP_CHECK(seen.insert(m).second, "amp::initialize: the same model was passed twice");
+    // apex's check_models: a wrapper made before initialize would keep the un-cast replica's
+    // hooks and buckets (DDP's are built from the parameters' dtypes at construction).
+    AMP_CHECK(dynamic_cast<const nn::parallel::DistributedDataParallel*>(m) == nullptr,
+              "Incoming model is an instance of amp::nn::parallel::DistributedDataParallel. "
+              "Parallel wrappers should only be applied to the model(s) AFTER \nthe model(s) have "
+              "been returned from amp.initialize.");
   }
   for (const Optimizer* o : optimizers) {
     AMP_CHECK(o != nullptr,

@@ -20,6 +20,25 @@ namespace {
 
 thread_local bool anomaly_enabled = false;
 
+// The callbacks queue_callback adds to the innermost backward running in this thread; null
+// outside any backward.
+thread_local std::vector<std::function<void()>>* pending_callbacks = nullptr;
+
+// Makes `callbacks` the innermost backward's queue for its lifetime.
+class CallbackScope {
+ public:
+  explicit CallbackScope(std::vector<std::function<void()>>& callbacks)
+      : previous_(pending_callbacks) {
+    pending_callbacks = &callbacks;
+  }
+  ~CallbackScope() { pending_callbacks = previous_; }
+  CallbackScope(const CallbackScope&) = delete;
+  CallbackScope& operator=(const CallbackScope&) = delete;
+
+ private:
+  std::vector<std::function<void()>>* previous_;
+};
+
 // A gradient for a tensor described by `meta`: converted to its dtype and device (the gradient
 // of an fp16 tensor is fp16), with the shape checked.
 Tensor validate(const Tensor& grad, const TensorMeta& meta, const Node& producer) {
@@ -322,8 +341,25 @@ std::vector<Tensor> run_backward(const std::vector<Tensor>& roots,
   // Backward ops run in the dtypes forward chose: autocast is off (custom functions may restore
   // their forward's state, see function.h).
   autocast_state::ScopedState no_autocast(autocast_state::all_disabled());
-  task.execute();
+  std::vector<std::function<void()>> callbacks;
+  {
+    CallbackScope scope(callbacks);
+    task.execute();
+    // By index: a callback may queue another.
+    for (size_t i = 0; i < callbacks.size(); ++i) {
+      std::function<void()> callback = std::move(callbacks[i]);
+      callback();
+    }
+  }
   return task.captured_gradients(allow_unused);
+}
+
+void queue_callback(std::function<void()> callback) {
+  AMP_CHECK(pending_callbacks != nullptr,
+            "autograd::queue_callback: expected to be called while a backward runs in this "
+            "thread, got a call outside any backward");
+  AMP_CHECK(callback != nullptr, "autograd::queue_callback: expected a callable, got an empty one");
+  pending_callbacks->push_back(std::move(callback));
 }
 
 std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,

@@ -3,6 +3,7 @@
 #pragma once
 #pragma GCC visibility push(default)  // public API (docs/building.md)
 
+#include <functional>
 #include <optional>
 #include <vector>
 
@@ -17,6 +18,12 @@ std::vector<Tensor> run_backward(const std::vector<Tensor>& roots,
                                  const std::vector<Tensor>& grad_roots, bool keep_graph,
                                  bool create_graph, const std::vector<Tensor>& inputs,
                                  bool allow_unused = false);
+
+/// Runs `callback` once the backward running in this thread has finished its graph (every leaf's
+/// gradient accumulated), before that backward returns; callbacks run in the order queued and
+/// may queue more (torch's Variable._execution_engine.queue_callback). A backward that throws
+/// drops its callbacks. amp::Error when no backward is running in this thread.
+void queue_callback(std::function<void()> callback);
 
 /// Gradients of `outputs` with respect to `inputs` (torch.autograd.grad). retain_graph defaults
 /// to create_graph. An input that no output depends on raises amp::Error unless allow_unused,

@@ -73,7 +73,21 @@ bool advance_abandoned(WorkState& work) {
 }
 
 Work launch(std::shared_ptr<WorkState> work, bool async_op) {
-  const GroupState& g = group();
+  GroupState& g = group();
+  std::shared_ptr<WorkState> previous;
+  {
+    std::lock_guard<std::mutex> lock(g.mutex);
+    previous = g.last_launched.lock();
+    g.last_launched = work;
+  }
+  if (previous) {
+    // Its remaining stages but the last are short (the consistency check): this waits a latency.
+    auto at_last_stage = [&previous] {
+      std::lock_guard<std::mutex> lock(previous->mutex);
+      return previous->done || previous->next_stage >= previous->stages.size();
+    };
+    while (!at_last_stage() && !poll(previous)) std::this_thread::yield();
+  }
   work->deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                       std::chrono::duration<double>(g.options.timeout_seconds));
   poll(work);  // starts the first stage now, so the transfer runs while the caller works

@@ -41,6 +41,8 @@ struct GroupState {
   std::string failure;  // why the group is unusable (a timeout), empty while it is usable
   // Collectives that timed out: their buffers must live as long as MPI may still write them.
   std::vector<std::shared_ptr<WorkState>> abandoned;
+  // The collective launched last (see launch in work.cpp).
+  std::weak_ptr<WorkState> last_launched;
   std::mutex mutex;
 };
 
@@ -49,7 +51,11 @@ GroupState& group();
 // amp::Error naming `op` unless a process group is initialised and usable.
 void require_usable(const char* op);
 
-// Starts the first stage and returns the work; when !async_op, waits for it first.
+// Starts the first stage and returns the work; when !async_op, waits for it first. The collective
+// launched before it is first moved on to its last stage, so every rank starts the stages of
+// several collectives in flight in the same order (MPI pairs nonblocking collectives by the
+// order they start in, and a rank that polled one collective further than another would start
+// its data stage before or after the next collective's consistency check).
 Work launch(std::shared_ptr<WorkState> work, bool async_op);
 
 // Moves an abandoned work on, ignoring its deadline; true once it completed (or failed).

@@ -5,6 +5,7 @@
 // allow_unused, retain_graph default), gradient dtypes, hooks, retain_grad, detach,
 // requires_grad_/set_grad checks and DetectAnomaly with ScopedName. Every expected value is
 // derived by hand in the comment beside it and computed here in plain double arithmetic.
+#include <algorithm>
 #include <boost/test/unit_test.hpp>
 #include <cmath>
 #include <functional>
@@ -381,6 +382,46 @@ BOOST_AUTO_TEST_CASE(post_accumulate_grad_hook_on_a_non_leaf_raises) {
   Tensor h = x * 2.0;
   const std::string message = error_of([&] { h.register_post_accumulate_grad_hook([](auto&) {}); });
   BOOST_TEST(contains(message, "non-leaf"), message);
+}
+
+BOOST_AUTO_TEST_CASE(queued_callbacks_run_after_every_leaf_gradient_in_queue_order) {
+  // Both leaves' hooks queue a callback; each callback must see both gradients (2x and 3).
+  Tensor x = leaf({1.0, 2.0}, {2});
+  Tensor y = leaf({5.0}, {1});
+  std::vector<std::string> events;
+  auto queue_reader = [&](const std::string& name) {
+    return [&events, &x, &y, name](const Tensor&) {
+      events.push_back("hook " + name);
+      autograd::queue_callback([&events, &x, &y, name] {
+        events.push_back("callback " + name + " sees " +
+                         std::to_string(x.grad().defined() && y.grad().defined()));
+        if (name == "x") autograd::queue_callback([&events] { events.push_back("nested"); });
+      });
+    };
+  };
+  x.register_post_accumulate_grad_hook(queue_reader("x"));
+  y.register_post_accumulate_grad_hook(queue_reader("y"));
+  (x * x + y * 3.0).sum().backward();
+  BOOST_TEST(events.size() == 5u);
+  BOOST_TEST(std::count(events.begin(), events.begin() + 2, std::string("hook x")) == 1);
+  BOOST_TEST(std::count(events.begin(), events.begin() + 2, std::string("hook y")) == 1);
+  // The callbacks in the order the hooks queued them, then the one a callback queued.
+  const std::string first = events[0] == "hook x" ? "x" : "y";
+  const std::string second = first == "x" ? "y" : "x";
+  BOOST_TEST(events[2] == "callback " + first + " sees 1");
+  BOOST_TEST(events[3] == "callback " + second + " sees 1");
+  BOOST_TEST(events[4] == "nested");
+  // The next backward starts with an empty queue.
+  events.clear();
+  (x * 2.0).sum().backward();
+  const std::vector<std::string> expected{"hook x", "callback x sees 1", "nested"};
+  BOOST_TEST(events == expected, boost::test_tools::per_element());
+}
+
+BOOST_AUTO_TEST_CASE(queue_callback_outside_a_backward_raises) {
+  const std::string message = error_of([] { autograd::queue_callback([] {}); });
+  BOOST_TEST(contains(message, "queue_callback"), message);
+  BOOST_TEST(contains(message, "outside any backward"), message);
 }
 
 BOOST_AUTO_TEST_CASE(retain_grad_keeps_the_gradient_of_a_non_leaf) {

@@ -209,6 +209,23 @@ void test_overlapping_async(int rank, int size) {
   }
 }
 
+// Two collectives in flight, rank 0 waiting for the first before launching the second and the
+// other ranks launching both first: each collective's check and data stages must still pair up
+// (before the fix in detail::launch this failed with MPI_ERR_TRUNCATE).
+void test_async_launched_at_different_points(int rank, int size) {
+  amp::Tensor a = tensor_of(values(rank, 64, amp::DType::Float32, 5), {64}, amp::DType::Float32);
+  amp::Tensor b = tensor_of(values(rank, 8, amp::DType::Float64, 6), {8}, amp::DType::Float64);
+  dist::Work first = dist::all_reduce(a, dist::ReduceOp::Sum, true);
+  if (rank == 0) first.wait();
+  dist::Work second = dist::all_reduce(b, dist::ReduceOp::Max, true);
+  first.wait();
+  second.wait();
+  check_values(a, reduce_over_ranks(size, 64, amp::DType::Float32, dist::ReduceOp::Sum, 5),
+               amp::DType::Float32, "async all_reduce waited for before the next launch");
+  check_values(b, reduce_over_ranks(size, 8, amp::DType::Float64, dist::ReduceOp::Max, 6),
+               amp::DType::Float64, "async all_reduce launched after a waited one");
+}
+
 // Wrong arguments on this rank alone: raised before anything is sent, so the ranks stay in step.
 void test_bad_input(int size) {
   amp::Tensor strided = amp::zeros({4, 3}).t();
@@ -302,6 +319,7 @@ int run_collectives(int expected_size) {
   test_all_gather(my_rank, size);
   test_reduce_scatter(my_rank, size);
   test_overlapping_async(my_rank, size);
+  test_async_launched_at_different_points(my_rank, size);
   test_bad_input(size);
   test_mismatch_across_ranks(my_rank, size);
   dist::barrier();

@@ -1,0 +1,542 @@
+// The multi-process tests of amp::nn::parallel::DistributedDataParallel, run by ctest under
+// `mpirun -np 2` (tests/CMakeLists.txt). Every rank holds the whole data set and rank 0's initial
+// weights, so each computes its own single-process reference and compares DDP's result with it.
+//
+//   mpi_ddp train     N = 3 SGD steps of an MLP: DDP, each rank on its half of a 2B batch, against
+//                     one process on the whole batch (mean loss); ranks bit-identical
+//   mpi_ddp no_sync   two micro-batches accumulated under no_sync() then a synchronised one, 3
+//                     steps, against the same reference; grads inside no_sync stay local
+//   mpi_ddp grad_scaler  GradScaler with an inf injected on rank 1 only: every rank skips that step
+//   mpi_ddp unused    find_unused_parameters true (unused everywhere, unused on one rank) and false
+//                     (amp::Error naming the parameter, then a normal step); a backward that
+//                     throws with reductions in flight, then a normal step
+//   mpi_ddp options   bucket layout, broadcast_buffers, allreduce_always_fp32 with bf16 and
+//                     gradient_predivide_factor, and bad input (before init, null module, options,
+//                     models that differ across ranks)
+//
+// Each rank prints one line per failed check ("[rank r] FAIL ...") and a summary, and exits
+// non-zero when a check failed; mpirun then exits non-zero too.
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <iostream>
+#include <limits>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "amp/amp.h"
+
+namespace dist = amp::distributed;
+using amp::DType;
+using amp::Tensor;
+using amp::nn::parallel::DDPOptions;
+using amp::nn::parallel::DistributedDataParallel;
+
+namespace {
+
+int failures = 0;
+int checks = 0;
+int my_rank = -1;
+
+void check(bool ok, const std::string& what) {
+  ++checks;
+  if (ok) return;
+  ++failures;
+  std::cout << "[rank " << my_rank << "] FAIL " << what << std::endl;
+}
+
+std::string error_of(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const amp::Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+void check_error(const std::function<void()>& fn, const std::vector<std::string>& words,
+                 const std::string& what) {
+  const std::string message = error_of(fn);
+  bool ok = !message.empty();
+  for (const std::string& w : words) ok = ok && message.find(w) != std::string::npos;
+  check(ok, what + ": expected amp::Error mentioning every expected word, got \"" + message + "\"");
+}
+
+// fp32 tolerance for "DDP equals one process": the two differ only in the order of the sums
+// over the batch (two half-batch means averaged vs one mean over the whole batch), a few ulps of
+// each gradient (fp32 ulp 6e-8 relative), scaled by lr <= 1 into weights of size < 1 over 3
+// steps; 1e-6 absolute + 1e-6 relative is 10x that and 1000x below the differences the test
+// proves it detects (one rank's half batch alone).
+constexpr double kAbsTol = 1e-6;
+constexpr double kRelTol = 1e-6;
+
+double max_violation(const std::vector<Tensor>& got, const std::vector<Tensor>& want) {
+  double worst = 0;  // > 0 when a value is out of tolerance
+  for (size_t i = 0; i < got.size(); ++i) {
+    const std::vector<double> g = got[i].to_vector<double>();
+    const std::vector<double> w = want[i].to_vector<double>();
+    for (size_t k = 0; k < g.size(); ++k) {
+      const double excess = std::abs(g[k] - w[k]) - (kAbsTol + kRelTol * std::abs(w[k]));
+      worst = std::max(worst, excess > 0 ? excess : 0.0);
+    }
+  }
+  return worst;
+}
+
+double max_abs_diff(const std::vector<Tensor>& a, const std::vector<Tensor>& b) {
+  double worst = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    const std::vector<double> x = a[i].to_vector<double>();
+    const std::vector<double> y = b[i].to_vector<double>();
+    for (size_t k = 0; k < x.size(); ++k) worst = std::max(worst, std::abs(x[k] - y[k]));
+  }
+  return worst;
+}
+
+std::vector<Tensor> values_of(const std::vector<Tensor>& params) {
+  std::vector<Tensor> out;
+  for (const Tensor& p : params) out.push_back(p.detach().clone());
+  return out;
+}
+
+std::vector<Tensor> grads_of(const std::vector<Tensor>& params) {
+  std::vector<Tensor> out;
+  for (const Tensor& p : params) out.push_back(p.grad().clone());
+  return out;
+}
+
+// Every rank's copy of `tensors` equals rank 0's, bit for bit.
+bool same_on_every_rank(const std::vector<Tensor>& tensors) {
+  bool same = true;
+  for (const Tensor& t : tensors) {
+    Tensor mine = t.detach().to(DType::Float64).contiguous();
+    Tensor root = mine.clone();
+    dist::broadcast(root, 0);
+    same = same && mine.to_vector<double>() == root.to_vector<double>();
+  }
+  return same;
+}
+
+constexpr int64_t kIn = 5, kHidden = 16, kOut = 3;
+
+// The MLP, initialised from `seed` (each rank passes its own, so DDP's broadcast matters).
+std::shared_ptr<amp::nn::Sequential> mlp(uint64_t seed) {
+  amp::manual_seed(seed);
+  return std::make_shared<amp::nn::Sequential>(
+      std::initializer_list<std::shared_ptr<amp::nn::Module>>{
+          std::make_shared<amp::nn::Linear>(kIn, kHidden), std::make_shared<amp::nn::ReLU>(),
+          std::make_shared<amp::nn::Linear>(kHidden, kOut)});
+}
+
+Tensor mse(const Tensor& out, const Tensor& target) {
+  const Tensor d = out - target;
+  return (d * d).mean();
+}
+
+struct Batch {
+  Tensor x, y;
+  Batch rows(int64_t start, int64_t n) const {
+    return {x.narrow(0, start, n), y.narrow(0, start, n)};
+  }
+};
+
+Batch batch_of(int64_t n, uint64_t seed) {
+  amp::manual_seed(seed);
+  Tensor x = amp::randn({n, kIn});
+  Tensor y = amp::randn({n, kOut});
+  return {x, y};
+}
+
+constexpr int64_t kB = 8;  // per-rank batch
+constexpr int kSteps = 3;
+constexpr double kLr = 0.5;
+
+// One process on the whole 2B batch: the reference (rank 0's initial weights, seed 100).
+std::vector<Tensor> reference_training(const std::function<Batch(int)>& batch_of_step) {
+  auto model = mlp(100);
+  amp::optimizers::SGD opt(model->parameters(), {.lr = kLr});
+  for (int step = 0; step < kSteps; ++step) {
+    const Batch b = batch_of_step(step);
+    opt.zero_grad();
+    mse((*model)(b.x), b.y).backward();
+    opt.step();
+  }
+  return values_of(model->parameters());
+}
+
+void test_train(int rank, int size) {
+  auto batch_of_step = [size](int step) { return batch_of(size * kB, 1000 + step); };
+  const std::vector<Tensor> want = reference_training(batch_of_step);
+
+  auto model = mlp(100 + rank);  // differs per rank until DDP broadcasts rank 0's
+  DistributedDataParallel ddp(model);
+  check(max_abs_diff(values_of(ddp.parameters()), values_of(mlp(100)->parameters())) == 0,
+        "train: construction must leave rank 0's initial weights on every rank");
+  amp::optimizers::SGD opt(ddp.parameters(), {.lr = kLr});
+  for (int step = 0; step < kSteps; ++step) {
+    const Batch b = batch_of_step(step).rows(rank * kB, kB);
+    opt.zero_grad();
+    mse(ddp(b.x), b.y).backward();
+    check(same_on_every_rank(grads_of(ddp.parameters())),
+          "train: step " + std::to_string(step) + " gradients must be identical on every rank");
+    opt.step();
+  }
+  const std::vector<Tensor> got = values_of(ddp.parameters());
+  const double violation = max_violation(got, want);
+  std::ostringstream what;
+  what << "train: DDP parameters must equal the single-process ones within " << kAbsTol << " + "
+       << kRelTol << "|ref|; max |diff| " << max_abs_diff(got, want);
+  check(violation == 0, what.str());
+  check(same_on_every_rank(got), "train: parameters must be identical on every rank");
+
+  // The check can fail: training on this rank's half alone lands far outside the tolerance.
+  auto alone = mlp(100);
+  amp::optimizers::SGD alone_opt(alone->parameters(), {.lr = kLr});
+  for (int step = 0; step < kSteps; ++step) {
+    const Batch b = batch_of_step(step).rows(rank * kB, kB);
+    alone_opt.zero_grad();
+    mse((*alone)(b.x), b.y).backward();
+    alone_opt.step();
+  }
+  check(max_abs_diff(values_of(alone->parameters()), want) > 1e-3,
+        "train: one half batch alone must differ from the reference by > 1e-3");
+  if (rank == 0) {
+    std::cout << "train: max |DDP - single process| = " << max_abs_diff(got, want)
+              << ", half batch alone differs by "
+              << max_abs_diff(values_of(alone->parameters()), want) << std::endl;
+  }
+}
+
+void test_no_sync(int rank, int size) {
+  auto batch_of_step = [size](int step) { return batch_of(size * kB, 2000 + step); };
+  const std::vector<Tensor> want = reference_training(batch_of_step);
+
+  auto model = mlp(100);
+  DistributedDataParallel ddp(model);
+  amp::optimizers::SGD opt(ddp.parameters(), {.lr = kLr});
+  const int64_t half = kB / 2;
+  for (int step = 0; step < kSteps; ++step) {
+    const Batch shard = batch_of_step(step).rows(rank * kB, kB);
+    opt.zero_grad();
+    {
+      // Local only: the gradient equals a plain local backward on a copy of the weights.
+      auto local = mlp(100);
+      for (size_t i = 0; i < local->parameters().size(); ++i) {
+        amp::NoGradGuard no_grad;
+        local->parameters()[i].copy_(ddp.parameters()[i]);
+      }
+      const Batch first = shard.rows(0, half);
+      (mse((*local)(first.x), first.y) * 0.5).backward();
+      auto guard = ddp.no_sync();
+      (mse(ddp(first.x), first.y) * 0.5).backward();
+      check(max_abs_diff(grads_of(ddp.parameters()), grads_of(local->parameters())) == 0,
+            "no_sync: gradients inside no_sync must be this rank's local ones");
+    }
+    const Batch second = shard.rows(half, half);
+    (mse(ddp(second.x), second.y) * 0.5).backward();
+    opt.step();
+  }
+  const std::vector<Tensor> got = values_of(ddp.parameters());
+  std::ostringstream what;
+  what << "no_sync: accumulated DDP parameters must equal the single-process ones within "
+       << kAbsTol << " + " << kRelTol << "|ref|; max |diff| " << max_abs_diff(got, want);
+  check(max_violation(got, want) == 0, what.str());
+  check(same_on_every_rank(got), "no_sync: parameters must be identical on every rank");
+  if (rank == 0) {
+    std::cout << "no_sync: max |DDP accumulated - single process| = " << max_abs_diff(got, want)
+              << std::endl;
+  }
+}
+
+// GradScaler under DDP with an overflow injected on rank 1 only, at step 1: the inf reaches every
+// rank through the averaged gradients, so every rank skips that step and backs off the scale;
+// the result equals one process training on the whole batch at steps 0 and 2 (the scale is a
+// power of two, so scaling and unscaling are exact).
+void test_grad_scaler(int rank, int size) {
+  auto batch_of_step = [size](int step) { return batch_of(size * kB, 5000 + step); };
+  auto model = mlp(100);
+  DistributedDataParallel ddp(model);
+  amp::optimizers::SGD opt(ddp.parameters(), {.lr = kLr});
+  amp::GradScaler scaler(amp::DeviceType::CPU, {.init_scale = 1024.0});
+  std::vector<bool> stepped;
+  for (int step = 0; step < kSteps; ++step) {
+    const Batch b = batch_of_step(step).rows(rank * kB, kB);
+    opt.zero_grad();
+    Tensor loss = mse(ddp(b.x), b.y);
+    if (step == 1 && rank == 1) loss = loss * std::numeric_limits<double>::infinity();
+    scaler.scale(loss).backward();
+    stepped.push_back(scaler.step(opt));
+    scaler.update();
+  }
+  const std::vector<bool> expected{true, false, true};
+  check(stepped == expected, "grad_scaler: every rank must skip exactly step 1");
+  check(scaler.get_scale() == 512.0, "grad_scaler: the scale must back off once to 512, got " +
+                                         std::to_string(scaler.get_scale()));
+  auto reference = mlp(100);
+  amp::optimizers::SGD ref_opt(reference->parameters(), {.lr = kLr});
+  for (int step : {0, 2}) {
+    const Batch b = batch_of_step(step);
+    ref_opt.zero_grad();
+    mse((*reference)(b.x), b.y).backward();
+    ref_opt.step();
+  }
+  const std::vector<Tensor> got = values_of(ddp.parameters());
+  const std::vector<Tensor> want = values_of(reference->parameters());
+  check(max_violation(got, want) == 0,
+        "grad_scaler: parameters must equal one process's steps 0 and 2 within the tolerance; max "
+        "|diff| " +
+            std::to_string(max_abs_diff(got, want)));
+  check(same_on_every_rank(got), "grad_scaler: parameters must be identical on every rank");
+}
+
+// fc2 takes part only when `use_fc2` is set.
+struct Branchy : amp::nn::Module {
+  std::shared_ptr<amp::nn::Linear> fc1, fc2;
+  bool use_fc2 = true;
+  Branchy() : Module("Branchy") {
+    amp::manual_seed(5);
+    fc1 = register_module("fc1", std::make_shared<amp::nn::Linear>(kIn, kOut));
+    fc2 = register_module("fc2", std::make_shared<amp::nn::Linear>(kIn, kOut));
+  }
+  Tensor forward(const Tensor& x) override { return use_fc2 ? (*fc1)(x) + (*fc2)(x) : (*fc1)(x); }
+};
+
+// The gradients of `model` on `batch`, computed by a local copy of it (no DDP).
+std::vector<Tensor> local_grads(bool use_fc2, const Batch& batch) {
+  Branchy copy;
+  copy.use_fc2 = use_fc2;
+  mse(copy(batch.x), batch.y).backward();
+  std::vector<Tensor> out;
+  for (const Tensor& p : copy.parameters()) out.push_back(p.grad());
+  return out;
+}
+
+void test_unused(int rank, int size) {
+  const Batch all = batch_of(size * kB, 3000);
+  const Batch shard = all.rows(rank * kB, kB);
+  {
+    // Unused on every rank: fc2's gradients stay undefined; fc1's are averaged.
+    auto model = std::make_shared<Branchy>();
+    DistributedDataParallel ddp(model, {.find_unused_parameters = true});
+    model->use_fc2 = false;
+    mse(ddp(shard.x), shard.y).backward();
+    check(!model->fc2->weight.grad().defined() && !model->fc2->bias.grad().defined(),
+          "unused: a parameter unused on every rank must keep an undefined gradient");
+    const std::vector<Tensor> want = local_grads(false, all);
+    check(max_violation({model->fc1->weight.grad(), model->fc1->bias.grad()}, {want[0], want[1]}) ==
+              0,
+          "unused: the used parameters' gradients must be the whole-batch ones");
+  }
+  {
+    // Used on rank 0 only: every rank gets rank 0's gradient / world_size for fc2.
+    auto model = std::make_shared<Branchy>();
+    DistributedDataParallel ddp(model, {.find_unused_parameters = true});
+    model->use_fc2 = rank == 0;
+    mse(ddp(shard.x), shard.y).backward();
+    const std::vector<Tensor> rank0 = local_grads(true, all.rows(0, kB));
+    check(model->fc2->weight.grad().defined(),
+          "unused: a parameter used on some rank must get a gradient on every rank");
+    if (model->fc2->weight.grad().defined()) {
+      check(max_violation({model->fc2->weight.grad(), model->fc2->bias.grad()},
+                          {rank0[2] * (1.0 / size), rank0[3] * (1.0 / size)}) == 0,
+            "unused: fc2's gradient must be rank 0's divided by the world size");
+    }
+  }
+  {
+    // find_unused_parameters = false: the backward raises naming fc2, and the next one works.
+    auto model = std::make_shared<Branchy>();
+    DistributedDataParallel ddp(model);
+    model->use_fc2 = false;
+    check_error([&] { mse(ddp(shard.x), shard.y).backward(); },
+                {"DistributedDataParallel", "'module.fc2.weight'", "'module.fc2.bias'",
+                 "find_unused_parameters"},
+                "unused: a parameter without a gradient");
+    model->use_fc2 = true;
+    ddp.zero_grad();
+    mse(ddp(shard.x), shard.y).backward();
+    const std::vector<Tensor> want = local_grads(true, all);
+    check(max_violation(grads_of(ddp.parameters()), want) == 0,
+          "unused: after the error, a complete backward must average as usual");
+  }
+}
+
+// A backward that throws after some buckets were launched: their reductions are still in
+// flight; the next forward waits for them, and the next step averages as usual.
+void test_interrupted_backward(int rank, int size) {
+  const Batch all = batch_of(size * kB, 6000);
+  const Batch shard = all.rows(rank * kB, kB);
+  auto model = mlp(100);
+  DistributedDataParallel ddp(model, {.bucket_cap_mb = 1e-9});  // one bucket per parameter
+  bool fail = true;
+  // w1 is the last parameter backward reaches: b2's and w2's buckets are launched by then.
+  ddp.parameters()[0].register_hook([&fail](const Tensor& g) {
+    if (fail) throw amp::Error("injected failure");
+    return g;
+  });
+  check_error([&] { mse(ddp(shard.x), shard.y).backward(); }, {"injected failure"},
+              "interrupted: the injected failure must leave backward");
+  fail = false;
+  ddp.zero_grad();
+  mse(ddp(shard.x), shard.y).backward();
+  auto reference = mlp(100);
+  mse((*reference)(all.x), all.y).backward();
+  check(max_violation(grads_of(ddp.parameters()), grads_of(reference->parameters())) == 0,
+        "interrupted: the step after an interrupted backward must average as usual");
+}
+
+void test_options(int rank, int size) {
+  // Buckets: reverse registration order; a tiny cap gives one parameter per bucket; dtypes
+  // apart. Parameters: 0 w1 (16x5), 1 b1, 2 w2 (3x16), 3 b2.
+  {
+    DistributedDataParallel ddp(mlp(1));
+    const std::vector<std::vector<int64_t>> one{{3, 2, 1, 0}};
+    check(ddp.bucket_indices() == one, "options: the default cap must give one bucket 3 2 1 0");
+    DistributedDataParallel tiny(mlp(1), {.bucket_cap_mb = 1e-9});
+    const std::vector<std::vector<int64_t>> each{{3}, {2}, {1}, {0}};
+    check(tiny.bucket_indices() == each, "options: a tiny cap must give buckets {3} {2} {1} {0}");
+    // 4 Float32 of b2 + 48 of w2 = 208 bytes: a 200-byte cap closes the first bucket after w2.
+    DistributedDataParallel capped(mlp(1), {.bucket_cap_mb = 200.0 / (1024 * 1024)});
+    const std::vector<std::vector<int64_t>> two{{3, 2}, {1, 0}};
+    check(capped.bucket_indices() == two, "options: a 200-byte cap must give {3 2} {1 0}");
+    auto mixed = mlp(1);
+    mixed->children()[2]->to(DType::BFloat16);
+    DistributedDataParallel by_dtype(mixed);
+    const std::vector<std::vector<int64_t>> split{{3, 2}, {1, 0}};
+    check(by_dtype.bucket_indices() == split, "options: buckets must not mix dtypes");
+  }
+  // broadcast_buffers: rank 0's running statistics reach every rank before forward.
+  for (const bool broadcast : {true, false}) {
+    auto bn = std::make_shared<amp::nn::BatchNorm1d>(kIn);
+    DistributedDataParallel ddp(bn, {.broadcast_buffers = broadcast});
+    {
+      amp::NoGradGuard no_grad;
+      bn->running_mean.fill_(rank + 1.0);
+    }
+    ddp.eval();
+    ddp(amp::randn({2, kIn}));
+    const double mean0 = bn->running_mean.to_vector<double>()[0];
+    check(mean0 == (broadcast ? 1.0 : rank + 1.0),
+          std::string("options: broadcast_buffers=") + (broadcast ? "true" : "false") +
+              " must leave running_mean " + (broadcast ? "rank 0's" : "this rank's"));
+  }
+  // allreduce_always_fp32 with bf16 gradients and predivide 3: the average is the exact one
+  // rounded once to bf16 (within half a bf16 ulp of the exact value; reducing in bf16 with the
+  // predivision rounds three times).
+  for (const bool fp32 : {true, false}) {
+    auto model = std::make_shared<amp::nn::Linear>(kIn, kOut);
+    model->to(DType::BFloat16);
+    DistributedDataParallel ddp(model,
+                                {.allreduce_always_fp32 = fp32, .gradient_predivide_factor = 3.0});
+    const Batch all = batch_of(size * kB, 4000);
+    auto local_grad = [&](int r) {
+      auto copy = std::make_shared<amp::nn::Linear>(kIn, kOut);
+      copy->to(DType::BFloat16);
+      {
+        amp::NoGradGuard no_grad;
+        copy->weight.copy_(model->weight);
+        copy->bias.copy_(model->bias);
+      }
+      const Batch b = all.rows(r * kB, kB);
+      mse((*copy)(b.x.to(DType::BFloat16)), b.y.to(DType::BFloat16)).backward();
+      return copy->weight.grad().to_vector<double>();
+    };
+    std::vector<double> exact(static_cast<size_t>(kOut * kIn), 0.0);
+    for (int r = 0; r < size; ++r) {
+      const std::vector<double> g = local_grad(r);
+      for (size_t k = 0; k < g.size(); ++k) exact[k] += g[k] / size;
+    }
+    const Batch b = all.rows(rank * kB, kB);
+    mse(ddp(b.x.to(DType::BFloat16)), b.y.to(DType::BFloat16)).backward();
+    check(model->weight.grad().dtype() == DType::BFloat16,
+          "options: bf16 gradients must stay bf16 after the reduction");
+    const std::vector<double> got = model->weight.grad().to_vector<double>();
+    double worst_ulps = 0;  // |got - exact| in bf16 ulps of exact
+    for (size_t k = 0; k < got.size(); ++k) {
+      if (exact[k] == 0) continue;
+      const double ulp = std::ldexp(1.0, std::ilogb(exact[k]) - 7);
+      worst_ulps = std::max(worst_ulps, std::abs(got[k] - exact[k]) / ulp);
+    }
+    if (fp32) {
+      check(worst_ulps <= 0.5 + 1e-3,
+            "options: allreduce_always_fp32 must round once (<= 0.5 "
+            "bf16 ulp), got " +
+                std::to_string(worst_ulps) + " ulp");
+    } else {
+      check(worst_ulps <= 2.0, "options: a bf16 reduction must stay within 2 bf16 ulps, got " +
+                                   std::to_string(worst_ulps) + " ulp");
+    }
+    if (rank == 0) {
+      std::cout << "options: bf16 grads, predivide 3, allreduce_always_fp32=" << fp32
+                << ": max error " << worst_ulps << " bf16 ulp" << std::endl;
+    }
+  }
+  // Bad input.
+  check_error(
+      [] {
+        DistributedDataParallel ddp(mlp(1));
+        amp::initialize(ddp, "O1");
+      },
+      {"Incoming model is an instance of amp::nn::parallel::DistributedDataParallel. Parallel "
+       "wrappers should only be applied to the model(s) AFTER \nthe model(s) have been returned "
+       "from amp.initialize."},
+      "options: amp::initialize on a DistributedDataParallel");
+  check_error([] { DistributedDataParallel ddp(nullptr); }, {"DistributedDataParallel", "null"},
+              "options: a null module");
+  check_error([] { DistributedDataParallel ddp(mlp(1), {.bucket_cap_mb = 0}); },
+              {"bucket_cap_mb > 0", "got 0"}, "options: bucket_cap_mb 0");
+  check_error([] { DistributedDataParallel ddp(mlp(1), {.gradient_predivide_factor = -1}); },
+              {"gradient_predivide_factor > 0", "got -1"}, "options: a negative predivide factor");
+  check_error(
+      [] {
+        auto frozen = mlp(1);
+        for (Tensor& p : frozen->parameters()) p.requires_grad_(false);
+        DistributedDataParallel ddp(frozen);
+      },
+      {"DistributedDataParallel", "requires grad"}, "options: no trainable parameter");
+  check_error(
+      [rank] {
+        DistributedDataParallel ddp(std::make_shared<amp::nn::Linear>(kIn, rank == 0 ? 3 : 4));
+      },
+      {"DistributedDataParallel", "rank 1", "different shapes"},
+      "options: models of different shapes across ranks");
+  check_error(
+      [rank] {
+        auto seq = mlp(1);
+        if (rank == 1) seq->push_back(std::make_shared<amp::nn::Linear>(kOut, 1));
+        DistributedDataParallel ddp(seq);
+      },
+      {"rank 1 with 6 parameters", "4 parameters"}, "options: a different parameter count");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::string scenario = argc > 1 ? argv[1] : "";
+  // Before the process group exists.
+  check_error([] { DistributedDataParallel ddp(mlp(1)); },
+              {"DistributedDataParallel", "init_process_group"}, "before init_process_group");
+  dist::init_process_group({.timeout_seconds = 30});
+  my_rank = dist::rank();
+  const int size = dist::world_size();
+  if (scenario == "train") {
+    test_train(my_rank, size);
+  } else if (scenario == "no_sync") {
+    test_no_sync(my_rank, size);
+  } else if (scenario == "grad_scaler") {
+    test_grad_scaler(my_rank, size);
+  } else if (scenario == "unused") {
+    test_unused(my_rank, size);
+    test_interrupted_backward(my_rank, size);
+  } else if (scenario == "options") {
+    test_options(my_rank, size);
+  } else {
+    check(false, "unknown scenario '" + scenario + "'");
+  }
+  dist::barrier();
+  dist::destroy_process_group();
+  std::cout << "[rank " << my_rank << "] " << scenario << ": " << checks - failures << "/" << checks
+            << " checks passed" << std::endl;
+  return failures == 0 ? 0 : 1;
+}
