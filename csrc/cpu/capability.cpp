@@ -1,6 +1,6 @@
 #include "csrc/cpu/capability.h"
 
-#if defined(__x86_64__)
+#if defined(AMP_CPU_HAS_AVX_LEVELS)
 #include <cpuid.h>
 #endif
 
@@ -13,7 +13,7 @@ namespace amp::cpu {
 
 namespace {
 
-#if defined(__x86_64__)
+#if defined(AMP_CPU_HAS_AVX_LEVELS)
 // F16C (CPUID.1:ECX) and BMI2 (CPUID.(7,0):EBX), read from CPUID itself: clang's
 // __builtin_cpu_supports does not know these two names (clang 14), GCC's does.
 bool has_f16c_and_bmi2() {
@@ -38,7 +38,7 @@ const char* level_name(CpuLevel level) {
 }
 
 CpuLevel highest_supported_level() {
-#if defined(__x86_64__)
+#if defined(AMP_CPU_HAS_AVX_LEVELS)
   // The builtins read CPUID and, for the AVX families, that the OS saves the wide registers.
   __builtin_cpu_init();
   const bool v3 =
