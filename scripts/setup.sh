@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs every Debian package ampcpp needs to build, test and run its examples.
+# Installs every Debian package ampcpp needs to build, test and run its examples, and to fuzz it
+# (clang, its libFuzzer and sanitizer runtimes in libclang-rt-14-dev, its OpenMP in libomp-dev).
 # Idempotent: packages already present are left alone, and apt is not touched at all when
 # nothing is missing. Pass --reference to also install python3-torch, which only the golden-file
 # generators under tests/reference/ use.
@@ -11,6 +12,7 @@ packages=(
   libboost-test-dev libboost-program-options-dev
   zlib1g-dev nlohmann-json3-dev valgrind
   dataset-fashion-mnist
+  clang libclang-rt-14-dev libomp-dev
 )
 if [[ "${1:-}" == "--reference" ]]; then
   packages+=(python3-torch python3-numpy)
