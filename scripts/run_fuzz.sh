@@ -5,23 +5,28 @@
 #   scripts/run_fuzz.sh                          every target for 20 s (what CI runs)
 #   scripts/run_fuzz.sh --time 600 fuzz_idx      one target for 600 s
 #   scripts/run_fuzz.sh --runs 10000000          every target for 10M executions, no time limit
+#   scripts/run_fuzz.sh --runs 10000000 --time 1200   10M executions or 20 minutes, the first
 #   FUZZ_ARGS='-max_len=8192' scripts/run_fuzz.sh   more libFuzzer flags
 # New inputs that reach new code go to build-fuzz/corpus/<target>/ (kept between runs); a
 # crashing input is written to build-fuzz/artifacts/<target>/ and named in the failure message.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-time_s=20
+time_s=
 runs=-1
 targets=()
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --time) time_s=$2; shift 2 ;;
-    --runs) runs=$2; time_s=0; shift 2 ;;
-    -h|--help) sed -n '2,10p' "$0"; exit 0 ;;
+    --runs) runs=$2; shift 2 ;;
+    -h|--help) sed -n '2,11p' "$0"; exit 0 ;;
     *) targets+=("$1"); shift ;;
   esac
 done
+# Without --time: 20 s, or no time limit when --runs bounds the run.
+if [[ -z $time_s ]]; then
+  if [[ $runs == -1 ]]; then time_s=20; else time_s=0; fi
+fi
 if [[ ${#targets[@]} -eq 0 ]]; then
   targets=(fuzz_safetensors fuzz_idx fuzz_load_state_dict)
 fi
