@@ -27,8 +27,9 @@ using optimizers::detail::python_repr;
 // The smallest normal fp32 number: a scale below it has lost precision (subnormal) or is 0.
 constexpr double kMinNormalFloat = static_cast<double>(std::numeric_limits<float>::min());
 
-// A scalar state-dict entry: defined, one element, of the expected dtype kind.
-double read_entry(const StateDict& state_dict, const std::string& key, bool integer) {
+// A scalar state-dict entry: defined, one element, of the expected dtype kind. Integers are read
+// as int64, never through a double, which would round values near INT64_MAX out of range.
+const Tensor& read_entry(const StateDict& state_dict, const std::string& key, bool integer) {
   const char* expected = integer ? "an Int64 0-d tensor" : "a floating-point 0-d tensor";
   const auto it = state_dict.find(key);
   if (it == state_dict.end()) {
@@ -45,10 +46,14 @@ double read_entry(const StateDict& state_dict, const std::string& key, bool inte
   const bool dtype_ok = integer ? value.dtype() == DType::Int64 : is_floating_point(value.dtype());
   AMP_CHECK(dtype_ok, "GradScaler.load_state_dict: expected '", key, "' to be ", expected, ", got ",
             dtype_name(value.dtype()));
-  return integer ? static_cast<double>(value.item<int64_t>()) : value.item<double>();
+  return value;
 }
 
 Tensor scalar_entry(double value, DType dtype) { return scalar_tensor(value, {.dtype = dtype}); }
+// An Int64 0-d tensor made without a double, which cannot hold every int64.
+Tensor int64_entry(int64_t value) {
+  return from_vector<int64_t>({value}, {}, {.dtype = DType::Int64});
+}
 
 GradScalerStepReport make_report(GradScalerStepReport::Outcome outcome, std::optional<double> scale,
                                  std::string reason = "") {
@@ -495,11 +500,10 @@ StateDict GradScaler::state_dict() const {
   out["scale"] = scalar_entry(get_scale(), DType::Float64);
   out["growth_factor"] = scalar_entry(growth_factor_, DType::Float64);
   out["backoff_factor"] = scalar_entry(backoff_factor_, DType::Float64);
-  out["growth_interval"] = scalar_entry(static_cast<double>(growth_interval_), DType::Int64);
-  out["_growth_tracker"] = scalar_entry(static_cast<double>(get_growth_tracker()), DType::Int64);
+  out["growth_interval"] = int64_entry(growth_interval_);
+  out["_growth_tracker"] = int64_entry(get_growth_tracker());
   if (options_.hysteresis > 1) {
-    out["_hysteresis_tracker"] =
-        scalar_entry(static_cast<double>(hysteresis_tracker_), DType::Int64);
+    out["_hysteresis_tracker"] = int64_entry(hysteresis_tracker_);
   }
   return out;
 }
@@ -509,15 +513,14 @@ void GradScaler::load_state_dict(const StateDict& state_dict) {
   AMP_CHECK(!state_dict.empty(),
             "GradScaler.load_state_dict: The source state dict is empty, possibly because it was "
             "saved from a disabled instance of GradScaler.");
-  const double scale = read_entry(state_dict, "scale", false);
-  const double growth_factor = read_entry(state_dict, "growth_factor", false);
-  const double backoff_factor = read_entry(state_dict, "backoff_factor", false);
-  const auto growth_interval =
-      static_cast<int64_t>(read_entry(state_dict, "growth_interval", true));
-  const auto tracker = static_cast<int64_t>(read_entry(state_dict, "_growth_tracker", true));
+  const double scale = read_entry(state_dict, "scale", false).item<double>();
+  const double growth_factor = read_entry(state_dict, "growth_factor", false).item<double>();
+  const double backoff_factor = read_entry(state_dict, "backoff_factor", false).item<double>();
+  const auto growth_interval = read_entry(state_dict, "growth_interval", true).item<int64_t>();
+  const auto tracker = read_entry(state_dict, "_growth_tracker", true).item<int64_t>();
   int64_t hysteresis = options_.hysteresis;
   if (options_.hysteresis > 1 && state_dict.count("_hysteresis_tracker") != 0) {
-    hysteresis = static_cast<int64_t>(read_entry(state_dict, "_hysteresis_tracker", true));
+    hysteresis = read_entry(state_dict, "_hysteresis_tracker", true).item<int64_t>();
     AMP_CHECK(hysteresis >= 0 && hysteresis <= options_.hysteresis,
               "GradScaler.load_state_dict: expected '_hysteresis_tracker' in [0, ",
               options_.hysteresis, "], got ", hysteresis);
@@ -538,7 +541,10 @@ void GradScaler::load_state_dict(const StateDict& state_dict) {
   init_scale_ = scale;
   if (scale_.defined()) scale_.fill_(scale);
   init_growth_tracker_ = tracker;
-  if (growth_tracker_.defined()) growth_tracker_.fill_(static_cast<double>(tracker));
+  // Copied from an Int64 tensor: fill_ takes a double, which cannot hold every int64.
+  if (growth_tracker_.defined()) {
+    growth_tracker_.copy_(int64_entry(tracker));
+  }
   hysteresis_tracker_ = hysteresis;
 }
 

@@ -13,7 +13,8 @@ set(AMPCPP_DISPATCHED_SOURCES
     ${CMAKE_CURRENT_SOURCE_DIR}/csrc/cpu/half_runs.cpp)
 list(REMOVE_ITEM AMPCPP_SOURCES ${AMPCPP_DISPATCHED_SOURCES})
 
-if(CMAKE_SYSTEM_PROCESSOR MATCHES "^(x86_64|AMD64|amd64)$")
+# AMPCPP_CPU_SCALAR_ONLY (set by the fuzz build, cmake/ampcpp_fuzz.cmake): the scalar copy alone.
+if(CMAKE_SYSTEM_PROCESSOR MATCHES "^(x86_64|AMD64|amd64)$" AND NOT AMPCPP_CPU_SCALAR_ONLY)
   set(AMPCPP_CPU_LEVELS scalar avx2 avx512)
 else()
   set(AMPCPP_CPU_LEVELS scalar)  # one copy, for the architecture's baseline

@@ -346,12 +346,14 @@ void Module::load_state_dict(const StateDict& state_dict, bool strict) {
   }
   {
     NoGradGuard no_grad;
+    // Every value converted to its destination's dtype first: a conversion that raises (NaN
+    // into an Int64 buffer) must do so before anything is copied.
+    std::vector<std::pair<Tensor, Tensor>> copies;
     for (auto& [key, t] : own) {
       auto it = state_dict.find(key);
-      if (it == state_dict.end()) continue;
-      Tensor dst = t;
-      dst.copy_(it->second);
+      if (it != state_dict.end()) copies.emplace_back(t, it->second.to(t.dtype()));
     }
+    for (auto& [dst, src] : copies) dst.copy_(src);
   }
   visit_modules(*this, [&](Module& m, const std::string& prefix) {
     for (const auto& hook : m.load_state_dict_hooks_.snapshot()) hook(m, state_dict, prefix);

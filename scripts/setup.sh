@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs every Debian package ampcpp needs to build, test and run its examples.
+# Installs every Debian package ampcpp needs to build, test and run its examples, and to fuzz it
+# (clang, its libFuzzer and sanitizer runtimes in libclang-rt-14-dev, its OpenMP in libomp-dev).
 # Idempotent: packages already present are left alone, and apt is not touched at all when
 # nothing is missing. Pass --reference to also install python3-torch, which the golden-file
 # generators under tests/reference/ and PyTorch's side of the benchmarks (bench/torch_*.py) use,
@@ -14,6 +15,7 @@ packages=(
   zlib1g-dev nlohmann-json3-dev valgrind doxygen
   libopenmpi-dev openmpi-bin
   dataset-fashion-mnist
+  clang libclang-rt-14-dev libomp-dev
 )
 if [[ "${1:-}" == "--reference" ]]; then
   packages+=(python3-torch python3-numpy libopenblas0-openmp)

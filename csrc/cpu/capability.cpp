@@ -1,11 +1,29 @@
 #include "csrc/cpu/capability.h"
 
+#if defined(AMP_CPU_HAS_AVX_LEVELS)
+#include <cpuid.h>
+#endif
+
 #include <cstdlib>
 #include <cstring>
 
 #include "csrc/core/macros.h"
 
 namespace amp::cpu {
+
+namespace {
+
+#if defined(AMP_CPU_HAS_AVX_LEVELS)
+// F16C (CPUID.1:ECX) and BMI2 (CPUID.(7,0):EBX), read from CPUID itself: clang's
+// __builtin_cpu_supports does not know these two names (clang 14), GCC's does.
+bool has_f16c_and_bmi2() {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx) || (ecx & bit_F16C) == 0) return false;
+  return __get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) && (ebx & bit_BMI2) != 0;
+}
+#endif
+
+}  // namespace
 
 const char* level_name(CpuLevel level) {
   switch (level) {
@@ -20,11 +38,11 @@ const char* level_name(CpuLevel level) {
 }
 
 CpuLevel highest_supported_level() {
-#if defined(__x86_64__)
-  // GCC's checks read CPUID and, for the AVX families, that the OS saves the wide registers.
+#if defined(AMP_CPU_HAS_AVX_LEVELS)
+  // The builtins read CPUID and, for the AVX families, that the OS saves the wide registers.
   __builtin_cpu_init();
-  const bool v3 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-                  __builtin_cpu_supports("f16c") && __builtin_cpu_supports("bmi2");
+  const bool v3 =
+      __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && has_f16c_and_bmi2();
   const bool v4 = v3 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
                   __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
   return v4 ? CpuLevel::Avx512 : v3 ? CpuLevel::Avx2 : CpuLevel::Scalar;

@@ -6,7 +6,7 @@ namespace amp::cpu {
 
 namespace {
 
-#if defined(__x86_64__)
+#if defined(AMP_CPU_HAS_AVX_LEVELS)
 #define AMP_PICK(getter) pick(scalar::getter, avx2::getter, avx512::getter)
 template <class Scalar, class Avx2, class Avx512>
 auto& pick(Scalar scalar_table, Avx2 avx2_table, Avx512 avx512_table) {

@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "csrc/core/half.h"
+#include "csrc/cpu/capability.h"
 #include "csrc/kernels/kernels.h"
 #include "csrc/kernels/multi_tensor_kernels.h"
 
@@ -31,7 +32,7 @@ const HalfRuns& half_runs();
   const HalfRuns& half_runs();                                    \
   }
 AMP_DECLARE_CPU_LEVEL(scalar)
-#if defined(__x86_64__)
+#if defined(AMP_CPU_HAS_AVX_LEVELS)
 AMP_DECLARE_CPU_LEVEL(avx2)
 AMP_DECLARE_CPU_LEVEL(avx512)
 #endif

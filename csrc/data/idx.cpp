@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
+#include <limits>
 #include <memory>
 #include <system_error>
 
@@ -114,6 +115,12 @@ IdxArray read_idx(const std::string& path, uint32_t expected_magic) {
 Tensor read_idx_images(const std::string& path) {
   IdxArray idx = read_idx(path, kIdxImagesMagic);
   const int64_t n = idx.dims[0], rows = idx.dims[1], cols = idx.dims[2];
+  // The (N, 1, rows, cols) tensor's strides hold rows x cols, which the data bounds only when
+  // N > 0: a file of no images may announce any size (two uint32, below 2^64).
+  AMP_CHECK(static_cast<uint64_t>(rows) * static_cast<uint64_t>(cols) <=
+                static_cast<uint64_t>(std::numeric_limits<int64_t>::max()),
+            "read_idx '", path, "': expected images of at most 2^63 - 1 pixels, got ", rows, " x ",
+            cols, " (and ", n, " images)");
   Tensor images = empty({n, 1, rows, cols});
   float* dst = images.data<float>();
   const size_t count = idx.data.size();

@@ -65,7 +65,10 @@ Tensor random(Shape shape, TensorOptions options, Distribution dist, const char*
   const float uniform_scale = std::ldexp(1.0f, -uniform_bits);
   Tensor samples = empty(std::move(shape), {.dtype = DType::Float32});
   const int64_t n = samples.numel();
-  const auto [seed, first] = generator().reserve(static_cast<uint64_t>((n + 3) / 4));
+  // Plain variables, not a structured binding: the lambda below captures them, which clang
+  // before 16 does not allow for bindings.
+  const auto reserved = generator().reserve(static_cast<uint64_t>((n + 3) / 4));
+  const uint64_t seed = reserved.first, first = reserved.second;
   float* out = samples.data<float>();
   cpu::parallel_for((n + 3) / 4, 4096, [&](int64_t begin, int64_t end) {
     for (int64_t block = begin; block < end; ++block) {

@@ -7,6 +7,8 @@
 // scale's update rule and state_dict are specified in test_grad_scaler_update.cpp.
 #include <boost/test/unit_test.hpp>
 #include <cmath>
+#include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
 #include <utility>
@@ -371,6 +373,22 @@ BOOST_AUTO_TEST_CASE(finite_grads_that_overflow_when_unscaled_skip_the_step) {
     BOOST_TEST(scaler->get_scale() == scale / 2);  // an overflow: backed off
     BOOST_TEST(cerr.count("zero or subnormal") == (scale < 0x1p-126 ? 1 : 0));
   }
+}
+
+// Found by tests/fuzz/fuzz_load_state_dict: the Int64 entries went through a double, and
+// INT64_MAX - 3 rounded to 2^63, which does not convert back to int64.
+BOOST_AUTO_TEST_CASE(load_state_dict_reads_int64_entries_exactly) {
+  auto scaler = ready_scaler();
+  amp::StateDict sd = scaler->state_dict();
+  const int64_t big = std::numeric_limits<int64_t>::max() - 3;
+  sd["growth_interval"] = amp::from_vector<int64_t>({big}, {}, {.dtype = DType::Int64});
+  sd["_growth_tracker"] = amp::from_vector<int64_t>({big - 1}, {}, {.dtype = DType::Int64});
+  scaler->load_state_dict(sd);
+  BOOST_TEST(scaler->get_growth_interval() == big);
+  BOOST_TEST(scaler->get_growth_tracker() == big - 1);
+  const amp::StateDict back = scaler->state_dict();
+  BOOST_TEST(back.at("growth_interval").item<int64_t>() == big);
+  BOOST_TEST(back.at("_growth_tracker").item<int64_t>() == big - 1);
 }
 
 BOOST_AUTO_TEST_CASE(training_at_a_collapsed_scale_never_writes_non_finite_weights) {

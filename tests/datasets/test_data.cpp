@@ -234,6 +234,23 @@ BOOST_AUTO_TEST_CASE(truncated_files_raise_naming_the_file) {
   check_error_names([&] { amp::data::read_idx_images(path); }, {"truncated file"});
 }
 
+// Found by tests/fuzz/fuzz_idx: with no images the data does not bound rows x cols, and a
+// (0, 1, rows, cols) tensor whose strides overflow int64 raised empty()'s error without the file.
+BOOST_AUTO_TEST_CASE(no_images_of_too_many_pixels_raise_naming_the_file) {
+  TempDir dir;
+  const std::string path = dir.file("huge");
+  amp::testing::write_bytes(path, idx_bytes(0x803, {0, 4143972351u, 4294967295u}, {}));
+  check_error_names([&] { amp::data::read_idx_images(path); },
+                    {"read_idx '" + path + "'", "expected images of at most 2^63 - 1 pixels",
+                     "got 4143972351 x 4294967295"});
+  amp::testing::write_bytes(path, idx_bytes(0x803, {0, 3037000500u, 3037000500u}, {}));
+  check_error_names([&] { amp::data::read_idx_images(path); }, {"read_idx '" + path + "'"});
+  // 3037000499^2 is just below 2^63: the largest square images still read, as no images.
+  amp::testing::write_bytes(path, idx_bytes(0x803, {0, 3037000499u, 3037000499u}, {}));
+  const Tensor images = amp::data::read_idx_images(path);
+  BOOST_TEST(amp::shape_to_string(images.sizes()) == "[0, 1, 3037000499, 3037000499]");
+}
+
 BOOST_AUTO_TEST_CASE(trailing_data_and_missing_files_raise_naming_the_file) {
   TempDir dir;
   const std::string path = dir.file("long.gz");

@@ -1,6 +1,7 @@
 // nn::Module: registration order and names, recursion, train/eval, casting in place, zero_grad,
 // forward hooks, state_dict round trips and load_state_dict errors.
 #include <boost/test/unit_test.hpp>
+#include <cmath>
 #include <memory>
 #include <string>
 #include <vector>
@@ -43,6 +44,24 @@ std::vector<std::string> names_of(const std::vector<std::pair<std::string, Tenso
 }  // namespace
 
 BOOST_AUTO_TEST_SUITE(nn_module)
+
+// Found by tests/fuzz/fuzz_load_state_dict: values were converted while copied, so a NaN for the
+// Int64 num_batches_tracked raised after the weights before it had been overwritten.
+BOOST_AUTO_TEST_CASE(load_state_dict_whose_conversion_fails_changes_nothing) {
+  auto model = std::make_shared<nn::Sequential>(std::initializer_list<std::shared_ptr<nn::Module>>{
+      std::make_shared<nn::Linear>(3, 2), std::make_shared<nn::BatchNorm1d>(2)});
+  StateDict before;
+  for (const auto& [k, v] : model->state_dict()) before[k] = v.clone();
+  StateDict sd;
+  for (const auto& [k, v] : before) sd[k] = zeros_like(v).to(DType::Float32);
+  sd["1.num_batches_tracked"] = scalar_tensor(std::nan(""));
+  BOOST_CHECK_THROW(model->load_state_dict(sd), Error);
+  for (const auto& [k, v] : model->state_dict()) {
+    BOOST_TEST(
+        max(abs(sub(v.to(DType::Float64), before.at(k).to(DType::Float64)))).item<double>() == 0.0,
+        k);
+  }
+}
 
 BOOST_AUTO_TEST_CASE(parameters_are_named_in_registration_order_with_dotted_paths) {
   auto net = std::make_shared<Net>();
