@@ -7,11 +7,10 @@
 // a busy moment of the shared machine hits both. Prints the median step of each and the ratio
 // ampcpp / PyTorch as a markdown table (docs/PERFORMANCE.md).
 //
-//   OMP_WAIT_POLICY=passive build/bench/bench_step [--rounds 5] [--steps 10] [--threads N]
-//                                                  [--no-torch] [--data-dir DIR]
+//   build/bench/bench_step [--rounds 5] [--steps 10] [--threads N] [--no-torch] [--data-dir DIR]
 //
-// Both sides run with OMP_WAIT_POLICY=passive by default: with spinning idle threads, each
-// side's OpenMP team would spin on the cores while the other side's step runs.
+// Both sides inherit OMP_WAIT_POLICY from the environment (the program prints it). PyTorch is
+// fastest with the default (spinning) policy; docs/PERFORMANCE.md reports both settings.
 #include <omp.h>
 #include <sys/wait.h>
 #include <unistd.h>
