@@ -24,39 +24,18 @@
 #include <vector>
 
 #include "amp/amp.h"
+#include "tests/mpi/mpi_check.h"
 
 namespace dist = amp::distributed;
 
 namespace {
 
-int failures = 0;
-int checks = 0;
-int my_rank = -1;
-
-void check(bool ok, const std::string& what) {
-  ++checks;
-  if (ok) return;
-  ++failures;
-  std::cout << "[rank " << my_rank << "] FAIL " << what << std::endl;
-}
-
-// The message of the amp::Error `fn` throws, "" when it throws none.
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const amp::Error& e) {
-    return e.what();
-  }
-  return "";
-}
-
-void check_error(const std::function<void()>& fn, const std::vector<std::string>& words,
-                 const std::string& what) {
-  const std::string message = error_of(fn);
-  bool ok = !message.empty();
-  for (const std::string& w : words) ok = ok && message.find(w) != std::string::npos;
-  check(ok, what + ": expected amp::Error mentioning every expected word, got \"" + message + "\"");
-}
+using mpi_test::check;
+using mpi_test::check_error;
+using mpi_test::checks;
+using mpi_test::error_of;
+using mpi_test::failures;
+using mpi_test::my_rank;
 
 std::string describe(const std::vector<double>& v) {
   std::ostringstream out;

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "amp/amp.h"
+#include "tests/mpi/mpi_check.h"
 
 namespace dist = amp::distributed;
 using amp::DType;
@@ -36,33 +37,12 @@ using amp::nn::parallel::DistributedDataParallel;
 
 namespace {
 
-int failures = 0;
-int checks = 0;
-int my_rank = -1;
-
-void check(bool ok, const std::string& what) {
-  ++checks;
-  if (ok) return;
-  ++failures;
-  std::cout << "[rank " << my_rank << "] FAIL " << what << std::endl;
-}
-
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const amp::Error& e) {
-    return e.what();
-  }
-  return "";
-}
-
-void check_error(const std::function<void()>& fn, const std::vector<std::string>& words,
-                 const std::string& what) {
-  const std::string message = error_of(fn);
-  bool ok = !message.empty();
-  for (const std::string& w : words) ok = ok && message.find(w) != std::string::npos;
-  check(ok, what + ": expected amp::Error mentioning every expected word, got \"" + message + "\"");
-}
+using mpi_test::check;
+using mpi_test::check_error;
+using mpi_test::checks;
+using mpi_test::error_of;
+using mpi_test::failures;
+using mpi_test::my_rank;
 
 // fp32 tolerance for "DDP equals one process": the two differ only in the order of the sums
 // over the batch (two half-batch means averaged vs one mean over the whole batch), a few ulps of
