@@ -384,7 +384,11 @@ void GradScaler::update_extended(const Tensor& found_inf) {
           .to(Device::cpu())
           .to_vector<double>();
   float scale = static_cast<float>(host[1]);
-  int64_t tracker = static_cast<int64_t>(host[2]);
+  // Exact through the Float64 transfer up to 2^53; a larger tracker (loaded, with a growth
+  // interval as large) is read again as Int64, so no conversion leaves int64's range.
+  int64_t tracker = host[2] < 9007199254740992.0
+                        ? static_cast<int64_t>(host[2])
+                        : growth_tracker_.to(Device::cpu()).item<int64_t>();
   const float found = static_cast<float>(host[0]);
   if (found != 0.f) {
     // Megatron's hysteresis: every overflow spends one unit and resets the growth tracker; the
@@ -416,7 +420,7 @@ void GradScaler::update_extended(const Tensor& found_inf) {
     }
   }
   scale_.fill_(scale);
-  growth_tracker_.fill_(static_cast<double>(tracker));
+  growth_tracker_.copy_(int64_entry(tracker));  // exact: fill_ would go through a double
 }
 
 void GradScaler::update(std::optional<double> new_scale) {
@@ -528,8 +532,11 @@ void GradScaler::load_state_dict(const StateDict& state_dict) {
   // A scale of 0 is what PyTorch saves after the scale collapsed, so it loads (the bounds,
   // when set, still apply; steps at scale 0 are skipped, docs/grad_scaler.md).
   check_scale_value("GradScaler.load_state_dict", "'scale'", scale, /*allow_zero=*/true);
-  AMP_CHECK(tracker >= 0, "GradScaler.load_state_dict: expected '_growth_tracker' >= 0, got ",
-            tracker);
+  // Every state a scaler saves has its tracker below its growth interval (the tracker resets on
+  // reaching it); a larger one would count past INT64_MAX in update's `tracker + 1`.
+  AMP_CHECK(tracker >= 0 && tracker < growth_interval,
+            "GradScaler.load_state_dict: expected '_growth_tracker' in [0, growth_interval = ",
+            growth_interval, "), got ", tracker);
   try {
     check_hyperparameters(growth_factor, backoff_factor, growth_interval);
   } catch (const Error& e) {

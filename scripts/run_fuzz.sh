@@ -6,6 +6,7 @@
 #   scripts/run_fuzz.sh --time 600 fuzz_idx      one target for 600 s
 #   scripts/run_fuzz.sh --runs 10000000          every target for 10M executions, no time limit
 #   scripts/run_fuzz.sh --runs 10000000 --time 1200   10M executions or 20 minutes, the first
+#   scripts/run_fuzz.sh --seed 0 --time 3600     a seed of libFuzzer's choosing (default: 1)
 #   FUZZ_ARGS='-max_len=8192' scripts/run_fuzz.sh   more libFuzzer flags
 # New inputs that reach new code go to build-fuzz/corpus/<target>/ (kept between runs); a
 # crashing input is written to build-fuzz/artifacts/<target>/ and named in the failure message.
@@ -14,11 +15,15 @@ cd "$(dirname "$0")/.."
 
 time_s=
 runs=-1
+# A fixed seed makes a run reproducible: the inputs CI tries in its 20 s are the first ones a
+# longer local run with the same seed tries. --seed 0 lets libFuzzer pick one.
+seed=1
 targets=()
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --time) time_s=$2; shift 2 ;;
     --runs) runs=$2; shift 2 ;;
+    --seed) seed=$2; shift 2 ;;
     -h|--help) sed -n '2,11p' "$0"; exit 0 ;;
     *) targets+=("$1"); shift ;;
   esac
@@ -46,12 +51,12 @@ for target in "${targets[@]}"; do
   corpus=build-fuzz/corpus/$target
   artifacts=build-fuzz/artifacts/$target
   mkdir -p "$corpus" "$artifacts"
-  echo "run_fuzz: $target (max_total_time=$time_s, runs=$runs)"
+  echo "run_fuzz: $target (max_total_time=$time_s, runs=$runs, seed=$seed)"
   # -malloc_limit_mb: the readers allocate at most what an input holds (a few KiB; gzip may
   # expand it), so one allocation of 64 MiB is already a bug. -timeout: one input for 10 s is a
   # hang. Nothing else is printed per execution beyond libFuzzer's progress lines.
   # shellcheck disable=SC2086
-  if ! "build-fuzz/tests/fuzz/$target" -max_total_time="$time_s" -runs="$runs" \
+  if ! "build-fuzz/tests/fuzz/$target" -max_total_time="$time_s" -runs="$runs" -seed="$seed" \
       -malloc_limit_mb=64 -timeout=10 -print_final_stats=1 -artifact_prefix="$artifacts/" \
       ${FUZZ_ARGS:-} "$corpus" "tests/fuzz/corpus/$target"; then
     echo "run_fuzz: $target FAILED; the input is in $artifacts/ (rerun it:" \

@@ -391,6 +391,32 @@ BOOST_AUTO_TEST_CASE(load_state_dict_reads_int64_entries_exactly) {
   BOOST_TEST(back.at("_growth_tracker").item<int64_t>() == big - 1);
 }
 
+BOOST_AUTO_TEST_CASE(an_update_on_the_host_reads_a_tracker_beyond_2_to_53_exactly) {
+  // With hysteresis the rule runs on the host after one Float64 transfer; a loaded tracker near
+  // INT64_MAX once went through that double and out of int64's range (UBSan, found by
+  // fuzz_load_state_dict). A clean step at interval - 1 grows the scale and resets the tracker.
+  auto scaler = ready_scaler({.init_scale = 4.0, .hysteresis = 2});
+  amp::StateDict sd = scaler->state_dict();
+  const int64_t big = std::numeric_limits<int64_t>::max();
+  sd["growth_interval"] = amp::from_vector<int64_t>({big}, {}, {.dtype = DType::Int64});
+  sd["_growth_tracker"] = amp::from_vector<int64_t>({big - 2}, {}, {.dtype = DType::Int64});
+  scaler->load_state_dict(sd);
+  const Tensor w = param({0.5});
+  amp::optimizers::SGD opt({w}, {.lr = 0.0});
+  const auto clean_step = [&] {
+    opt.zero_grad();
+    scaler->scale(amp::sum(amp::mul(w, w))).backward();
+    scaler->step(opt);
+    scaler->update();
+  };
+  clean_step();
+  BOOST_TEST(scaler->get_growth_tracker() == big - 1);
+  BOOST_TEST(scaler->get_scale() == 4.0);
+  clean_step();
+  BOOST_TEST(scaler->get_growth_tracker() == 0);
+  BOOST_TEST(scaler->get_scale() == 8.0);
+}
+
 BOOST_AUTO_TEST_CASE(training_at_a_collapsed_scale_never_writes_non_finite_weights) {
   // The scale of a PyTorch checkpoint saved after the collapse (0), then ordinary iterations:
   // scaled losses are 0, gradients 0, and 0 * (1/0) is NaN. Every step is skipped.

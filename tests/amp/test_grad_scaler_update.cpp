@@ -526,7 +526,15 @@ BOOST_AUTO_TEST_CASE(load_state_dict_rejects_empty_missing_and_corrupt_entries) 
         scaler.load_state_dict(
             with("_growth_tracker", amp::scalar_tensor(-1, {.dtype = DType::Int64})));
       },
-      {"load_state_dict", "'_growth_tracker' >= 0", "got -1"});
+      {"load_state_dict", "'_growth_tracker' in [0, growth_interval = 2000)", "got -1"});
+  // A tracker at the interval is no state a scaler saves, and would count past INT64_MAX with
+  // an interval of INT64_MAX (found by fuzz_load_state_dict).
+  check_error(
+      [&] {
+        scaler.load_state_dict(
+            with("_growth_tracker", amp::scalar_tensor(2000, {.dtype = DType::Int64})));
+      },
+      {"load_state_dict", "'_growth_tracker' in [0, growth_interval = 2000)", "got 2000"});
   // Nothing changed on any error.
   BOOST_TEST(scaler.get_scale() == 2.0);
   BOOST_TEST(scaler.get_growth_factor() == 2.0);
