@@ -92,8 +92,8 @@ class DataLoader {
   Iterator begin();
   Iterator end() const { return Iterator(this, nullptr, size()); }  ///< past the last batch
 
-  int64_t size() const;                                       ///< batches per epoch
-  int64_t num_samples() const { return num_samples_; }        ///< after `limit`
+  int64_t size() const;                                 ///< batches per epoch
+  int64_t num_samples() const { return num_samples_; }  ///< after `limit`
   /// Samples served per epoch: num_samples(), or the shard's size with a sampler.
   int64_t samples_per_epoch() const;
   int64_t batch_size() const { return options_.batch_size; }  ///< as given

@@ -20,13 +20,17 @@
 
 #include "amp/amp.h"
 #include "tests/fuzz/fuzz_support.h"
+#include "tests/fuzz/state_dict_objects.h"
 
 namespace {
 
 using amp::DType;
 using amp::StateDict;
 using amp::Tensor;
+using amp_fuzz::groups;
+using amp_fuzz::make_model;
 using amp_fuzz::require;
+using amp_fuzz::set_grads;
 namespace nn = amp::nn;
 namespace optim = amp::optimizers;
 
@@ -76,30 +80,7 @@ bool loads(const std::function<void()>& load, const std::function<StateDict()>& 
   }
 }
 
-std::shared_ptr<nn::Sequential> make_model(DType dtype = DType::Float32) {
-  amp::manual_seed(1);  // the same model for every input: libFuzzer wants determinism
-  auto model = std::make_shared<nn::Sequential>(std::initializer_list<std::shared_ptr<nn::Module>>{
-      std::make_shared<nn::Linear>(3, 4), std::make_shared<nn::BatchNorm1d>(4),
-      std::make_shared<nn::Linear>(4, 2)});
-  if (dtype != DType::Float32) model->to(dtype);
-  return model;
-}
-
 Tensor input() { return amp::from_vector<float>({0.5f, -1, 2, 0, 1.5f, -0.25f}, {2, 3}); }
-
-// Two groups, the first layer's parameters and the rest, with their own learning rates.
-std::vector<optim::ParamGroup> groups(const nn::Module& model) {
-  std::vector<Tensor> params = model.parameters();
-  std::vector<optim::ParamGroup> out(2);
-  out[0].params.assign(params.begin(), params.begin() + 2);
-  out[1].params.assign(params.begin() + 2, params.end());
-  out[1].options["lr"] = 0.05;
-  return out;
-}
-
-void set_grads(const nn::Module& model) {
-  for (Tensor p : model.parameters()) p.set_grad(amp::full_like(p, 0.25));
-}
 
 void fuzz_model(const StateDict& sd) {
   auto model = make_model();

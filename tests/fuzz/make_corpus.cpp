@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "amp/amp.h"
+#include "tests/fuzz/state_dict_objects.h"
 
 namespace {
 
@@ -22,6 +23,9 @@ using amp::DType;
 using amp::StateDict;
 namespace nn = amp::nn;
 namespace optim = amp::optimizers;
+using amp_fuzz::groups;
+using amp_fuzz::make_model;
+using amp_fuzz::set_grads;
 
 void write_file(const fs::path& path, const std::string& bytes) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
@@ -115,29 +119,6 @@ void idx_corpus(const fs::path& dir) {
   write_file(dir / "labels_trailing", idx(0x801, {1}, "\x01\x02"));
   const std::string gz = read_file(dir / "labels.gz");
   write_file(dir / "labels_gz_cut", gz.substr(0, gz.size() - 3));
-}
-
-// The model and optimizers of fuzz_load_state_dict.cpp, same construction.
-std::shared_ptr<nn::Sequential> make_model(DType dtype = DType::Float32) {
-  amp::manual_seed(1);
-  auto model = std::make_shared<nn::Sequential>(std::initializer_list<std::shared_ptr<nn::Module>>{
-      std::make_shared<nn::Linear>(3, 4), std::make_shared<nn::BatchNorm1d>(4),
-      std::make_shared<nn::Linear>(4, 2)});
-  if (dtype != DType::Float32) model->to(dtype);
-  return model;
-}
-
-std::vector<optim::ParamGroup> groups(const nn::Module& model) {
-  std::vector<amp::Tensor> params = model.parameters();
-  std::vector<optim::ParamGroup> out(2);
-  out[0].params.assign(params.begin(), params.begin() + 2);
-  out[1].params.assign(params.begin() + 2, params.end());
-  out[1].options["lr"] = 0.05;
-  return out;
-}
-
-void set_grads(const nn::Module& model) {
-  for (amp::Tensor p : model.parameters()) p.set_grad(amp::full_like(p, 0.25));
 }
 
 void add(StateDict& to, const std::string& prefix, const StateDict& from) {
