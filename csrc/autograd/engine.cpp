@@ -279,9 +279,9 @@ class GraphTask {
       profiler::RecordScope scope(
           profiler::EventKind::Backward, [&] { return node.name(); },
           [&] {
-            std::vector<const Tensor*> defined;
-            for (const Tensor& g : grads) defined.push_back(&g);
-            return amp::detail::dtype_label(defined);
+            std::vector<const Tensor*> incoming;
+            for (const Tensor& g : grads) incoming.push_back(&g);
+            return amp::detail::dtype_label(incoming);  // skips undefined ones
           });
       outputs = node.apply(std::move(grads));
     }
