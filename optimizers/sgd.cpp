@@ -1,14 +1,24 @@
-// SGD: the reference (unfused) implementation, one tensor at a time.
+// SGD: torch.optim.SGD's update, one torch op at a time, or in one fused pass where that rounds
+// every term the same way.
 #include "optimizers/sgd.h"
 
 #include <utility>
 
 #include "csrc/core/macros.h"
+#include "csrc/multi_tensor/multi_tensor.h"
 #include "csrc/ops/elementwise.h"
+#include "csrc/ops/factories.h"
 
 namespace amp::optimizers {
 
 namespace {
+
+constexpr const char* kMomentum = "momentum_buffer";
+
+// Float32, contiguous, on `device`: what multi_tensor::sgd takes for an exact update.
+bool dense_fp32_on(const Tensor& t, Device device) {
+  return t.dtype() == DType::Float32 && t.is_contiguous() && t.device() == device;
+}
 
 Options to_options(const SGDOptions& o) {
   return {{"lr", o.lr},
@@ -53,24 +63,75 @@ void SGD::update() {
     const double dampening = option(g, "dampening");
     const double weight_decay = option(g, "weight_decay");
     const bool nesterov = option(g, "nesterov") != 0.0;
-    for (Tensor p : params_with_grad(param_groups()[g])) {
+    const std::vector<Tensor> params = params_with_grad(param_groups()[g]);
+    if (fused_update_is_exact(params, dampening)) {
+      fused_update(params, lr, momentum, weight_decay, nesterov);
+      continue;
+    }
+    for (Tensor p : params) {
       // Each line is one torch op with its own rounding: x.add(y, alpha=a) is x + a * y.
       Tensor d_p = p.grad();
       if (weight_decay != 0.0) d_p = d_p + p * weight_decay;
       if (momentum != 0.0) {
         ParamState& st = state(p);
-        auto it = st.tensors.find("momentum_buffer");
+        auto it = st.tensors.find(kMomentum);
         Tensor buf;
         if (it == st.tensors.end()) {
           buf = d_p.clone();  // first step: the gradient itself, without dampening
         } else {
           buf = it->second * momentum + d_p * (1.0 - dampening);
         }
-        st.tensors["momentum_buffer"] = buf;
+        st.tensors[kMomentum] = buf;
         d_p = nesterov ? d_p + buf * momentum : buf;
       }
       p.copy_(p + d_p * (-lr));
     }
+  }
+}
+
+// multi_tensor::sgd (apex's kernel: one pass, fp32 math) evaluates torch's terms in torch's
+// order, each rounded to fp32, so for Float32 parameters, gradients and buffers on one device it
+// gives the op-by-op update's bits while reading and writing each array once. With dampening it
+// forms 1 - dampening in fp32 where torch rounds the double, so that case stays op by op.
+bool SGD::fused_update_is_exact(const std::vector<Tensor>& params, double dampening) const {
+  if (dampening != 0.0 || params.empty()) return false;
+  const Device device = params[0].device();
+  for (const Tensor& p : params) {
+    if (!dense_fp32_on(p, device) || !dense_fp32_on(p.grad(), device)) return false;
+    const ParamState* st = find_state(p);
+    if (st == nullptr) continue;
+    const auto it = st->tensors.find(kMomentum);
+    if (it != st->tensors.end() && !dense_fp32_on(it->second, device)) return false;
+  }
+  return true;
+}
+
+void SGD::fused_update(const std::vector<Tensor>& params, double lr, double momentum,
+                       double weight_decay, bool nesterov) {
+  namespace mt = multi_tensor;
+  // Parameters without a momentum buffer yet take their first step in a launch of their own
+  // (the kernel's first_run: buffer = gradient).
+  for (const bool first_run : {false, true}) {
+    mt::TensorLists lists(3);
+    for (const Tensor& p : params) {
+      Tensor buf = p;  // without momentum the kernel reads the buffer but never writes it
+      if (momentum != 0.0) {
+        ParamState& st = state(p);
+        const auto it = st.tensors.find(kMomentum);
+        if ((it == st.tensors.end()) != first_run) continue;
+        if (first_run) st.tensors[kMomentum] = empty_like(p);
+        buf = st.tensors.at(kMomentum);
+      } else if (first_run) {
+        continue;
+      }
+      lists[0].push_back(p.grad());
+      lists[1].push_back(p);
+      lists[2].push_back(buf);
+    }
+    if (lists[0].empty()) continue;
+    mt::sgd(mt::kDefaultChunkSize, mt::make_flag(params[0].device()), lists, weight_decay, momentum,
+            /*dampening=*/0.0, lr, nesterov, first_run, /*wd_after_momentum=*/false,
+            /*scale=*/1.0);
   }
 }
 

@@ -35,7 +35,9 @@ void check_sgd_options(const Options& options);
 ///   g = nesterov ? g + momentum * buf : buf          (when momentum != 0)
 ///   p = p - lr * g
 /// \endverbatim
-/// State: "momentum_buffer" (only when momentum != 0). No step counter.
+/// State: "momentum_buffer" (only when momentum != 0). No step counter. Float32 parameters,
+/// gradients and buffers without dampening are updated in one fused pass with the same bits
+/// (docs/optimizers.md, "SGD, Adam, AdamW").
 class SGD : public Optimizer {
  public:
   /// One group holding params.
@@ -46,6 +48,11 @@ class SGD : public Optimizer {
  protected:
   void update() override;
   void check_options(const Options& options) const override;
+
+ private:
+  bool fused_update_is_exact(const std::vector<Tensor>& params, double dampening) const;
+  void fused_update(const std::vector<Tensor>& params, double lr, double momentum,
+                    double weight_decay, bool nesterov);
 };
 
 }  // namespace amp::optimizers

@@ -5,6 +5,20 @@
 
 namespace amp::autograd {
 
+namespace {
+
+// True when `grad` is a contiguous tensor without history that exactly fills a storage which
+// no other handle or view reaches: taking it is then the same as taking a clone (PyTorch's
+// AccumulateGrad steals such a gradient too).
+bool is_sole_dense_owner(const Tensor& grad) {
+  const TensorImpl& impl = *grad.impl();
+  return grad.use_count() == 1 && impl.storage.use_count() == 1 && !grad.requires_grad() &&
+         impl.offset == 0 && grad.is_contiguous() &&
+         impl.storage->nbytes() == static_cast<size_t>(grad.numel()) * element_size(grad.dtype());
+}
+
+}  // namespace
+
 std::vector<Tensor> AccumulateGrad::apply(std::vector<Tensor>&& grads) {
   // The leaf's tensor hooks already ran in the engine (see run_backward).
   Tensor grad = std::move(grads[0]);
@@ -12,6 +26,8 @@ std::vector<Tensor> AccumulateGrad::apply(std::vector<Tensor>&& grads) {
   if (!meta.grad.defined()) {
     if (GradMode::is_enabled()) {
       meta.grad = grad;  // create_graph: keep the history for higher derivatives
+    } else if (is_sole_dense_owner(grad)) {
+      meta.grad = std::move(grad);  // what an op just produced for this leaf alone: no copy
     } else {
       // A fresh contiguous tensor: incoming gradients may alias another leaf's gradient or be
       // broadcast views, and optimizers update grads in place.

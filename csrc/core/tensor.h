@@ -153,6 +153,9 @@ class Tensor {
 
   /// The shared impl; its address is the tensor's identity.
   TensorImpl* impl() const { return impl_.get(); }
+  /// How many Tensor handles share this impl (as std::shared_ptr::use_count; views of the same
+  /// storage have impls of their own). The library reuses a buffer when it holds the only one.
+  long use_count() const { return impl_.use_count(); }
   /// Same impl (not just equal values).
   bool is_same(const Tensor& other) const { return impl_ == other.impl_; }
 

@@ -1,14 +1,19 @@
 // The CPU elementwise launcher: runs a functor from csrc/kernels/functors.h over an
 // ElementwisePlan with OpenMP. Inputs are converted to the op-math type before the call and the
-// result is rounded once into the output type.
+// result is rounded once into the output type (16-bit operands a block at a time, with vector
+// conversions: csrc/cpu/convert_block.h).
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
+#include <tuple>
+#include <type_traits>
 #include <utility>
 
 #include "csrc/core/dtype.h"
 #include "csrc/core/macros.h"
+#include "csrc/cpu/convert_block.h"
 #include "csrc/cpu/parallel.h"
 #include "csrc/kernels/elementwise_plan.h"
 
@@ -17,10 +22,52 @@ inline namespace AMP_CPU_LEVEL_NAMESPACE {
 
 namespace detail {
 
+template <class T>
+inline constexpr bool is_16bit_float = std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>;
+
+// A block of `src` in its op-math type: 16-bit floats widened into `buffer`, others read in place.
+template <class T>
+inline const opmath_t<T>* op_math_block(const T* src, int64_t n, float* buffer) {
+  if constexpr (is_16bit_float<T>) {
+    widen_block(src, buffer, n);
+    return buffer;
+  } else {
+    static_assert(std::is_same_v<opmath_t<T>, T>);
+    return src;
+  }
+}
+
+// run_unit_stride with 16-bit operands: element by element, the conversions (F16C's scalar
+// instructions at the levels that have them) keep GCC from vectorising the loop. Blocks of the
+// 16-bit inputs are widened with vector instructions first, f runs over floats, and a float
+// result is narrowed a block at a time; the conversions are the same, so are the bits.
+template <class OutT, class F, size_t... I, class... InT>
+inline void run_blocks(OutT* out, const F& f, int64_t n, std::index_sequence<I...>,
+                       const InT*... in) {
+  constexpr int64_t kBlock = 512;
+  alignas(64) float widened[sizeof...(InT)][kBlock];
+  alignas(64) float result[kBlock];
+  using R = decltype(f(opmath_t<InT>{}...));
+  for (int64_t i = 0; i < n; i += kBlock) {
+    const int64_t m = std::min(kBlock, n - i);
+    const std::tuple<const opmath_t<InT>*...> args{op_math_block(in + i, m, widened[I])...};
+    if constexpr (is_16bit_float<OutT> && std::is_same_v<R, float>) {
+      for (int64_t j = 0; j < m; ++j) result[j] = f(std::get<I>(args)[j]...);
+      narrow_block(result, out + i, m);
+    } else {
+      for (int64_t j = 0; j < m; ++j) out[i + j] = convert<OutT>(f(std::get<I>(args)[j]...));
+    }
+  }
+}
+
 // out[j] = f(in[j]...) for j in [0, n): unit-stride typed pointers, the loop GCC vectorises.
 template <class OutT, class... InT, class F>
 inline void run_unit_stride(OutT* out, const F& f, int64_t n, const InT*... in) {
-  for (int64_t j = 0; j < n; ++j) out[j] = convert<OutT>(f(convert<opmath_t<InT>>(in[j])...));
+  if constexpr (is_16bit_float<OutT> || (is_16bit_float<InT> || ...)) {
+    run_blocks(out, f, n, std::index_sequence_for<InT...>{}, in...);
+  } else {
+    for (int64_t j = 0; j < n; ++j) out[j] = convert<OutT>(f(convert<opmath_t<InT>>(in[j])...));
+  }
 }
 
 template <class OutT, class... InT, class F, size_t... I>

@@ -38,7 +38,23 @@ enum class UnaryOp {
   RDivScalar,
   IsFinite
 };
-enum class BinaryOp { Add, Sub, Mul, Div, Maximum, Minimum, Pow, Eq, Ne, Lt, Le, Gt, Ge };
+// ReluBackward(grad, out): relu's gradient in one pass (PyTorch's threshold_backward at 0).
+enum class BinaryOp {
+  Add,
+  Sub,
+  Mul,
+  Div,
+  Maximum,
+  Minimum,
+  Pow,
+  Eq,
+  Ne,
+  Lt,
+  Le,
+  Gt,
+  Ge,
+  ReluBackward
+};
 enum class ReduceOp { Sum, Mean, Max, Min, ArgMax, ArgMin };
 
 // Scalar arguments of unary ops: Pow(a = exponent), Clamp(a = min, b = max), *Scalar(a).
@@ -336,6 +352,13 @@ struct Ge {
   }
 };
 
+struct ReluBackward {  // out > 0 ? grad : 0; a NaN output passes no gradient
+  template <class T>
+  AMP_HOST_DEVICE T operator()(T grad, T out) const {
+    return out > T(0) ? grad : T(0);
+  }
+};
+
 struct Where {
   template <class T>
   AMP_HOST_DEVICE T operator()(bool c, T a, T b) const {
@@ -431,6 +454,8 @@ AMP_HOST_DEVICE decltype(auto) visit_binary(BinaryOp op, Fn&& fn) {
       return fn(Gt{});
     case BinaryOp::Ge:
       return fn(Ge{});
+    case BinaryOp::ReluBackward:
+      return fn(ReluBackward{});
   }
   return fn(Add{});
 }

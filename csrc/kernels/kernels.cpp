@@ -91,6 +91,8 @@ const char* binary_op_name(BinaryOp op) {
       return "gt";
     case BinaryOp::Ge:
       return "ge";
+    case BinaryOp::ReluBackward:
+      return "relu_backward";
   }
   return "binary";
 }

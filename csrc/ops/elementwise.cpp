@@ -358,12 +358,22 @@ Tensor sigmoid(const Tensor& x) {
       SavedUnary::Output,
       [](const Tensor& g, const Tensor& out) { return mul(mul(g, out), rsub(out, 1.0)); });
 }
+namespace {
+// relu's gradient, g where out > 0 and 0 elsewhere, in one pass over g and out. Differentiable
+// in g for create_graph: the same mask applies to g's gradient (relu's second derivative is 0).
+Tensor relu_backward(const Tensor& g, const Tensor& out) {
+  Tensor result = without_grad([&] { return run_binary(BinaryOp::ReluBackward, g, out); });
+  record("ReluBackwardBackward", result, {&g}, {{&out, false}},
+         [](const Grads& gg, const Grads& s, const Node&) {
+           return Grads{relu_backward(gg[0], s[0])};
+         });
+  return result;
+}
+}  // namespace
 Tensor relu(const Tensor& x) {
   return differentiable_unary("ReluBackward",
                               without_grad([&] { return numeric_unary(UnaryOp::Relu, x); }), x,
-                              SavedUnary::Output, [](const Tensor& g, const Tensor& out) {
-                                return where(gt(out, 0.0), g, zero_scalar_like(g));
-                              });
+                              SavedUnary::Output, relu_backward);
 }
 Tensor gelu(const Tensor& x, bool tanh_approximation) {
   Tensor out = without_grad(

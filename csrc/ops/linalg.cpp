@@ -96,6 +96,14 @@ Tensor bmm_impl(const Tensor& a, const Tensor& b) {
   return batched_gemm(a, b);
 }
 
+// a @ b laid out as `like`: computed as (b^T a^T)^T when `like` is column-major, as PyTorch's
+// mm backward does. linear multiplies by w.t(), so the weight's gradient then reaches the
+// weight, through the transpose, contiguous: AccumulateGrad takes it without a strided copy.
+Tensor mm_in_layout_of(const Tensor& like, const Tensor& a, const Tensor& b) {
+  const bool column_major = like.stride(0) == 1 && like.stride(1) != 1;
+  return column_major ? mm(b.t(), a.t()).t() : mm(a, b);
+}
+
 }  // namespace
 
 using Grads = std::vector<Tensor>;
@@ -106,8 +114,9 @@ Tensor mm(const Tensor& a, const Tensor& b) {
   Tensor out = autograd::without_grad([&] { return mm_impl(a, b); });
   autograd::record("MmBackward", out, {&a, &b}, {{&a, false}, {&b, false}},
                    [](const Grads& g, const Grads& s, const autograd::Node& n) {
-                     return Grads{n.needs_input_grad(0) ? mm(g[0], s[1].t()) : Tensor(),
-                                  n.needs_input_grad(1) ? mm(s[0].t(), g[0]) : Tensor()};
+                     return Grads{
+                         n.needs_input_grad(0) ? mm_in_layout_of(s[0], g[0], s[1].t()) : Tensor(),
+                         n.needs_input_grad(1) ? mm_in_layout_of(s[1], s[0].t(), g[0]) : Tensor()};
                    });
   return out;
 }

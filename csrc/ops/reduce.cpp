@@ -11,11 +11,29 @@
 #include "csrc/ops/elementwise.h"
 #include "csrc/ops/factories.h"
 #include "csrc/ops/formulas.h"
+#include "csrc/ops/linalg.h"
 #include "csrc/ops/profile_scope.h"
 
 namespace amp {
 
 namespace {
+
+// Whether reduce() sums `x` over its reduced dims with the GEMM: a contiguous floating tensor
+// reduced over its leading dims only, by a sum, or by a mean where the accumulator is the
+// element type (a 16-bit mean divides the fp32 sum before its one rounding; the GEMM would
+// round the sum first). The GEMM accumulates in fp32 (fp64 for Float64) in its own order, so
+// the last bits may differ from the row kernel's (docs/numerics.md, "Reductions").
+bool sums_leading_dims_by_gemm(ReduceOp op, const Tensor& x, const std::vector<bool>& reduced) {
+  const bool sum_like =
+      op == ReduceOp::Sum ||
+      (op == ReduceOp::Mean && (x.dtype() == DType::Float32 || x.dtype() == DType::Float64));
+  if (!sum_like || !is_floating_point(x.dtype()) || x.dim() < 2 || !x.is_contiguous()) {
+    return false;
+  }
+  const int64_t leading = std::find(reduced.begin(), reduced.end(), false) - reduced.begin();
+  return leading > 0 && leading < x.dim() &&
+         std::find(reduced.begin() + leading, reduced.end(), true) == reduced.end();
+}
 
 Tensor reduce(ReduceOp op, const Tensor& x, Shape dims, bool keepdim) {
   const char* name = reduce_op_name(op);
@@ -53,6 +71,16 @@ Tensor reduce(ReduceOp op, const Tensor& x, Shape dims, bool keepdim) {
     AMP_CHECK(cols > 0 || rows == 0, name, ": expected a non-empty reduction, got input shape ",
               shape_to_string(x.sizes()), " reduced over ", shape_to_string(dims),
               " (there is no identity for ", name, ")");
+  }
+  if (sums_leading_dims_by_gemm(op, x, reduced) && rows > 1 && cols > 1) {
+    // A (1 x cols) @ (cols x rows) product with a row of ones reads x once where it lies;
+    // moving the reduced dims last would first copy it transposed (a linear layer's bias
+    // gradient, a sum over the batch). Not an autocast op: the sum keeps x's dtype.
+    const autocast_state::ExcludeGuard not_autocast;
+    Tensor sums =
+        mm(ones({1, cols}, {.dtype = x.dtype(), .device = x.device()}), x.reshape({cols, rows}));
+    if (op == ReduceOp::Mean) sums = div(sums, static_cast<double>(cols));
+    return sums.reshape(keepdim ? keep_shape : out_shape);
   }
   const Tensor packed = ndim == 0 ? x.contiguous() : x.permute(order).contiguous();
   Tensor out = empty(keepdim ? keep_shape : out_shape,

@@ -362,6 +362,31 @@ BOOST_AUTO_TEST_CASE(hook_returning_undefined_tensor_keeps_the_gradient) {
   check_values(x.grad(), {5.0, 5.0});
 }
 
+// AccumulateGrad takes an op's fresh gradient instead of copying it, but only when nothing else
+// can see it: an optimizer then updates grad() in place, which must reach nothing else.
+BOOST_AUTO_TEST_CASE(a_gradient_a_hook_kept_is_not_the_leafs_grad) {
+  Tensor x = leaf({1.0, -3.0}, {2});
+  Tensor kept;
+  x.register_hook([&kept](const Tensor& g) {
+    kept = g;
+    return Tensor();
+  });
+  (x * x).sum().backward();  // 2x
+  x.grad().zero_();
+  check_values(kept, {2.0, -6.0});
+  check_values(x.grad(), {0.0, 0.0});
+}
+
+BOOST_AUTO_TEST_CASE(gradients_that_are_slices_of_one_tensor_are_separate_grads) {
+  // cat's backward hands each input a slice of the one incoming gradient.
+  Tensor a = leaf({1.0, 2.0}, {2});
+  Tensor b = leaf({3.0}, {1});
+  (amp::cat({a, b}, 0) * 4.0).sum().backward();
+  a.grad().fill_(7.0);
+  check_values(b.grad(), {4.0});
+  check_values(a.grad(), {7.0, 7.0});
+}
+
 BOOST_AUTO_TEST_CASE(post_accumulate_grad_hook_sees_the_accumulated_value) {
   Tensor x = leaf({1.0, 2.0}, {2});
   x.set_grad(amp::full({2}, 10.0, {.dtype = DType::Float64}));

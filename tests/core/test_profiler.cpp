@@ -90,6 +90,24 @@ BOOST_AUTO_TEST_CASE(a_training_step_records_each_call_once_by_kind_name_and_dty
   BOOST_TEST(outermost <= prof.wall_ns());
 }
 
+// The backward of linear layers produces each weight's gradient in the weight's layout and
+// AccumulateGrad takes it as it is: a step copies no gradient (before, every parameter's
+// gradient was cloned, and the weights' through a strided transpose).
+BOOST_AUTO_TEST_CASE(a_training_step_copies_no_gradient) {
+  Mlp model;
+  const Tensor x = amp::randn({16, 4});
+  const Tensor target = amp::zeros({16, 2});
+  const Tensor loss = F::mse_loss(model(x), target);
+  pr::profile prof;
+  loss.backward();
+  prof.stop();
+  const auto stats = prof.key_averages();
+  BOOST_TEST(row(stats, pr::EventKind::Backward, "AccumulateGrad", "Float32").count == 4);
+  BOOST_TEST(row(stats, pr::EventKind::Op, "clone", "Float32").count == 0);
+  BOOST_TEST(row(stats, pr::EventKind::Op, "copy_", "Float32").count == 0);
+  for (const auto& p : model.parameters()) BOOST_TEST(p.grad().is_contiguous());
+}
+
 BOOST_AUTO_TEST_CASE(casts_and_dtypes_get_their_own_rows) {
   const Tensor a = amp::ones({8});
   pr::profile prof;

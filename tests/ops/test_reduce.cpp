@@ -195,6 +195,53 @@ BOOST_DATA_TEST_CASE(reduction_over_dims_matches_float64_reference_with_and_with
   }
 }
 
+// A sum over the leading dims of a contiguous tensor runs as a GEMM with a row of ones
+// (csrc/ops/reduce.cpp): its accumulation is one fp32 (fp64) chain per output in the worst case,
+// so the bound is n * u * sum|x| instead of the row kernel's (n/8 + 4) * u * sum|x|; 16-bit
+// results are still within 1 ulp of the rounding of the exact sum.
+BOOST_AUTO_TEST_CASE(sum_over_the_leading_dims_of_a_tall_tensor_matches_float64_reference) {
+  amp::manual_seed(16);
+  for (DType d : floating_dtypes()) {
+    for (const Shape& shape : {Shape{3001, 7}, Shape{40, 50, 3}}) {
+      const Tensor x = uniform(shape, d, 0.5, 1.5);
+      const Shape dims = shape.size() == 2 ? Shape{0} : Shape{0, 1};
+      for (bool mean : {false, true}) {
+        BOOST_TEST_CONTEXT(amp::dtype_name(d) << (mean ? " mean" : " sum") << " over "
+                                              << shape_str(dims) << " of " << shape_str(shape)) {
+          const Tensor y = mean ? amp::mean(x, dims) : amp::sum(x, dims);
+          const Groups g = group(values(x), x.sizes(), dims, false);
+          double worst = 0;
+          for (const auto& m : g.members) {
+            double abs_sum = 0;
+            for (double v : m) abs_sum += std::fabs(v);
+            worst = std::max(worst, static_cast<double>(m.size()) / 2 * abs_sum /
+                                        (mean ? static_cast<double>(m.size()) : 1.0));
+          }
+          const Tolerance tol{.ulps = 1, .rel64 = 1e-12, .atol_eps = worst, .ulps16 = 1};
+          BOOST_TEST(shape_str(y.sizes()) == shape_str(g.shape));
+          BOOST_TEST(
+              check_close(y, reduce_ref(g, mean ? reduce_cases()[1] : reduce_cases()[0]), tol));
+        }
+      }
+    }
+  }
+}
+
+// The GEMM that sums leading dims is not an autocast op: under bf16 autocast a Float32 sum stays
+// Float32 and accurate to fp32 (a bf16 GEMM would be off by about 2^-9 relative).
+BOOST_AUTO_TEST_CASE(sum_over_leading_dims_under_autocast_stays_float32) {
+  amp::manual_seed(17);
+  const Tensor x = uniform({64, 9}, DType::Float32, 0.5, 1.5);
+  Tensor y;
+  {
+    amp::autocast region(amp::DeviceType::CPU, DType::BFloat16);
+    y = amp::sum(x, {0});
+  }
+  BOOST_TEST(amp::dtype_name(y.dtype()) == "Float32");
+  const Groups g = group(values(x), x.sizes(), {0}, false);
+  BOOST_TEST(check_close(y, reduce_ref(g, reduce_cases()[0]), sum_tolerance(g, false)));
+}
+
 BOOST_AUTO_TEST_CASE(argmax_and_argmin_return_the_first_extreme_index_along_each_dim) {
   amp::manual_seed(12);
   std::vector<DType> dtypes = floating_dtypes();

@@ -212,6 +212,69 @@ BOOST_AUTO_TEST_CASE(sgd_first_momentum_step_uses_the_gradient_without_dampening
   BOOST_TEST(opt.state(p).step == 0);  // SGD counts no steps
 }
 
+// SGD over Float32 without dampening runs one fused kernel (docs/optimizers.md, "SGD, Adam,
+// AdamW"); it must give the bits of torch's op-by-op update, emulated here in float with one
+// rounding per torch op (volatile stores keep the compiler from fusing or widening anything).
+BOOST_AUTO_TEST_CASE(fused_fp32_sgd_rounds_every_term_as_torchs_ops) {
+  struct Case {
+    double lr, momentum, weight_decay;
+    bool nesterov;
+  };
+  for (const Case c : {Case{0.1, 0.0, 0.0, false}, Case{0.05, 0.9, 0.0, false},
+                       Case{0.03, 0.9, 1e-2, false}, Case{0.07, 0.8, 3e-3, true}}) {
+    BOOST_TEST_CONTEXT("lr " << c.lr << " momentum " << c.momentum << " wd " << c.weight_decay
+                             << " nesterov " << c.nesterov) {
+      amp::manual_seed(5);
+      Tensor a = amp::randn({3, 70});
+      Tensor b = amp::randn({5});
+      a.requires_grad_(true);
+      b.requires_grad_(true);
+      std::vector<std::vector<float>> p = {values(a), values(b)}, buf(2);
+      SGD opt({a, b}, {.lr = c.lr,
+                       .momentum = c.momentum,
+                       .weight_decay = c.weight_decay,
+                       .nesterov = c.nesterov});
+      const auto f = [](double v) { return static_cast<float>(v); };
+      for (int step = 0; step < 4; ++step) {
+        std::vector<Tensor> params = {a, b};
+        for (size_t i = 0; i < 2; ++i) {
+          Tensor g = amp::randn(params[i].sizes());
+          params[i].set_grad(g);
+          const std::vector<float> gv = values(g);
+          if (buf[i].empty()) buf[i].resize(gv.size());
+          for (size_t k = 0; k < gv.size(); ++k) {
+            volatile float d = gv[k];
+            if (c.weight_decay != 0) {
+              volatile float decay = p[i][k] * f(c.weight_decay);
+              d = d + decay;
+            }
+            if (c.momentum != 0) {
+              if (step == 0) {
+                buf[i][k] = d;
+              } else {
+                volatile float kept = buf[i][k] * f(c.momentum);
+                volatile float fresh = d * 1.0f;
+                buf[i][k] = kept + fresh;
+              }
+              if (c.nesterov) {
+                volatile float ahead = buf[i][k] * f(c.momentum);
+                d = d + ahead;
+              } else {
+                d = buf[i][k];
+              }
+            }
+            volatile float delta = d * f(-c.lr);
+            p[i][k] = p[i][k] + delta;
+          }
+        }
+        opt.step();
+        BOOST_TEST(values(a) == p[0], boost::test_tools::per_element());
+        BOOST_TEST(values(b) == p[1], boost::test_tools::per_element());
+      }
+    }
+  }
+}
+
 BOOST_AUTO_TEST_CASE(adam_first_step_moves_each_element_by_lr) {
   // After one step m / (1 - beta1) = g and sqrt(v / (1 - beta2)) = |g|, so p -= lr * sign(g).
   Tensor p = param({1.0f, -1.0f, 0.5f}, {3});

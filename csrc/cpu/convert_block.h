@@ -1,0 +1,81 @@
+// 16-bit <-> fp32 conversion of unit-stride blocks, with the vector instructions of the CPU level
+// this header is compiled for (F16C or AVX-512 for fp16; integer shifts and selects, which GCC
+// vectorises, for bf16). Every path gives the bits of amp::Half / amp::BFloat16's own
+// conversions: fp16 -> fp32 and bf16 -> fp32 are exact, and the narrowing rounds to nearest
+// even, overflows to inf and keeps a NaN a NaN (quiet bit set, top payload bits kept).
+#pragma once
+
+#if defined(__F16C__) || defined(__AVX512F__)
+#include <immintrin.h>
+#endif
+
+#include <cstdint>
+
+#include "csrc/core/half.h"
+#include "csrc/core/macros.h"
+
+// GCC bug 105593: spurious -Wmaybe-uninitialized inside the AVX-512 intrinsics (see gemm.cpp).
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
+namespace amp::cpu {
+inline namespace AMP_CPU_LEVEL_NAMESPACE {
+
+inline void widen_block(const Half* src, float* dst, int64_t n) {
+  int64_t i = 0;
+#if defined(__AVX512F__)
+  for (; i + 16 <= n; i += 16) {
+    const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i));
+    _mm512_storeu_ps(dst + i, _mm512_cvtph_ps(h));
+  }
+#elif defined(__F16C__)
+  for (; i + 8 <= n; i += 8) {
+    const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i));
+    _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(h));
+  }
+#endif
+  for (; i < n; ++i) dst[i] = detail::half_bits_to_float_branchless(src[i].x);
+}
+
+inline void narrow_block(const float* src, Half* dst, int64_t n) {
+  int64_t i = 0;
+#if defined(__AVX512F__)
+  for (; i + 16 <= n; i += 16) {
+    const __m256i h =
+        _mm512_cvtps_ph(_mm512_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + i), h);
+  }
+#elif defined(__F16C__)
+  for (; i + 8 <= n; i += 8) {
+    const __m128i h =
+        _mm256_cvtps_ph(_mm256_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i), h);
+  }
+#endif
+  for (; i < n; ++i) dst[i] = Half::from_bits(detail::float_to_half_bits_branchless(src[i]));
+}
+
+// bf16 is the top half of a float: a shift, plain integer code that GCC vectorises.
+inline void widen_block(const BFloat16* src, float* dst, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) dst[i] = detail::bfloat16_bits_to_float(src[i].x);
+}
+
+// detail::float_to_bfloat16_bits with a select in place of its early return, so the loop has no
+// branch.
+inline void narrow_block(const float* src, BFloat16* dst, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    const uint32_t u = detail::float_bits(src[i]);
+    const uint32_t rounded = (u + 0x7FFFu + ((u >> 16) & 1u)) >> 16;
+    const uint32_t nan = (u >> 16) | 0x0040u;
+    dst[i].x = static_cast<uint16_t>((u & 0x7FFFFFFFu) > 0x7F800000u ? nan : rounded);
+  }
+}
+
+}  // namespace AMP_CPU_LEVEL_NAMESPACE
+}  // namespace amp::cpu
+
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
