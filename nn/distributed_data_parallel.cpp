@@ -87,7 +87,8 @@ struct DistributedDataParallel::Reducer {
   // A member without a gradient on this rank contributes zeros.
   void launch(Bucket& b) {
     NoGradGuard no_grad;
-    b.flat = zeros({b.numel}, {.dtype = reduce_dtype(b)});
+    // On the parameters' device: CUDA buckets go through NCCL (backend "nccl").
+    b.flat = zeros({b.numel}, {.dtype = reduce_dtype(b), .device = params[b.members[0]].device()});
     for (size_t k = 0; k < b.members.size(); ++k) {
       const Tensor grad = params[b.members[k]].grad();
       if (!grad.defined()) continue;
