@@ -9,6 +9,7 @@
 //   mpi_ddp no_sync   two micro-batches accumulated under no_sync() then a synchronised one, 3
 //                     steps, against the same reference; grads inside no_sync stay local
 //   mpi_ddp grad_scaler  GradScaler with an inf injected on rank 1 only: every rank skips that step
+//   mpi_ddp fp16_grad_scaler  the same under fp16 autocast, within fp16's tolerance
 //   mpi_ddp unused    find_unused_parameters true (unused everywhere, unused on one rank) and false
 //                     (amp::Error naming the parameter, then a normal step); a backward that
 //                     throws with reductions in flight, then a normal step
@@ -24,6 +25,7 @@
 #include <iostream>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -183,13 +185,13 @@ void bf16_autocast_backward(amp::nn::Module& model, amp::optimizers::Optimizer& 
   loss.backward();
 }
 
-// apex O2 (Float16 model, fp32 masters): fp16's unit roundoff is 2^-11 = 4.9e-4, so the same
-// argument as for bf16 gives 3 * 0.5 * 2 * 4.9e-4 = 1.5e-3 on the masters; 2e-3 + 2^-10 |ref|
-// (measured: 1.3e-4).
+// Float16 (apex O2's model, fp16 autocast): fp16's unit roundoff is 2^-11 = 4.9e-4, so the same
+// argument as for bf16 gives 3 * 0.5 * 2 * 4.9e-4 = 1.5e-3 on the weights (O2's masters);
+// 2e-3 + 2^-10 |ref| (measured: O2 1.3e-4, fp16 autocast with GradScaler 5.2e-5).
 // The static loss scale 128 keeps the scaled fp16 gradients (< 1 here) far from overflow, so
 // both runs take every step; a dynamic scale would start at 2^16 and skip steps depending on
 // each half batch's largest gradient.
-constexpr Tolerance kO2Tol{2e-3, 1.0 / 1024};
+constexpr Tolerance kFp16Tol{2e-3, 1.0 / 1024};
 
 void apex_o2_prepare(amp::nn::Module& model, amp::optimizers::Optimizer& opt) {
   amp::initialize(model, opt, "O2", {.loss_scale = amp::LossScale(128.0), .verbosity = 0});
@@ -208,7 +210,7 @@ const Recipe kFp32{.name = "train", .tol = kFp32Tol, .backward = fp32_backward};
 const Recipe kBf16Autocast{
     .name = "bf16_autocast", .tol = kBf16Tol, .backward = bf16_autocast_backward};
 const Recipe kApexO2{.name = "apex_o2",
-                     .tol = kO2Tol,
+                     .tol = kFp16Tol,
                      .per_rank_init = false,
                      .prepare = apex_o2_prepare,
                      .backward = apex_o2_backward};
@@ -317,8 +319,16 @@ void test_no_sync(int rank, int size) {
 // GradScaler under DDP with an overflow injected on rank 1 only, at step 1: the inf reaches every
 // rank through the averaged gradients, so every rank skips that step and backs off the scale;
 // the result equals one process training on the whole batch at steps 0 and 2 (the scale is a
-// power of two, so scaling and unscaling are exact).
-void test_grad_scaler(int rank, int size) {
+// power of two, so scaling and unscaling are exact). With `fp16_autocast` the forward runs under
+// amp::autocast(CPU, Float16), the reference too, and the tolerance is fp16's (kFp16Tol).
+void test_grad_scaler(int rank, int size, bool fp16_autocast) {
+  const std::string name = fp16_autocast ? "fp16_grad_scaler" : "grad_scaler";
+  const Tolerance tol = fp16_autocast ? kFp16Tol : kFp32Tol;
+  auto loss_of = [fp16_autocast](amp::nn::Module& model, const Batch& b) {
+    std::optional<amp::autocast> region;
+    if (fp16_autocast) region.emplace(amp::DeviceType::CPU, DType::Float16);
+    return mse(model(b.x), b.y);
+  };
   auto batch_of_step = [size](int step) { return batch_of(size * kB, 5000 + step); };
   auto model = mlp(100);
   DistributedDataParallel ddp(model);
@@ -328,31 +338,34 @@ void test_grad_scaler(int rank, int size) {
   for (int step = 0; step < kSteps; ++step) {
     const Batch b = batch_of_step(step).rows(rank * kB, kB);
     opt.zero_grad();
-    Tensor loss = mse(ddp(b.x), b.y);
+    Tensor loss = loss_of(ddp, b);
     if (step == 1 && rank == 1) loss = loss * std::numeric_limits<double>::infinity();
     scaler.scale(loss).backward();
     stepped.push_back(scaler.step(opt));
     scaler.update();
   }
   const std::vector<bool> expected{true, false, true};
-  check(stepped == expected, "grad_scaler: every rank must skip exactly step 1");
-  check(scaler.get_scale() == 512.0, "grad_scaler: the scale must back off once to 512, got " +
-                                         std::to_string(scaler.get_scale()));
+  check(stepped == expected, name + ": every rank must skip exactly step 1");
+  check(scaler.get_scale() == 512.0,
+        name + ": the scale must back off once to 512, got " + std::to_string(scaler.get_scale()));
   auto reference = mlp(100);
   amp::optimizers::SGD ref_opt(reference->parameters(), {.lr = kLr});
   for (int step : {0, 2}) {
     const Batch b = batch_of_step(step);
     ref_opt.zero_grad();
-    mse((*reference)(b.x), b.y).backward();
+    loss_of(*reference, b).backward();
     ref_opt.step();
   }
   const std::vector<Tensor> got = values_of(ddp.parameters());
   const std::vector<Tensor> want = values_of(reference->parameters());
-  check(max_violation(got, want) == 0,
-        "grad_scaler: parameters must equal one process's steps 0 and 2 within the tolerance; max "
-        "|diff| " +
+  check(max_violation(got, want, tol) == 0,
+        name + ": parameters must equal one process's steps 0 and 2 within " +
+            std::to_string(tol.abs) + " + " + std::to_string(tol.rel) + "|ref|; max |diff| " +
             std::to_string(max_abs_diff(got, want)));
-  check(same_on_every_rank(got), "grad_scaler: parameters must be identical on every rank");
+  check(same_on_every_rank(got), name + ": parameters must be identical on every rank");
+  if (rank == 0) {
+    std::cout << name << ": max |DDP - single process| = " << max_abs_diff(got, want) << std::endl;
+  }
 }
 
 // fc2 takes part only when `use_fc2` is set.
@@ -593,7 +606,9 @@ int main(int argc, char** argv) {
   } else if (scenario == "no_sync") {
     test_no_sync(my_rank, size);
   } else if (scenario == "grad_scaler") {
-    test_grad_scaler(my_rank, size);
+    test_grad_scaler(my_rank, size, false);
+  } else if (scenario == "fp16_grad_scaler") {
+    test_grad_scaler(my_rank, size, true);
   } else if (scenario == "unused") {
     test_unused(my_rank, size);
     test_interrupted_backward(my_rank, size);
