@@ -16,6 +16,7 @@
 #include "csrc/autograd/engine.h"
 #include "csrc/core/macros.h"
 #include "csrc/distributed/distributed.h"
+#include "csrc/distributed/progress.h"
 #include "csrc/graph/grad_mode.h"
 #include "csrc/ops/elementwise.h"
 #include "csrc/ops/factories.h"
@@ -44,6 +45,9 @@ struct DistributedDataParallel::Reducer {
   bool sync = true;          // false inside no_sync()
   bool in_backward = false;  // a hook ran in the current backward and queued finish()
   size_t next_bucket = 0;    // the next bucket to launch, in index order
+  // Keeps the launched buckets' reductions moving while backward computes (declared last: its
+  // thread stops before the buckets go away).
+  dist::detail::Progress progress;
 
   void start_backward(const std::shared_ptr<Reducer>& self) {
     in_backward = true;
@@ -98,6 +102,7 @@ struct DistributedDataParallel::Reducer {
       b.flat = div(b.flat, options.gradient_predivide_factor);
     }
     b.work = dist::all_reduce(b.flat, dist::ReduceOp::Sum, /*async_op=*/true);
+    progress.add(b.work);
   }
 
   // The end of a synchronised backward (the engine callback).

@@ -13,6 +13,7 @@
 //   mpi_ddp unused    find_unused_parameters true (unused everywhere, unused on one rank) and false
 //                     (amp::Error naming the parameter, then a normal step); a backward that
 //                     throws with reductions in flight, then a normal step
+//   mpi_ddp progress  the progress thread completes an all_reduce its owner never polls
 //   mpi_ddp options   bucket layout, broadcast_buffers, allreduce_always_fp32 with bf16 and
 //                     gradient_predivide_factor, and bad input (before init, null module, options,
 //                     models that differ across ranks)
@@ -20,6 +21,7 @@
 // Each rank prints one line per failed check ("[rank r] FAIL ...") and a summary, and exits
 // non-zero when a check failed; mpirun then exits non-zero too.
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <functional>
 #include <iostream>
@@ -28,9 +30,11 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "amp/amp.h"
+#include "csrc/distributed/progress.h"
 #include "tests/mpi/mpi_check.h"
 
 namespace dist = amp::distributed;
@@ -463,6 +467,34 @@ void test_interrupted_backward(int rank, int size) {
         "interrupted: the step after an interrupted backward must average as usual");
 }
 
+// DDP's progress thread (csrc/distributed/progress.h): an asynchronous all_reduce whose owner
+// makes no MPI call completes anyway once handed to it. The control shows the check can fail: a
+// collective nobody polls has not even started its data stage (it starts at a poll after the
+// consistency check), so its buffer still holds this rank's input.
+void test_progress(int rank, int size) {
+  constexpr int64_t n = 1 << 18;
+  auto sum_of_ranks = static_cast<float>(size * (size + 1) / 2);
+  Tensor unpolled = amp::full({n}, rank + 1.0);
+  dist::Work unpolled_work = dist::all_reduce(unpolled, dist::ReduceOp::Sum, /*async_op=*/true);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  check(unpolled.data<float>()[n - 1] == static_cast<float>(rank + 1),
+        "progress: an all_reduce nobody polls must not have moved its data yet");
+  unpolled_work.wait();
+  check(unpolled.data<float>()[n - 1] == sum_of_ranks, "progress: the control's sum after wait()");
+
+  Tensor polled = amp::full({n}, rank + 1.0);
+  dist::Work work = dist::all_reduce(polled, dist::ReduceOp::Sum, /*async_op=*/true);
+  {
+    dist::detail::Progress progress;
+    progress.add(work);
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    const float* data = polled.data<float>();
+    check(data[0] == sum_of_ranks && data[n - 1] == sum_of_ranks,
+          "progress: the progress thread must complete the all_reduce while its owner sleeps");
+  }
+  work.wait();
+}
+
 void test_options(int rank, int size) {
   // Buckets: reverse registration order; a tiny cap gives one parameter per bucket; dtypes
   // apart. Parameters: 0 w1 (16x5), 1 b1, 2 w2 (3x16), 3 b2.
@@ -612,6 +644,8 @@ int main(int argc, char** argv) {
   } else if (scenario == "unused") {
     test_unused(my_rank, size);
     test_interrupted_backward(my_rank, size);
+  } else if (scenario == "progress") {
+    test_progress(my_rank, size);
   } else if (scenario == "options") {
     test_options(my_rank, size);
   } else {
