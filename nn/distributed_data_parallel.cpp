@@ -16,6 +16,7 @@
 #include "csrc/autograd/engine.h"
 #include "csrc/core/macros.h"
 #include "csrc/distributed/distributed.h"
+#include "csrc/distributed/progress.h"
 #include "csrc/graph/grad_mode.h"
 #include "csrc/ops/elementwise.h"
 #include "csrc/ops/factories.h"
@@ -44,6 +45,9 @@ struct DistributedDataParallel::Reducer {
   bool sync = true;          // false inside no_sync()
   bool in_backward = false;  // a hook ran in the current backward and queued finish()
   size_t next_bucket = 0;    // the next bucket to launch, in index order
+  // Keeps the launched buckets' reductions moving while backward computes (declared last: its
+  // thread stops before the buckets go away).
+  dist::detail::Progress progress;
 
   void start_backward(const std::shared_ptr<Reducer>& self) {
     in_backward = true;
@@ -87,7 +91,8 @@ struct DistributedDataParallel::Reducer {
   // A member without a gradient on this rank contributes zeros.
   void launch(Bucket& b) {
     NoGradGuard no_grad;
-    b.flat = zeros({b.numel}, {.dtype = reduce_dtype(b)});
+    // On the parameters' device: CUDA buckets go through NCCL (backend "nccl").
+    b.flat = zeros({b.numel}, {.dtype = reduce_dtype(b), .device = params[b.members[0]].device()});
     for (size_t k = 0; k < b.members.size(); ++k) {
       const Tensor grad = params[b.members[k]].grad();
       if (!grad.defined()) continue;
@@ -97,6 +102,7 @@ struct DistributedDataParallel::Reducer {
       b.flat = div(b.flat, options.gradient_predivide_factor);
     }
     b.work = dist::all_reduce(b.flat, dist::ReduceOp::Sum, /*async_op=*/true);
+    progress.add(b.work);
   }
 
   // The end of a synchronised backward (the engine callback).

@@ -1,11 +1,14 @@
-// The transport under amp::distributed: starts nonblocking collectives on raw buffers and tests
-// them. csrc/distributed/mpi_backend.cpp implements it on MPI; mpi_unavailable.cpp, compiled
-// when CMake found no MPI, raises amp::Error from every entry point. Nothing here blocks: the
-// caller (csrc/distributed/work.cpp) polls test() against its deadline.
+// The transports under amp::distributed: start nonblocking collectives on raw buffers and test
+// them. csrc/distributed/mpi_backend.cpp implements MPI (CPU buffers); mpi_unavailable.cpp,
+// compiled when CMake found no MPI, raises amp::Error from every entry point. nccl_backend.cpp
+// implements NCCL (CUDA buffers) and nccl_unavailable.cpp stands in for it likewise. Nothing
+// here blocks but joining: the caller (csrc/distributed/work.cpp) polls Request::test() against
+// its deadline.
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "csrc/distributed/distributed.h"
 
@@ -15,7 +18,12 @@ namespace amp::distributed::detail {
 // move as raw 2-byte words otherwise; Bool moves as bytes.
 enum class WireType { Float32, Float64, Int64, UInt16, Byte };
 
-struct Request;  // one started collective, defined by the backend
+// One started collective; each transport derives its own.
+struct Request {
+  virtual ~Request() = default;
+  // Moves the request on; true once it has completed (and then it must not be tested again).
+  virtual bool test() = 0;
+};
 using RequestPtr = std::shared_ptr<Request>;
 
 // Built with MPI?
@@ -39,7 +47,27 @@ RequestPtr start_broadcast(void* buffer, int64_t count, WireType type, int src);
 RequestPtr start_all_gather(const void* input, void* output, int64_t count, WireType type);
 RequestPtr start_reduce_scatter(const void* input, void* output, int64_t count_per_rank,
                                 WireType type, ReduceOp op);
-// Moves the request on; true once it has completed (and then it must not be tested again).
-bool test(Request& request);
+
+// ---- NCCL: CUDA buffers, on the legacy default stream (ordered with ampcpp's kernels) ----------
+
+// Built with NCCL (and CUDA)?
+bool nccl_built();
+// An ncclUniqueId (NCCL_UNIQUE_ID_BYTES = 128) as the Int64 words it travels in over MPI.
+constexpr int64_t kNcclIdWords = 16;
+// A fresh ncclUniqueId (only rank 0 makes one: it also starts NCCL's bootstrap listener).
+std::vector<int64_t> nccl_unique_id(const char* op);
+// Creates this process's communicator on CUDA device `device` from rank 0's id (blocks until
+// every rank has joined: ncclCommInitRank).
+void nccl_join(const char* op, const std::vector<int64_t>& id, int rank, int size, int device);
+// The device of the communicator; -1 when none.
+int nccl_device();
+// Destroys the communicator; `clean` false (a collective was abandoned) aborts it instead, which
+// ends the kernels still waiting for a peer.
+void nccl_leave(bool clean);
+RequestPtr nccl_start_all_reduce(void* buffer, int64_t count, DType dtype, ReduceOp op);
+RequestPtr nccl_start_broadcast(void* buffer, int64_t count, DType dtype, int src);
+RequestPtr nccl_start_all_gather(const void* input, void* output, int64_t count, DType dtype);
+RequestPtr nccl_start_reduce_scatter(const void* input, void* output, int64_t count_per_rank,
+                                     DType dtype, ReduceOp op);
 
 }  // namespace amp::distributed::detail

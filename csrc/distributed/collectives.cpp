@@ -1,12 +1,15 @@
 // amp::distributed's collectives (csrc/distributed/distributed.h): argument checks, the
 // cross-rank consistency check, staging buffers for Float16/BFloat16 and for the list arguments,
-// and the transport calls (csrc/distributed/backend.h).
+// and the transport calls (csrc/distributed/backend.h): CPU tensors go through MPI, CUDA tensors
+// through NCCL (backend "nccl" only).
 #include <array>
 #include <climits>
 #include <cstring>
 
 #include "csrc/core/macros.h"
 #include "csrc/distributed/work.h"
+#include "csrc/graph/grad_mode.h"
+#include "csrc/ops/factories.h"
 
 namespace amp::distributed {
 
@@ -19,8 +22,13 @@ using detail::WireType;
 
 void check_tensor(const char* op, const char* what, const Tensor& t, bool reduction) {
   AMP_CHECK(t.defined(), op, ": expected a defined ", what, ", got an undefined tensor");
-  AMP_CHECK(t.device().is_cpu(), op, ": expected ", what,
-            " on the CPU (backend \"mpi\"), got a tensor on ", to_string(t.device()));
+  const int nccl_device = detail::nccl_device();
+  AMP_CHECK(t.device().is_cpu() || (t.device().is_cuda() && t.device().index == nccl_device), op,
+            ": expected ", what, " on the CPU",
+            nccl_device >= 0
+                ? amp::detail::concat(" or on CUDA:", nccl_device, " (backend \"nccl\")")
+                : std::string(" (backend \"mpi\"; CUDA tensors need backend \"nccl\")"),
+            ", got a tensor on ", to_string(t.device()));
   AMP_CHECK(t.is_contiguous(), op, ": expected a contiguous ", what, ", got shape ",
             shape_to_string(t.sizes()), " with strides ", shape_to_string(t.strides()));
   AMP_CHECK(!reduction || t.dtype() != DType::Bool, op, ": expected ", what,
@@ -31,10 +39,11 @@ void check_tensor(const char* op, const char* what, const Tensor& t, bool reduct
 
 void check_like(const char* op, const char* what, const Tensor& t, const Tensor& like,
                 const char* like_name) {
-  AMP_CHECK(t.sizes() == like.sizes() && t.dtype() == like.dtype(), op, ": expected ", what,
-            " of the shape and dtype of ", like_name, " (", shape_to_string(like.sizes()), " ",
-            dtype_name(like.dtype()), "), got ", shape_to_string(t.sizes()), " ",
-            dtype_name(t.dtype()));
+  AMP_CHECK(t.sizes() == like.sizes() && t.dtype() == like.dtype() && t.device() == like.device(),
+            op, ": expected ", what, " of the shape, dtype and device of ", like_name, " (",
+            shape_to_string(like.sizes()), " ", dtype_name(like.dtype()), " ",
+            to_string(like.device()), "), got ", shape_to_string(t.sizes()), " ",
+            dtype_name(t.dtype()), " ", to_string(t.device()));
 }
 
 void check_list_size(const char* op, const char* what, size_t got, int size) {
@@ -117,7 +126,7 @@ void mark_written(const Tensor& t) {
 
 // What every rank must agree on, exchanged before the data (one small all-reduce) so that a
 // mismatch raises amp::Error on every rank instead of being undefined behaviour in MPI.
-enum Field { kCollective, kDType, kNumel, kDims, kShapeHash, kArgument, kFields };
+enum Field { kCollective, kDType, kDevice, kNumel, kDims, kShapeHash, kArgument, kFields };
 enum class Collective : int64_t { Barrier = 1, AllReduce, Broadcast, AllGather, ReduceScatter };
 using Fingerprint = std::array<int64_t, kFields>;
 
@@ -133,6 +142,7 @@ Fingerprint fingerprint(Collective collective, const Tensor& t, int64_t argument
   f[kArgument] = argument;
   if (!t.defined()) return f;
   f[kDType] = static_cast<int64_t>(t.dtype());
+  f[kDevice] = static_cast<int64_t>(t.device().type);
   f[kNumel] = t.numel();
   f[kDims] = t.dim();
   uint64_t hash = 1469598103934665603ull;  // FNV-1a over the sizes
@@ -153,6 +163,10 @@ void verify(const char* op, const std::array<int64_t, 2 * kFields>& exchanged) {
             ": expected the same dtype on every rank, got ranks with ",
             dtype_name(static_cast<DType>(low(kDType))), " and ",
             dtype_name(static_cast<DType>(high(kDType))));
+  AMP_CHECK(high(kDevice) == low(kDevice), op,
+            ": expected the same device type on every rank, got ranks with ",
+            device_type_name(static_cast<DeviceType>(low(kDevice))), " and ",
+            device_type_name(static_cast<DeviceType>(high(kDevice))), " tensors");
   AMP_CHECK(high(kNumel) == low(kNumel), op,
             ": expected the same shape on every rank, got tensors of ", low(kNumel), " to ",
             high(kNumel), " elements across ranks");
@@ -212,7 +226,13 @@ Work all_reduce(Tensor& tensor, ReduceOp reduce, bool async_op) {
   const int size = world_size();
   std::function<RequestPtr()> data;
   std::function<void()> finish;
-  if (is_low_precision(t.dtype())) {
+  if (t.device().is_cuda()) {
+    // NCCL reduces in the tensor's dtype and averages itself (ncclAvg).
+    data = [t, reduce] {
+      return detail::nccl_start_all_reduce(t.data_ptr(), t.numel(), t.dtype(), reduce);
+    };
+    finish = [t] { mark_written(t); };
+  } else if (is_low_precision(t.dtype())) {
     auto staging = std::make_shared<std::vector<float>>(widen(t));
     data = [staging, reduce] {
       return detail::start_all_reduce(staging->data(), static_cast<int64_t>(staging->size()),
@@ -245,6 +265,9 @@ Work broadcast(Tensor& tensor, int src, bool async_op) {
   AMP_CHECK(src >= 0 && src < size, op, ": expected src in [0, ", size, "), got ", src);
   const Tensor t = tensor;
   auto data = [t, src] {
+    if (t.device().is_cuda()) {
+      return detail::nccl_start_broadcast(t.data_ptr(), t.numel(), t.dtype(), src);
+    }
     return detail::start_broadcast(t.data_ptr(), t.numel(), raw_wire_type(t.dtype()), src);
   };
   auto finish = [t] { mark_written(t); };
@@ -260,6 +283,22 @@ Work all_gather(std::vector<Tensor>& outputs, const Tensor& input, bool async_op
   for (const Tensor& out : outputs) {
     check_tensor(op, "outputs[i]", out, false);
     check_like(op, "every outputs[i]", out, input, "input");
+  }
+  if (input.device().is_cuda()) {
+    // Gathered into one device buffer (ncclAllGather writes one) and copied out at the end.
+    const int64_t n = input.numel();
+    const Tensor staging = zeros({n * size}, {.dtype = input.dtype(), .device = input.device()});
+    auto data = [input, staging, n] {
+      return detail::nccl_start_all_gather(input.data_ptr(), staging.data_ptr(), n, input.dtype());
+    };
+    auto finish = [outputs, staging, n] {
+      NoGradGuard no_grad;
+      for (size_t r = 0; r < outputs.size(); ++r) {
+        Tensor out = outputs[r];
+        out.copy_(staging.narrow(0, static_cast<int64_t>(r) * n, n).view(out.sizes()));
+      }
+    };
+    return run(op, fingerprint(Collective::AllGather, input, 0), data, finish, async_op);
   }
   // Gathered into one buffer (MPI_Iallgather needs one) and copied out at the end, since the
   // outputs are separate tensors.
@@ -294,8 +333,20 @@ Work reduce_scatter(Tensor& output, const std::vector<Tensor>& inputs, ReduceOp 
   const int64_t count = t.numel();
   std::function<RequestPtr()> data;
   std::function<void()> finish;
-  // The inputs are packed into one buffer at launch (MPI_Ireduce_scatter_block reads one).
-  if (is_low_precision(t.dtype())) {
+  // The inputs are packed into one buffer at launch (MPI_Ireduce_scatter_block and
+  // ncclReduceScatter read one).
+  if (t.device().is_cuda()) {
+    NoGradGuard no_grad;
+    const Tensor send = zeros({count * size}, {.dtype = t.dtype(), .device = t.device()});
+    for (size_t r = 0; r < inputs.size(); ++r) {
+      send.narrow(0, static_cast<int64_t>(r) * count, count).copy_(inputs[r].reshape({count}));
+    }
+    data = [send, t, count, reduce] {
+      return detail::nccl_start_reduce_scatter(send.data_ptr(), t.data_ptr(), count, t.dtype(),
+                                               reduce);
+    };
+    finish = [t] { mark_written(t); };
+  } else if (is_low_precision(t.dtype())) {
     auto send = std::make_shared<std::vector<float>>();
     send->reserve(static_cast<size_t>(count) * size);
     for (const Tensor& in : inputs) {

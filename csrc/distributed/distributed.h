@@ -13,12 +13,14 @@
 /// \endcode
 ///
 /// The "mpi" backend works on contiguous CPU tensors of Float32, Float64, Float16, BFloat16 and
-/// Int64 (Bool for broadcast and all_gather). Every rank must call the same collectives in the same
-/// order with tensors of the same shape and dtype. A collective that does not complete within
-/// InitOptions::timeout_seconds (counted from its launch) throws amp::Error naming the collective
-/// and this rank; the process group is unusable afterwards and the program should end (as
-/// PyTorch's NCCL watchdog ends it). Without MPI at build time every entry point but
-/// is_initialized, rank and world_size raises amp::Error saying so.
+/// Int64 (Bool for broadcast and all_gather). The "nccl" backend moves CUDA tensors of its device
+/// through NCCL and CPU tensors through MPI, which it also needs. Every rank must call the same
+/// collectives in the same order with tensors of the same shape, dtype and device type. A
+/// collective that does not complete within InitOptions::timeout_seconds (counted from its launch)
+/// throws amp::Error naming the collective and this rank; the process group is unusable afterwards
+/// and the program should end (as PyTorch's NCCL watchdog ends it). Without MPI at build time every
+/// entry point but is_initialized, rank and world_size raises amp::Error saying so; without NCCL
+/// (or CUDA), init_process_group with backend "nccl" does.
 #pragma once
 #pragma GCC visibility push(default)  // public API (docs/building.md)
 
@@ -39,16 +41,22 @@ enum class ReduceOp {
 
 /// Options of init_process_group.
 struct InitOptions {
-  std::string backend = "mpi";   ///< "mpi"; "nccl" is not implemented yet
+  std::string backend = "mpi";   ///< "mpi" (CPU tensors) or "nccl" (CUDA tensors, and CPU over MPI)
   double timeout_seconds = 300;  ///< per collective, from its launch; > 0
   /// Before each collective, one small all-reduce checks that every rank called the same
   /// collective with the same shape, dtype and arguments, so a mismatch raises amp::Error on
   /// every rank (MPI leaves it undefined: wrong results, a crash or a hang). Costs one latency.
   bool check_consistency = true;
+  /// Backend "nccl": this rank's CUDA device; -1 picks the rank's index on its machine (from
+  /// OMPI_COMM_WORLD_LOCAL_RANK, MPI_LOCALRANKID or SLURM_LOCALID, else the rank) modulo the
+  /// number of visible devices.
+  int device = -1;
 };
 
 /// Joins the process group the launcher (mpirun, srun) started. When the program initialised MPI
-/// itself, that MPI stays the program's: destroy_process_group then does not finalise it.
+/// itself, that MPI stays the program's: destroy_process_group then does not finalise it. Backend
+/// "nccl" then makes an NCCL communicator on the rank's device from rank 0's id, sent over MPI
+/// (amp::Error when this build has no NCCL or no CUDA device is visible).
 void init_process_group(const InitOptions& options = {});
 bool is_initialized();  ///< between init_process_group and destroy_process_group
 int rank();             ///< 0 before init_process_group

@@ -14,10 +14,6 @@
 
 namespace amp::distributed::detail {
 
-struct Request {
-  MPI_Request handle = MPI_REQUEST_NULL;
-};
-
 namespace {
 
 struct MpiState {
@@ -80,6 +76,16 @@ MPI_Comm comm() {
   return state().comm;
 }
 
+struct MpiRequest final : Request {
+  MPI_Request handle = MPI_REQUEST_NULL;
+  bool test() override {
+    std::lock_guard<std::mutex> lock(state().mutex);
+    int done = 0;
+    check_mpi(MPI_Test(&handle, &done, MPI_STATUS_IGNORE), "MPI_Test");
+    return done != 0;
+  }
+};
+
 }  // namespace
 
 bool mpi_built() { return true; }
@@ -124,14 +130,14 @@ void mpi_leave(bool clean) {
 
 RequestPtr start_barrier() {
   std::lock_guard<std::mutex> lock(state().mutex);
-  RequestPtr r = std::make_shared<Request>();
+  auto r = std::make_shared<MpiRequest>();
   check_mpi(MPI_Ibarrier(comm(), &r->handle), "MPI_Ibarrier");
   return r;
 }
 
 RequestPtr start_all_reduce(void* buffer, int64_t count, WireType type, ReduceOp op) {
   std::lock_guard<std::mutex> lock(state().mutex);
-  RequestPtr r = std::make_shared<Request>();
+  auto r = std::make_shared<MpiRequest>();
   check_mpi(MPI_Iallreduce(MPI_IN_PLACE, buffer, mpi_count(count), mpi_type(type), mpi_op(op),
                            comm(), &r->handle),
             "MPI_Iallreduce");
@@ -140,7 +146,7 @@ RequestPtr start_all_reduce(void* buffer, int64_t count, WireType type, ReduceOp
 
 RequestPtr start_broadcast(void* buffer, int64_t count, WireType type, int src) {
   std::lock_guard<std::mutex> lock(state().mutex);
-  RequestPtr r = std::make_shared<Request>();
+  auto r = std::make_shared<MpiRequest>();
   check_mpi(MPI_Ibcast(buffer, mpi_count(count), mpi_type(type), src, comm(), &r->handle),
             "MPI_Ibcast");
   return r;
@@ -148,7 +154,7 @@ RequestPtr start_broadcast(void* buffer, int64_t count, WireType type, int src) 
 
 RequestPtr start_all_gather(const void* input, void* output, int64_t count, WireType type) {
   std::lock_guard<std::mutex> lock(state().mutex);
-  RequestPtr r = std::make_shared<Request>();
+  auto r = std::make_shared<MpiRequest>();
   check_mpi(MPI_Iallgather(input, mpi_count(count), mpi_type(type), output, mpi_count(count),
                            mpi_type(type), comm(), &r->handle),
             "MPI_Iallgather");
@@ -158,18 +164,11 @@ RequestPtr start_all_gather(const void* input, void* output, int64_t count, Wire
 RequestPtr start_reduce_scatter(const void* input, void* output, int64_t count_per_rank,
                                 WireType type, ReduceOp op) {
   std::lock_guard<std::mutex> lock(state().mutex);
-  RequestPtr r = std::make_shared<Request>();
+  auto r = std::make_shared<MpiRequest>();
   check_mpi(MPI_Ireduce_scatter_block(input, output, mpi_count(count_per_rank), mpi_type(type),
                                       mpi_op(op), comm(), &r->handle),
             "MPI_Ireduce_scatter_block");
   return r;
-}
-
-bool test(Request& request) {
-  std::lock_guard<std::mutex> lock(state().mutex);
-  int done = 0;
-  check_mpi(MPI_Test(&request.handle, &done, MPI_STATUS_IGNORE), "MPI_Test");
-  return done != 0;
 }
 
 }  // namespace amp::distributed::detail

@@ -23,6 +23,5 @@ RequestPtr start_all_gather(const void*, void*, int64_t, WireType) { unavailable
 RequestPtr start_reduce_scatter(const void*, void*, int64_t, WireType, ReduceOp) {
   unavailable("reduce_scatter");
 }
-bool test(Request&) { unavailable("Work::wait"); }
 
 }  // namespace amp::distributed::detail

@@ -1,9 +1,12 @@
 // amp::distributed's process group: joining, leaving, rank and size
 // (csrc/distributed/distributed.h).
+#include <cstdlib>
 #include <thread>
 
+#include "csrc/core/cuda_backend.h"
 #include "csrc/core/macros.h"
 #include "csrc/distributed/work.h"
+#include "csrc/ops/factories.h"
 
 namespace amp::distributed {
 
@@ -26,8 +29,45 @@ void require_usable(const char* op) {
 
 }  // namespace detail
 
+namespace {
+
+// The rank's index among the ranks on its machine, as the launchers export it.
+int local_rank(int rank) {
+  for (const char* name : {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID"}) {
+    if (const char* value = std::getenv(name)) return std::atoi(value);
+  }
+  return rank;
+}
+
+// Before MPI is touched: what backend "nccl" needs of the build and the machine.
+void check_nccl_usable(const char* op, const InitOptions& options) {
+  AMP_CHECK(detail::nccl_built(), op,
+            ": backend \"nccl\" is not available: ampcpp was built without NCCL (AMPCPP_NCCL=OFF, "
+            "or CMake found no CUDA toolkit with nccl.h and libnccl, or no MPI: "
+            "docs/distributed.md)");
+  AMP_CHECK(cuda_backend::is_available(), op, ": backend \"nccl\" needs a CUDA device, got none (",
+            cuda_backend::unavailable_reason(), ")");
+  const int devices = cuda_backend::device_count();
+  AMP_CHECK(options.device >= -1 && options.device < devices, op, ": expected device -1 or in [0, ",
+            devices, "), got ", options.device);
+}
+
+// Rank 0 makes the NCCL id and sends it over MPI (the group is joined by now); every rank then
+// makes its communicator, which blocks until all have.
+void join_nccl(const char* op, const InitOptions& options, const detail::Membership& m) {
+  const int device =
+      options.device >= 0 ? options.device : local_rank(m.rank) % cuda_backend::device_count();
+  const std::vector<int64_t> words =
+      m.rank == 0 ? detail::nccl_unique_id(op) : std::vector<int64_t>(detail::kNcclIdWords, 0);
+  Tensor id = from_vector(words, {static_cast<int64_t>(words.size())}, {.dtype = DType::Int64});
+  broadcast(id, 0);
+  detail::nccl_join(op, id.to_vector<int64_t>(), m.rank, m.size, device);
+}
+
+}  // namespace
+
 bool is_backend_available(const std::string& backend) {
-  return backend == "mpi" && detail::mpi_built();
+  return (backend == "mpi" && detail::mpi_built()) || (backend == "nccl" && detail::nccl_built());
 }
 
 void init_process_group(const InitOptions& options) {
@@ -41,17 +81,26 @@ void init_process_group(const InitOptions& options) {
   }
   AMP_CHECK(options.timeout_seconds > 0, op, ": expected timeout_seconds > 0, got ",
             options.timeout_seconds);
-  AMP_CHECK(options.backend != "nccl", op,
-            ": backend \"nccl\" is not implemented yet (use \"mpi\" with CPU tensors)");
-  AMP_CHECK(options.backend == "mpi", op, ": expected backend \"mpi\" or \"nccl\", got \"",
-            options.backend, "\"");
+  AMP_CHECK(options.backend == "mpi" || options.backend == "nccl", op,
+            ": expected backend \"mpi\" or \"nccl\", got \"", options.backend, "\"");
+  const bool nccl = options.backend == "nccl";
+  if (nccl) check_nccl_usable(op, options);
   const detail::Membership m = detail::mpi_join(op);
-  std::lock_guard<std::mutex> lock(g.mutex);
-  g.rank = m.rank;
-  g.size = m.size;
-  g.options = options;
-  g.failure.clear();
-  g.initialized = true;
+  {
+    std::lock_guard<std::mutex> lock(g.mutex);
+    g.rank = m.rank;
+    g.size = m.size;
+    g.options = options;
+    g.failure.clear();
+    g.initialized = true;
+  }
+  if (!nccl) return;
+  try {
+    join_nccl(op, options, m);
+  } catch (const Error&) {
+    destroy_process_group();
+    throw;
+  }
 }
 
 bool is_initialized() {
@@ -96,6 +145,7 @@ void destroy_process_group() {
       std::this_thread::sleep_for(std::chrono::microseconds(100));
     }
   }
+  detail::nccl_leave(clean);
   detail::mpi_leave(clean);
   std::lock_guard<std::mutex> lock(g.mutex);
   if (!clean) g.abandoned = std::move(abandoned);  // MPI may still write their buffers

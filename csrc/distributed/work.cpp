@@ -15,7 +15,7 @@ namespace {
 bool advance(WorkState& work) {
   while (true) {
     if (work.request) {
-      if (!test(*work.request)) return false;
+      if (!work.request->test()) return false;
       work.request.reset();
     }
     if (work.next_stage < work.stages.size()) {

@@ -33,8 +33,17 @@ BOOST_AUTO_TEST_CASE(collectives_before_init_raise_naming_the_collective) {
 }
 
 BOOST_AUTO_TEST_CASE(init_rejects_bad_options_before_touching_mpi) {
-  BOOST_CHECK_EXCEPTION(dist::init_process_group({.backend = "nccl"}), amp::Error,
-                        amp_test::has({"init_process_group", "\"nccl\" is not implemented yet"}));
+  // Backend "nccl" needs NCCL in the build and a CUDA device, checked before MPI is touched.
+  if (!dist::is_backend_available("nccl")) {
+    BOOST_CHECK_EXCEPTION(dist::init_process_group({.backend = "nccl"}), amp::Error,
+                          amp_test::has({"init_process_group", "built without NCCL"}));
+  } else if (!amp::cuda::is_available()) {
+    BOOST_CHECK_EXCEPTION(dist::init_process_group({.backend = "nccl"}), amp::Error,
+                          amp_test::has({"init_process_group", "needs a CUDA device"}));
+  } else {
+    BOOST_CHECK_EXCEPTION(dist::init_process_group({.backend = "nccl", .device = 1 << 20}),
+                          amp::Error, amp_test::has({"init_process_group", "device -1 or in"}));
+  }
   BOOST_CHECK_EXCEPTION(dist::init_process_group({.backend = "gloo"}), amp::Error,
                         amp_test::has({"init_process_group", "\"mpi\" or \"nccl\"", "\"gloo\""}));
   BOOST_CHECK_EXCEPTION(dist::init_process_group({.timeout_seconds = -1}), amp::Error,
@@ -43,8 +52,12 @@ BOOST_AUTO_TEST_CASE(init_rejects_bad_options_before_touching_mpi) {
 }
 
 BOOST_AUTO_TEST_CASE(backends_report_what_the_build_has) {
-  BOOST_TEST(!dist::is_backend_available("nccl"));
   BOOST_TEST(!dist::is_backend_available("gloo"));
+#if defined(AMPCPP_TEST_WITH_NCCL)
+  BOOST_TEST(dist::is_backend_available("nccl"));
+#else
+  BOOST_TEST(!dist::is_backend_available("nccl"));
+#endif
 #if defined(AMPCPP_TEST_WITH_MPI)
   BOOST_TEST(dist::is_backend_available("mpi"));
 #else

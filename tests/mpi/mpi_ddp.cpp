@@ -4,12 +4,16 @@
 //
 //   mpi_ddp train     N = 3 SGD steps of an MLP: DDP, each rank on its half of a 2B batch, against
 //                     one process on the whole batch (mean loss); ranks bit-identical
+//   mpi_ddp bf16_autocast, apex_o2   the same under bf16 autocast and after amp::initialize O2
+//                     (fp16 model, fp32 masters, scale_loss), within tolerances of the dtype
 //   mpi_ddp no_sync   two micro-batches accumulated under no_sync() then a synchronised one, 3
 //                     steps, against the same reference; grads inside no_sync stay local
 //   mpi_ddp grad_scaler  GradScaler with an inf injected on rank 1 only: every rank skips that step
+//   mpi_ddp fp16_grad_scaler  the same under fp16 autocast, within fp16's tolerance
 //   mpi_ddp unused    find_unused_parameters true (unused everywhere, unused on one rank) and false
 //                     (amp::Error naming the parameter, then a normal step); a backward that
 //                     throws with reductions in flight, then a normal step
+//   mpi_ddp progress  the progress thread completes an all_reduce its owner never polls
 //   mpi_ddp options   bucket layout, broadcast_buffers, allreduce_always_fp32 with bf16 and
 //                     gradient_predivide_factor, and bad input (before init, null module, options,
 //                     models that differ across ranks)
@@ -17,16 +21,20 @@
 // Each rank prints one line per failed check ("[rank r] FAIL ...") and a summary, and exits
 // non-zero when a check failed; mpirun then exits non-zero too.
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <functional>
 #include <iostream>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "amp/amp.h"
+#include "csrc/distributed/progress.h"
 #include "tests/mpi/mpi_check.h"
 
 namespace dist = amp::distributed;
@@ -44,21 +52,26 @@ using mpi_test::error_of;
 using mpi_test::failures;
 using mpi_test::my_rank;
 
-// fp32 tolerance for "DDP equals one process": the two differ only in the order of the sums
-// over the batch (two half-batch means averaged vs one mean over the whole batch), a few ulps of
-// each gradient (fp32 ulp 6e-8 relative), scaled by lr <= 1 into weights of size < 1 over 3
-// steps; 1e-6 absolute + 1e-6 relative is 10x that and 1000x below the differences the test
-// proves it detects (one rank's half batch alone).
-constexpr double kAbsTol = 1e-6;
-constexpr double kRelTol = 1e-6;
+// "DDP equals one process" within |got - ref| <= abs + rel |ref| per element.
+struct Tolerance {
+  double abs = 0, rel = 0;
+};
 
-double max_violation(const std::vector<Tensor>& got, const std::vector<Tensor>& want) {
+// fp32: the two differ only in the order of the sums over the batch (two half-batch means
+// averaged vs one mean over the whole batch), a few ulps of each gradient (fp32 ulp 6e-8
+// relative), scaled by lr <= 1 into weights of size < 1 over 3 steps; 1e-6 absolute + 1e-6
+// relative is 10x that and 1000x below the differences the test proves it detects (one rank's
+// half batch alone).
+constexpr Tolerance kFp32Tol{1e-6, 1e-6};
+
+double max_violation(const std::vector<Tensor>& got, const std::vector<Tensor>& want,
+                     Tolerance tol = kFp32Tol) {
   double worst = 0;  // > 0 when a value is out of tolerance
   for (size_t i = 0; i < got.size(); ++i) {
     const std::vector<double> g = got[i].to_vector<double>();
     const std::vector<double> w = want[i].to_vector<double>();
     for (size_t k = 0; k < g.size(); ++k) {
-      const double excess = std::abs(g[k] - w[k]) - (kAbsTol + kRelTol * std::abs(w[k]));
+      const double excess = std::abs(g[k] - w[k]) - (tol.abs + tol.rel * std::abs(w[k]));
       worst = std::max(worst, excess > 0 ? excess : 0.0);
     }
   }
@@ -133,59 +146,136 @@ constexpr int64_t kB = 8;  // per-rank batch
 constexpr int kSteps = 3;
 constexpr double kLr = 0.5;
 
-// One process on the whole 2B batch: the reference (rank 0's initial weights, seed 100).
-std::vector<Tensor> reference_training(const std::function<Batch(int)>& batch_of_step) {
-  auto model = mlp(100);
-  amp::optimizers::SGD opt(model->parameters(), {.lr = kLr});
-  for (int step = 0; step < kSteps; ++step) {
-    const Batch b = batch_of_step(step);
-    opt.zero_grad();
-    mse((*model)(b.x), b.y).backward();
-    opt.step();
-  }
-  return values_of(model->parameters());
+// How a run trains. One recipe trains both the DDP replicas and the single-process reference,
+// so the two differ only in how the batch is split across the ranks.
+struct Recipe {
+  std::string name;
+  Tolerance tol;
+  // Whether each rank starts from its own initial weights, so that DDP's broadcast matters. O2
+  // makes the fp32 masters at amp::initialize, before wrapping, from each rank's own weights, and
+  // the broadcast reaches the 16-bit model only: under O2 every rank starts from rank 0's weights
+  // (docs/distributed.md, "DistributedDataParallel").
+  bool per_rank_init = true;
+  // On the bare model and its optimizer before DDP wraps the model (amp::initialize).
+  std::function<void(amp::nn::Module&, amp::optimizers::Optimizer&)> prepare =
+      [](amp::nn::Module&, amp::optimizers::Optimizer&) {};
+  // zero_grad, forward through `model` (the wrapper or the bare model) and backward, leaving the
+  // gradients the optimizer's step will use.
+  std::function<void(amp::nn::Module&, amp::optimizers::Optimizer&, const Batch&)> backward;
+};
+
+void fp32_backward(amp::nn::Module& model, amp::optimizers::Optimizer& opt, const Batch& b) {
+  opt.zero_grad();
+  mse(model(b.x), b.y).backward();
 }
 
-void test_train(int rank, int size) {
-  auto batch_of_step = [size](int step) { return batch_of(size * kB, 1000 + step); };
-  const std::vector<Tensor> want = reference_training(batch_of_step);
+// bf16: each weight gradient is a bf16 matmul output, rounded once to bf16 (relative 2^-8 =
+// 3.9e-3), and the hidden activations are bf16; the two runs round different sums (a half batch
+// vs the whole batch), so each step's gradient may differ by about 2^-8 of the gradients' size
+// (|g| < 1 here) and the weights by lr times that per step, plus the activations' rounding flips
+// once the weights differ: over 3 steps at lr 0.5, 3 * 0.5 * 3.9e-3 = 6e-3 absolute. 5e-3 + 2^-8
+// |ref| covers it (measured: 5.6e-4) and stays over 10x below the half batch alone's distance
+// (0.14).
+constexpr Tolerance kBf16Tol{5e-3, 1.0 / 256};
 
-  auto model = mlp(100 + rank);  // differs per rank until DDP broadcasts rank 0's
-  DistributedDataParallel ddp(model);
-  check(max_abs_diff(values_of(ddp.parameters()), values_of(mlp(100)->parameters())) == 0,
-        "train: construction must leave rank 0's initial weights on every rank");
-  amp::optimizers::SGD opt(ddp.parameters(), {.lr = kLr});
+void bf16_autocast_backward(amp::nn::Module& model, amp::optimizers::Optimizer& opt,
+                            const Batch& b) {
+  opt.zero_grad();
+  Tensor loss;
+  {
+    amp::autocast region(amp::DeviceType::CPU, DType::BFloat16);
+    loss = mse(model(b.x), b.y);
+  }
+  loss.backward();
+}
+
+// Float16 (apex O2's model, fp16 autocast): fp16's unit roundoff is 2^-11 = 4.9e-4, so the same
+// argument as for bf16 gives 3 * 0.5 * 2 * 4.9e-4 = 1.5e-3 on the weights (O2's masters);
+// 2e-3 + 2^-10 |ref| (measured: O2 1.3e-4, fp16 autocast with GradScaler 5.2e-5).
+// The static loss scale 128 keeps the scaled fp16 gradients (< 1 here) far from overflow, so
+// both runs take every step; a dynamic scale would start at 2^16 and skip steps depending on
+// each half batch's largest gradient.
+constexpr Tolerance kFp16Tol{2e-3, 1.0 / 1024};
+
+void apex_o2_prepare(amp::nn::Module& model, amp::optimizers::Optimizer& opt) {
+  amp::initialize(model, opt, "O2", {.loss_scale = amp::LossScale(128.0), .verbosity = 0});
+}
+
+void apex_o2_backward(amp::nn::Module& model, amp::optimizers::Optimizer& opt, const Batch& b) {
+  opt.zero_grad();
+  Tensor loss = mse(model(b.x), b.y);
+  {
+    auto scaled = amp::scale_loss(loss, opt);
+    scaled.backward();
+  }
+}
+
+const Recipe kFp32{.name = "train", .tol = kFp32Tol, .backward = fp32_backward};
+const Recipe kBf16Autocast{
+    .name = "bf16_autocast", .tol = kBf16Tol, .backward = bf16_autocast_backward};
+const Recipe kApexO2{.name = "apex_o2",
+                     .tol = kFp16Tol,
+                     .per_rank_init = false,
+                     .prepare = apex_o2_prepare,
+                     .backward = apex_o2_backward};
+
+// `recipe`'s N steps of the MLP on `batch_of_step(step).rows(start, n)` without DDP, from rank
+// 0's initial weights (seed 100); the weights the optimizer updated (the masters under O2).
+std::vector<Tensor> train_alone(const Recipe& recipe,
+                                const std::function<Batch(int)>& batch_of_step, int64_t start,
+                                int64_t n) {
+  auto model = mlp(100);
+  amp::optimizers::SGD opt(model->parameters(), {.lr = kLr});
+  recipe.prepare(*model, opt);
   for (int step = 0; step < kSteps; ++step) {
-    const Batch b = batch_of_step(step).rows(rank * kB, kB);
-    opt.zero_grad();
-    mse(ddp(b.x), b.y).backward();
-    check(same_on_every_rank(grads_of(ddp.parameters())),
-          "train: step " + std::to_string(step) + " gradients must be identical on every rank");
+    recipe.backward(*model, opt, batch_of_step(step).rows(start, n));
     opt.step();
   }
-  const std::vector<Tensor> got = values_of(ddp.parameters());
-  const double violation = max_violation(got, want);
+  return values_of(amp::master_params(opt));
+}
+
+// One process on the whole 2B batch: the reference.
+std::vector<Tensor> reference_training(const std::function<Batch(int)>& batch_of_step,
+                                       const Recipe& recipe = kFp32) {
+  return train_alone(recipe, batch_of_step, 0, batch_of_step(0).x.size(0));
+}
+
+void test_train(int rank, int size, const Recipe& recipe) {
+  const std::string& name = recipe.name;
+  auto batch_of_step = [size](int step) { return batch_of(size * kB, 1000 + step); };
+  const std::vector<Tensor> want = reference_training(batch_of_step, recipe);
+
+  auto model = mlp(recipe.per_rank_init ? 100 + rank : 100);
+  amp::optimizers::SGD opt(model->parameters(), {.lr = kLr});
+  recipe.prepare(*model, opt);
+  DistributedDataParallel ddp(model);
+  if (recipe.per_rank_init) {
+    check(max_abs_diff(values_of(ddp.parameters()), values_of(mlp(100)->parameters())) == 0,
+          name + ": construction must leave rank 0's initial weights on every rank");
+  }
+  for (int step = 0; step < kSteps; ++step) {
+    recipe.backward(ddp, opt, batch_of_step(step).rows(rank * kB, kB));
+    check(same_on_every_rank(grads_of(amp::master_params(opt))),
+          name + ": step " + std::to_string(step) + " gradients must be identical on every rank");
+    opt.step();
+  }
+  const std::vector<Tensor> got = values_of(amp::master_params(opt));
   std::ostringstream what;
-  what << "train: DDP parameters must equal the single-process ones within " << kAbsTol << " + "
-       << kRelTol << "|ref|; max |diff| " << max_abs_diff(got, want);
-  check(violation == 0, what.str());
-  check(same_on_every_rank(got), "train: parameters must be identical on every rank");
+  what << name << ": DDP parameters must equal the single-process ones within " << recipe.tol.abs
+       << " + " << recipe.tol.rel << "|ref|; max |diff| " << max_abs_diff(got, want);
+  check(max_violation(got, want, recipe.tol) == 0, what.str());
+  check(same_on_every_rank(got), name + ": parameters must be identical on every rank");
+  check(same_on_every_rank(values_of(ddp.parameters())),
+        name + ": the model's parameters must be identical on every rank");
 
   // The check can fail: training on this rank's half alone lands far outside the tolerance.
-  auto alone = mlp(100);
-  amp::optimizers::SGD alone_opt(alone->parameters(), {.lr = kLr});
-  for (int step = 0; step < kSteps; ++step) {
-    const Batch b = batch_of_step(step).rows(rank * kB, kB);
-    alone_opt.zero_grad();
-    mse((*alone)(b.x), b.y).backward();
-    alone_opt.step();
-  }
-  check(max_abs_diff(values_of(alone->parameters()), want) > 1e-3,
-        "train: one half batch alone must differ from the reference by > 1e-3");
+  const std::vector<Tensor> alone = train_alone(recipe, batch_of_step, rank * kB, kB);
+  const double alone_diff = max_abs_diff(alone, want);
+  check(max_violation(alone, want, {10 * recipe.tol.abs, 10 * recipe.tol.rel}) > 0,
+        name + ": one half batch alone must differ from the reference by over 10x the tolerance");
   if (rank == 0) {
-    std::cout << "train: max |DDP - single process| = " << max_abs_diff(got, want)
-              << ", half batch alone differs by "
-              << max_abs_diff(values_of(alone->parameters()), want) << std::endl;
+    std::cout << name << ": max |DDP - single process| = " << max_abs_diff(got, want)
+              << ", half batch alone differs by " << alone_diff << std::endl;
   }
 }
 
@@ -221,7 +311,7 @@ void test_no_sync(int rank, int size) {
   const std::vector<Tensor> got = values_of(ddp.parameters());
   std::ostringstream what;
   what << "no_sync: accumulated DDP parameters must equal the single-process ones within "
-       << kAbsTol << " + " << kRelTol << "|ref|; max |diff| " << max_abs_diff(got, want);
+       << kFp32Tol.abs << " + " << kFp32Tol.rel << "|ref|; max |diff| " << max_abs_diff(got, want);
   check(max_violation(got, want) == 0, what.str());
   check(same_on_every_rank(got), "no_sync: parameters must be identical on every rank");
   if (rank == 0) {
@@ -233,8 +323,16 @@ void test_no_sync(int rank, int size) {
 // GradScaler under DDP with an overflow injected on rank 1 only, at step 1: the inf reaches every
 // rank through the averaged gradients, so every rank skips that step and backs off the scale;
 // the result equals one process training on the whole batch at steps 0 and 2 (the scale is a
-// power of two, so scaling and unscaling are exact).
-void test_grad_scaler(int rank, int size) {
+// power of two, so scaling and unscaling are exact). With `fp16_autocast` the forward runs under
+// amp::autocast(CPU, Float16), the reference too, and the tolerance is fp16's (kFp16Tol).
+void test_grad_scaler(int rank, int size, bool fp16_autocast) {
+  const std::string name = fp16_autocast ? "fp16_grad_scaler" : "grad_scaler";
+  const Tolerance tol = fp16_autocast ? kFp16Tol : kFp32Tol;
+  auto loss_of = [fp16_autocast](amp::nn::Module& model, const Batch& b) {
+    std::optional<amp::autocast> region;
+    if (fp16_autocast) region.emplace(amp::DeviceType::CPU, DType::Float16);
+    return mse(model(b.x), b.y);
+  };
   auto batch_of_step = [size](int step) { return batch_of(size * kB, 5000 + step); };
   auto model = mlp(100);
   DistributedDataParallel ddp(model);
@@ -244,31 +342,34 @@ void test_grad_scaler(int rank, int size) {
   for (int step = 0; step < kSteps; ++step) {
     const Batch b = batch_of_step(step).rows(rank * kB, kB);
     opt.zero_grad();
-    Tensor loss = mse(ddp(b.x), b.y);
+    Tensor loss = loss_of(ddp, b);
     if (step == 1 && rank == 1) loss = loss * std::numeric_limits<double>::infinity();
     scaler.scale(loss).backward();
     stepped.push_back(scaler.step(opt));
     scaler.update();
   }
   const std::vector<bool> expected{true, false, true};
-  check(stepped == expected, "grad_scaler: every rank must skip exactly step 1");
-  check(scaler.get_scale() == 512.0, "grad_scaler: the scale must back off once to 512, got " +
-                                         std::to_string(scaler.get_scale()));
+  check(stepped == expected, name + ": every rank must skip exactly step 1");
+  check(scaler.get_scale() == 512.0,
+        name + ": the scale must back off once to 512, got " + std::to_string(scaler.get_scale()));
   auto reference = mlp(100);
   amp::optimizers::SGD ref_opt(reference->parameters(), {.lr = kLr});
   for (int step : {0, 2}) {
     const Batch b = batch_of_step(step);
     ref_opt.zero_grad();
-    mse((*reference)(b.x), b.y).backward();
+    loss_of(*reference, b).backward();
     ref_opt.step();
   }
   const std::vector<Tensor> got = values_of(ddp.parameters());
   const std::vector<Tensor> want = values_of(reference->parameters());
-  check(max_violation(got, want) == 0,
-        "grad_scaler: parameters must equal one process's steps 0 and 2 within the tolerance; max "
-        "|diff| " +
+  check(max_violation(got, want, tol) == 0,
+        name + ": parameters must equal one process's steps 0 and 2 within " +
+            std::to_string(tol.abs) + " + " + std::to_string(tol.rel) + "|ref|; max |diff| " +
             std::to_string(max_abs_diff(got, want)));
-  check(same_on_every_rank(got), "grad_scaler: parameters must be identical on every rank");
+  check(same_on_every_rank(got), name + ": parameters must be identical on every rank");
+  if (rank == 0) {
+    std::cout << name << ": max |DDP - single process| = " << max_abs_diff(got, want) << std::endl;
+  }
 }
 
 // fc2 takes part only when `use_fc2` is set.
@@ -364,6 +465,34 @@ void test_interrupted_backward(int rank, int size) {
   mse((*reference)(all.x), all.y).backward();
   check(max_violation(grads_of(ddp.parameters()), grads_of(reference->parameters())) == 0,
         "interrupted: the step after an interrupted backward must average as usual");
+}
+
+// DDP's progress thread (csrc/distributed/progress.h): an asynchronous all_reduce whose owner
+// makes no MPI call completes anyway once handed to it. The control shows the check can fail: a
+// collective nobody polls has not even started its data stage (it starts at a poll after the
+// consistency check), so its buffer still holds this rank's input.
+void test_progress(int rank, int size) {
+  constexpr int64_t n = 1 << 18;
+  auto sum_of_ranks = static_cast<float>(size * (size + 1) / 2);
+  Tensor unpolled = amp::full({n}, rank + 1.0);
+  dist::Work unpolled_work = dist::all_reduce(unpolled, dist::ReduceOp::Sum, /*async_op=*/true);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  check(unpolled.data<float>()[n - 1] == static_cast<float>(rank + 1),
+        "progress: an all_reduce nobody polls must not have moved its data yet");
+  unpolled_work.wait();
+  check(unpolled.data<float>()[n - 1] == sum_of_ranks, "progress: the control's sum after wait()");
+
+  Tensor polled = amp::full({n}, rank + 1.0);
+  dist::Work work = dist::all_reduce(polled, dist::ReduceOp::Sum, /*async_op=*/true);
+  {
+    dist::detail::Progress progress;
+    progress.add(work);
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    const float* data = polled.data<float>();
+    check(data[0] == sum_of_ranks && data[n - 1] == sum_of_ranks,
+          "progress: the progress thread must complete the all_reduce while its owner sleeps");
+  }
+  work.wait();
 }
 
 void test_options(int rank, int size) {
@@ -501,14 +630,22 @@ int main(int argc, char** argv) {
   my_rank = dist::rank();
   const int size = dist::world_size();
   if (scenario == "train") {
-    test_train(my_rank, size);
+    test_train(my_rank, size, kFp32);
+  } else if (scenario == "bf16_autocast") {
+    test_train(my_rank, size, kBf16Autocast);
+  } else if (scenario == "apex_o2") {
+    test_train(my_rank, size, kApexO2);
   } else if (scenario == "no_sync") {
     test_no_sync(my_rank, size);
   } else if (scenario == "grad_scaler") {
-    test_grad_scaler(my_rank, size);
+    test_grad_scaler(my_rank, size, false);
+  } else if (scenario == "fp16_grad_scaler") {
+    test_grad_scaler(my_rank, size, true);
   } else if (scenario == "unused") {
     test_unused(my_rank, size);
     test_interrupted_backward(my_rank, size);
+  } else if (scenario == "progress") {
+    test_progress(my_rank, size);
   } else if (scenario == "options") {
     test_options(my_rank, size);
   } else {

@@ -1,0 +1,35 @@
+# Decides whether amp::distributed's NCCL backend is built (AMPCPP_WITH_NCCL) from
+# AMPCPP_NCCL=AUTO/ON/OFF. It needs the CUDA backend (CUDA tensors), MPI (the ranks exchange
+# NCCL's unique id over MPI) and NCCL itself (nccl.h and libnccl, shipped with the CUDA toolkit
+# here or installed as libnccl-dev). AUTO builds it when all three are found and otherwise says
+# why not; ON fails instead. Sets AMPCPP_NCCL_INCLUDE_DIR and AMPCPP_NCCL_LIBRARY.
+set(AMPCPP_WITH_NCCL OFF)
+if(NOT AMPCPP_NCCL STREQUAL "OFF")
+  set(missing "")
+  if(NOT AMPCPP_WITH_CUDA)
+    list(APPEND missing "the CUDA backend")
+  endif()
+  if(NOT AMPCPP_WITH_MPI)
+    list(APPEND missing "MPI")
+  endif()
+  if(AMPCPP_WITH_CUDA)
+    find_path(AMPCPP_NCCL_INCLUDE_DIR nccl.h HINTS ${CUDAToolkit_INCLUDE_DIRS})
+    find_library(AMPCPP_NCCL_LIBRARY nccl
+      HINTS ${CUDAToolkit_LIBRARY_DIR} ${CUDAToolkit_LIBRARY_ROOT}/lib ${CUDAToolkit_LIBRARY_ROOT}/lib64)
+    if(NOT AMPCPP_NCCL_INCLUDE_DIR OR NOT AMPCPP_NCCL_LIBRARY)
+      list(APPEND missing "NCCL (nccl.h and libnccl)")
+    endif()
+  endif()
+  if(missing STREQUAL "")
+    set(AMPCPP_WITH_NCCL ON)
+    message(STATUS "ampcpp: NCCL backend ON (${AMPCPP_NCCL_LIBRARY})")
+  elseif(AMPCPP_NCCL STREQUAL "ON")
+    list(JOIN missing ", " missing)
+    message(FATAL_ERROR "ampcpp: AMPCPP_NCCL=ON but not found: ${missing}")
+  else()
+    list(JOIN missing ", " missing)
+    message(STATUS "ampcpp: building without the NCCL backend (not found: ${missing})")
+  endif()
+else()
+  message(STATUS "ampcpp: NCCL backend OFF (AMPCPP_NCCL=OFF)")
+endif()
