@@ -10,6 +10,7 @@
 #include <type_traits>
 
 #include "csrc/core/macros.h"
+#include "csrc/kernels/vector_math.h"
 
 namespace amp {
 
@@ -93,7 +94,7 @@ struct Neg {
 struct Exp {
   template <class T>
   AMP_HOST_DEVICE T operator()(T a) const {
-    return std::exp(a);
+    return vector_math::exp(a);
   }
 };
 struct Log {
@@ -139,7 +140,9 @@ struct Tanh {
 struct Sigmoid {
   template <class T>
   AMP_HOST_DEVICE T operator()(T a) const {
-    return T(1) / (T(1) + std::exp(-a));
+    // NaN passes through as itself: left to the arithmetic, its sign came out differently
+    // at different CPU levels once exp was inlined.
+    return is_nan(a) ? a : T(1) / (T(1) + vector_math::exp(-a));
   }
 };
 struct Relu {

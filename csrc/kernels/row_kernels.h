@@ -88,14 +88,14 @@ AMP_HOST_DEVICE void softmax(const T* x, T* y, int64_t n, bool log) {
     if (v > max_value || functors::is_nan(v)) max_value = v;
   }
   Acc total = 0;
-  for (int64_t i = 0; i < n; ++i) total += std::exp(convert<Acc>(x[i]) - max_value);
+  for (int64_t i = 0; i < n; ++i) total += vector_math::exp(convert<Acc>(x[i]) - max_value);
   if (log) {
     const Acc log_total = std::log(total);
     for (int64_t i = 0; i < n; ++i) y[i] = convert<T>(convert<Acc>(x[i]) - max_value - log_total);
   } else {
     const Acc inv = Acc(1) / total;
     for (int64_t i = 0; i < n; ++i)
-      y[i] = convert<T>(std::exp(convert<Acc>(x[i]) - max_value) * inv);
+      y[i] = convert<T>(vector_math::exp(convert<Acc>(x[i]) - max_value) * inv);
   }
 }
 

@@ -140,9 +140,9 @@ BOOST_AUTO_TEST_CASE(binary_ops_and_conversions_give_the_same_bits_at_every_leve
   using amp::BinaryOp;
   for (DType dtype : kFloatTypes) {
     const Tensor ab[] = {awkward_values(dtype, kCount, 2), awkward_values(dtype, kCount, 3)};
-    for (int op = 0; op <= static_cast<int>(BinaryOp::Ge); ++op) {
+    for (int op = 0; op <= static_cast<int>(BinaryOp::ReluBackward); ++op) {
       const auto b = static_cast<BinaryOp>(op);
-      const DType out_dtype = b >= BinaryOp::Eq ? DType::Bool : dtype;
+      const DType out_dtype = amp::is_comparison(b) ? DType::Bool : dtype;
       check_levels_agree(std::string(amp::binary_op_name(b)) + " " + amp::dtype_name(dtype),
                          amp::empty({kCount}, {.dtype = out_dtype}),
                          [&](const LevelTables& t, Tensor& out) {

@@ -50,7 +50,8 @@ std::ostream& operator<<(std::ostream& out, const UnaryCase& c) { return out << 
 //  - one correctly rounded IEEE operation (+, *, /, sqrt, negation, compare): 1 ulp (0.5 plus
 //    the scalar's own fp32 rounding, which the reference reproduces);
 //  - 1 / sqrt(x): two roundings, 2 ulp;
-//  - libm exp/log/tanh/pow (glibc: < 1 ulp) followed by at most two IEEE operations: 4 ulp;
+//  - exp (csrc/kernels/vector_math.h, < 1 ulp) or libm log/tanh/pow (glibc: < 1 ulp) followed
+//    by at most two IEEE operations: 4 ulp;
 //  - gelu: erf or tanh and four IEEE operations: 8 ulp, plus the absolute error of 1 + erf(.)
 //    near -1 (a cancellation: about 1 ulp of 1.0 times |x| / 2 <= 2): 4 * eps absolute.
 Tolerance ulps(double n) { return Tolerance{.ulps = n, .min_exact16 = 0.99}; }
