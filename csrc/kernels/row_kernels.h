@@ -78,23 +78,41 @@ AMP_HOST_DEVICE void reduce_row(ReduceOp op, const T* x, int64_t n, void* out, i
   }
 }
 
-// Softmax (or log-softmax) of one row: y = exp(x - max) / sum(exp(x - max)).
+// The running maximum of softmax: v when it is larger or NaN (a NaN, once in, stays).
+template <class Acc>
+AMP_HOST_DEVICE AMP_FORCEINLINE Acc keep_larger(Acc m, Acc v) {
+  return v > m || functors::is_nan(v) ? v : m;
+}
+
+// Softmax (or log-softmax) of one row: y = exp(x - max) / sum(exp(x - max)). The maximum and the
+// sum run over 8 independent lanes, as sum() does, so both loops vectorise; the maximum is
+// exact whatever the order, and a NaN anywhere makes it NaN.
 template <class T>
 AMP_HOST_DEVICE void softmax(const T* x, T* y, int64_t n, bool log) {
   using Acc = acc_t<T>;
-  Acc max_value = convert<Acc>(x[0]);
-  for (int64_t i = 1; i < n; ++i) {
-    const Acc v = convert<Acc>(x[i]);
-    if (v > max_value || functors::is_nan(v)) max_value = v;
+  Acc lane_max[8];
+  for (int j = 0; j < 8; ++j) lane_max[j] = convert<Acc>(x[0]);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    for (int j = 0; j < 8; ++j) lane_max[j] = keep_larger(lane_max[j], convert<Acc>(x[i + j]));
   }
-  Acc total = 0;
-  for (int64_t i = 0; i < n; ++i) total += vector_math::exp(convert<Acc>(x[i]) - max_value);
+  for (; i < n; ++i) lane_max[0] = keep_larger(lane_max[0], convert<Acc>(x[i]));
+  Acc max_value = lane_max[0];
+  for (int j = 1; j < 8; ++j) max_value = keep_larger(max_value, lane_max[j]);
+
+  Acc acc[8] = {};
+  for (i = 0; i + 8 <= n; i += 8) {
+    for (int j = 0; j < 8; ++j) acc[j] += vector_math::exp(convert<Acc>(x[i + j]) - max_value);
+  }
+  for (; i < n; ++i) acc[0] += vector_math::exp(convert<Acc>(x[i]) - max_value);
+  const Acc total =
+      ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
   if (log) {
     const Acc log_total = std::log(total);
-    for (int64_t i = 0; i < n; ++i) y[i] = convert<T>(convert<Acc>(x[i]) - max_value - log_total);
+    for (i = 0; i < n; ++i) y[i] = convert<T>(convert<Acc>(x[i]) - max_value - log_total);
   } else {
     const Acc inv = Acc(1) / total;
-    for (int64_t i = 0; i < n; ++i)
+    for (i = 0; i < n; ++i)
       y[i] = convert<T>(vector_math::exp(convert<Acc>(x[i]) - max_value) * inv);
   }
 }

@@ -119,6 +119,22 @@ BOOST_AUTO_TEST_CASE(softmax_gives_zero_probability_to_minus_inf_and_nan_rows_st
       check_softmax(masked, 1, true, "masked rows (log)");
       BOOST_TEST(values(p)[1] == 0.0);  // exactly zero, not a tiny number
       BOOST_TEST(std::isinf(values(amp::log_softmax(masked, 1))[1]));
+      // Rows of 37: the CPU kernel keeps the maximum and the sum in 8 lanes over the first 32
+      // elements, then a tail; a NaN or -inf in a lane, in the tail, or as the first element.
+      for (int64_t at : {0, 13, 34}) {
+        BOOST_TEST_CONTEXT("row of 37, special at " << at) {
+          std::vector<double> row(37);
+          for (int64_t k = 0; k < 37; ++k) row[k] = 0.25 * static_cast<double>((k * 7) % 11);
+          std::vector<double> both = row;
+          both[at] = -kInf;
+          both.insert(both.end(), row.begin(), row.end());
+          both[37 + at] = kNaN;
+          const Tensor long_rows = make(both, {2, 37}, d);
+          check_softmax(long_rows, 1, false, "long rows");
+          check_softmax(long_rows, 1, true, "long rows (log)");
+          BOOST_TEST(values(amp::softmax(long_rows, 1))[at] == 0.0);
+        }
+      }
     }
   }
 }
