@@ -156,7 +156,7 @@ struct Gelu {  // exact: x * Phi(x)
   template <class T>
   AMP_HOST_DEVICE T operator()(T a) const {
     constexpr T kInvSqrt2 = T(0.70710678118654752440);
-    return T(0.5) * a * (T(1) + std::erf(a * kInvSqrt2));
+    return T(0.5) * a * (T(1) + vector_math::erf(a * kInvSqrt2));
   }
 };
 struct GeluTanh {  // approximate="tanh"
@@ -170,7 +170,7 @@ struct GeluTanh {  // approximate="tanh"
 struct Erf {
   template <class T>
   AMP_HOST_DEVICE T operator()(T a) const {
-    return std::erf(a);
+    return vector_math::erf(a);
   }
 };
 struct Reciprocal {

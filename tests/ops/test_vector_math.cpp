@@ -1,4 +1,4 @@
-// csrc/kernels/vector_math.h: the vectorisable float exp against float64's exp, on every 61st
+// csrc/kernels/vector_math.h: the vectorisable float exp and erf against float64's, on every 61st
 // float bit pattern (about 70M inputs: all signs, exponents and mantissa bits), the edges of
 // overflow and underflow, and the special values; and the same bits whether GCC vectorised the
 // loop or not.
@@ -48,6 +48,27 @@ BOOST_AUTO_TEST_CASE(exp_float_is_within_2_ulp_of_float64_exp_everywhere) {
   BOOST_TEST(worst <= 2.0, "largest error " << worst << " ulp at x = " << worst_at);
 }
 
+BOOST_AUTO_TEST_CASE(erf_float_is_within_2_ulp_of_float64_erf_everywhere) {
+  double worst = 0;
+  float worst_at = 0;
+  for (uint64_t u = 0; u <= 0xFFFFFFFFull; u += 61) {
+    const float x = from_bits(static_cast<uint32_t>(u));
+    if (std::isnan(x)) continue;
+    const double err = ulp_error(amp::vector_math::erf_float(x), std::erf(static_cast<double>(x)));
+    if (err > worst) {
+      worst = err;
+      worst_at = x;
+    }
+  }
+  BOOST_TEST_MESSAGE("erf_float: largest error " << worst << " ulp at x = " << worst_at);
+  BOOST_TEST(worst <= 2.0, "largest error " << worst << " ulp at x = " << worst_at);
+  const float inf = std::numeric_limits<float>::infinity();
+  BOOST_TEST(amp::vector_math::erf_float(inf) == 1.0f);
+  BOOST_TEST(amp::vector_math::erf_float(-inf) == -1.0f);
+  BOOST_TEST(std::signbit(amp::vector_math::erf_float(-0.0f)));
+  BOOST_TEST(std::isnan(amp::vector_math::erf_float(std::numeric_limits<float>::quiet_NaN())));
+}
+
 BOOST_AUTO_TEST_CASE(exp_float_overflows_underflows_and_keeps_specials_as_libm) {
   using amp::vector_math::exp_float;
   const float inf = std::numeric_limits<float>::infinity();
@@ -74,11 +95,15 @@ BOOST_AUTO_TEST_CASE(exp_float_overflows_underflows_and_keeps_specials_as_libm) 
 BOOST_AUTO_TEST_CASE(a_vectorised_loop_gives_the_bits_of_single_calls) {
   std::vector<float> x(4099), loop(x.size());
   for (size_t i = 0; i < x.size(); ++i) x[i] = -110.0f + 0.0489f * static_cast<float>(i);
+  std::vector<float> erf_loop(x.size());
   for (size_t i = 0; i < x.size(); ++i) loop[i] = amp::vector_math::exp_float(x[i]);
+  for (size_t i = 0; i < x.size(); ++i) erf_loop[i] = amp::vector_math::erf_float(x[i] * 0.05f);
   for (size_t i = 0; i < x.size(); ++i) {
-    volatile float xi = x[i];  // a call the compiler cannot fold into the loop above
+    volatile float xi = x[i];  // calls the compiler cannot fold into the loops above
     const float single = amp::vector_math::exp_float(xi);
-    BOOST_TEST(std::memcmp(&single, &loop[i], sizeof single) == 0, "x = " << x[i]);
+    BOOST_TEST(std::memcmp(&single, &loop[i], sizeof single) == 0, "exp, x = " << x[i]);
+    const float single_erf = amp::vector_math::erf_float(xi * 0.05f);
+    BOOST_TEST(std::memcmp(&single_erf, &erf_loop[i], sizeof single) == 0, "erf, x = " << x[i]);
   }
 }
 
