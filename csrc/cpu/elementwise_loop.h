@@ -63,7 +63,8 @@ inline void run_blocks(OutT* out, const F& f, int64_t n, std::index_sequence<I..
 // out[j] = f(in[j]...) for j in [0, n): unit-stride typed pointers, the loop GCC vectorises.
 template <class OutT, class... InT, class F>
 inline void run_unit_stride(OutT* out, const F& f, int64_t n, const InT*... in) {
-  if constexpr (is_16bit_float<OutT> || (is_16bit_float<InT> || ...)) {
+  // (A fill has no inputs: its loop of one stored constant vectorises as it is.)
+  if constexpr (sizeof...(InT) > 0 && (is_16bit_float<OutT> || (is_16bit_float<InT> || ...))) {
     run_blocks(out, f, n, std::index_sequence_for<InT...>{}, in...);
   } else {
     for (int64_t j = 0; j < n; ++j) out[j] = convert<OutT>(f(convert<opmath_t<InT>>(in[j])...));
