@@ -5,11 +5,12 @@
 // is then read-only and safe to run from several threads at once.
 //
 // Layouts: with the caller's plain layouts (nchw activations, oihw weights) oneDNN only has its
-// GEMM-based convolution, which measured 5-20x slower than its direct JIT kernels on the CNN of
-// bench_step. So each primitive is created with format_tag::any, and an operand whose chosen
-// layout (typically nChw16c) differs from the plain one is reordered into a thread-local buffer
-// before the run (inputs) or out of one after it (outputs); the reorders cost a small fraction
-// of the convolution (docs/PERFORMANCE.md). The caller sees contiguous NCHW/OIHW tensors only.
+// GEMM-based convolution, which measured 2-30x slower per pass than its direct JIT kernels on
+// the CNN of bench_step. So each primitive is created with format_tag::any, and an operand whose
+// chosen layout (typically nChw16c) differs from the plain one is reordered into a thread-local
+// buffer before the run (inputs) or out of one after it (outputs); the reorders cost a small
+// fraction of the convolution (docs/PERFORMANCE.md, "conv2d on oneDNN"). The caller sees
+// contiguous NCHW/OIHW tensors only.
 #include "csrc/cpu/conv.h"
 
 #include <omp.h>
