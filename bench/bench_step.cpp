@@ -8,6 +8,10 @@
 // ampcpp / PyTorch as a markdown table (docs/PERFORMANCE.md).
 //
 //   build/bench/bench_step [--rounds 5] [--steps 10] [--threads N] [--no-torch] [--data-dir DIR]
+//   build/bench/bench_step --profile cnn bf16 [--steps 10] [--threads N]
+//
+// --profile runs one configuration's steps under amp::profiler and prints its table (sorted by
+// self time) instead of timing against PyTorch.
 //
 // Both sides inherit OMP_WAIT_POLICY from the environment (the program prints it). PyTorch is
 // fastest with the default (spinning) policy; docs/PERFORMANCE.md reports both settings.
@@ -167,6 +171,7 @@ int main(int argc, char** argv) {
   int rounds = 5, steps = 10, threads = omp_get_max_threads();
   bool torch = true;
   std::string data_dir = amp::data::kFashionMnistDir;
+  std::string profile_model, profile_precision;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--rounds" && i + 1 < argc) {
@@ -179,13 +184,23 @@ int main(int argc, char** argv) {
       data_dir = argv[++i];
     } else if (a == "--no-torch") {
       torch = false;
+    } else if (a == "--profile" && i + 2 < argc) {
+      profile_model = argv[++i];
+      profile_precision = argv[++i];
     } else {
       std::fprintf(stderr,
                    "usage: %s [--rounds N] [--steps N] [--threads N] [--no-torch] "
-                   "[--data-dir DIR]\n",
+                   "[--data-dir DIR] [--profile mlp|cnn fp32|bf16|fp16]\n",
                    argv[0]);
       return 2;
     }
+  }
+  if (!profile_model.empty() && (!(profile_model == "mlp" || profile_model == "cnn") ||
+                                 !(profile_precision == "fp32" || profile_precision == "bf16" ||
+                                   profile_precision == "fp16"))) {
+    std::fprintf(stderr, "bench_step: --profile expects mlp|cnn and fp32|bf16|fp16, got %s %s\n",
+                 profile_model.c_str(), profile_precision.c_str());
+    return 2;
   }
   if (rounds < 1 || steps < 1 || threads < 1) {
     std::fprintf(stderr, "bench_step: --rounds, --steps and --threads must be at least 1\n");
@@ -199,6 +214,16 @@ int main(int argc, char** argv) {
   amp::data::Dataset data = amp::data::fashion_mnist(data_dir);
   data.images = amp::div(amp::sub(data.images.narrow(0, 0, 12800), 0.2860), 0.3530);
   data.labels = data.labels.narrow(0, 0, 12800);
+
+  if (!profile_model.empty()) {
+    Runner runner(profile_model, profile_precision, data);  // its constructor runs a warm-up step
+    amp::profiler::profile prof;
+    for (int s = 0; s < steps; ++s) runner.step();
+    prof.stop();
+    std::printf("%s %s, %d steps\n%s", profile_model.c_str(), profile_precision.c_str(), steps,
+                prof.table().c_str());
+    return 0;
+  }
 
   std::unique_ptr<TorchCoprocess> py;
   if (torch) {

@@ -1,4 +1,5 @@
-// Convolution (im2col + GEMM), pooling, batch norm and attention, built from recorded ops.
+// Convolution (oneDNN for fp32 and bf16, im2col + GEMM otherwise), pooling, batch norm and
+// attention, built from recorded ops.
 #include "nn/functional_conv.h"
 
 #include <algorithm>
@@ -10,6 +11,7 @@
 #include "csrc/autocast/cast.h"
 #include "csrc/core/dtype.h"
 #include "csrc/core/macros.h"
+#include "csrc/cpu/conv.h"
 #include "csrc/cpu/parallel.h"
 #include "csrc/graph/grad_mode.h"
 #include "csrc/graph/node.h"
@@ -213,9 +215,10 @@ void max_pool_kernel(const T* x, T* out, int64_t* idx, int64_t planes, int64_t h
         for (int64_t j = 0; j < ow; ++j) {
           const int64_t w0 = j * g.stride - g.padding;
           const int64_t ws = std::max<int64_t>(w0, 0), we = std::min<int64_t>(w0 + g.kw, w);
-          // PyTorch's rule: the first strict maximum, or the last NaN. Written without
-          // short-circuits so the compiler emits max/cmov: on random data the comparisons are
-          // unpredictable and branches cost more than the loads.
+          // PyTorch's rule: the first strict maximum, or the last NaN. Written with a bit mask
+          // and std::max so that no branch is left: on random data (and after a ReLU, with its
+          // ties at 0) the comparisons are unpredictable, and with `cond ? a : b` GCC emitted
+          // branches that made this kernel 45% of bench_step's CNN step (3x slower than now).
           int64_t best = hs * w + ws;
           A best_value = -std::numeric_limits<A>::infinity();
           bool seen_nan = false;
@@ -224,8 +227,9 @@ void max_pool_kernel(const T* x, T* out, int64_t* idx, int64_t planes, int64_t h
               const A v = convert<A>(xp[ih * w + iw]);
               const bool is_nan = v != v;
               const bool greater = v > best_value;
-              best = (is_nan | (greater & !seen_nan)) ? ih * w + iw : best;
-              best_value = greater ? v : best_value;
+              const int64_t take = -static_cast<int64_t>(is_nan | (greater & !seen_nan));
+              best = ((ih * w + iw) & take) | (best & ~take);
+              best_value = std::max(best_value, v);  // = greater ? v : best_value
               seen_nan |= is_nan;
             }
           }
@@ -328,6 +332,113 @@ Tensor channel_view(const Tensor& v, int64_t ndim) {
   return v.reshape(shape);
 }
 
+// ---- conv2d through oneDNN's convolution primitives (csrc/cpu/conv.h) ----
+// Three recorded ops whose backwards are written with each other, so create_graph and higher
+// derivatives work as on the im2col path: for y = conv(x, w),
+//   input_grad(gy, w)   = d<y, gy>/dx, linear in gy and in w;
+//   weight_grad(x, gy)  = d<y, gy>/dw, linear in x and in gy;
+// and <gz, input_grad(gy, w)> = <gy, conv(gz, w)> = <w, weight_grad(gz, gy)>,
+//     <gz, weight_grad(x, gy)> = <x, input_grad(gy, gz)> = <gy, conv(x, gz)>.
+
+Tensor onednn_conv(const Tensor& x, const Tensor& w, const cpu::ConvGeometry& g);
+Tensor onednn_input_grad(const Tensor& gy, const Tensor& w, const cpu::ConvGeometry& g);
+Tensor onednn_weight_grad(const Tensor& x, const Tensor& gy, const cpu::ConvGeometry& g);
+
+// The geometry of x and w for the oneDNN kernels (of x's dtype).
+cpu::ConvGeometry conv_geometry(const Tensor& x, const Tensor& w, int64_t stride, int64_t padding) {
+  return {x.dtype(), x.size(0), x.size(1), x.size(2), x.size(3),
+          w.size(0), w.size(2), w.size(3), stride,    padding};
+}
+
+// conv(x, w) + b without recording; b may be undefined.
+Tensor onednn_conv_impl(const Tensor& x_in, const Tensor& w_in, const Tensor& b_in,
+                        const cpu::ConvGeometry& g) {
+  const Tensor x = x_in.contiguous(), w = w_in.contiguous();
+  const Tensor b = b_in.defined() ? b_in.contiguous() : Tensor();
+  Tensor y = empty({g.n, g.o, g.oh(), g.ow()}, {.dtype = g.dtype});
+  cpu::conv2d_forward(g, x.data_ptr(), w.data_ptr(), b.defined() ? b.data_ptr() : nullptr,
+                      y.data_ptr());
+  return y;
+}
+
+Tensor onednn_input_grad_impl(const Tensor& gy_in, const Tensor& w_in, const cpu::ConvGeometry& g) {
+  const Tensor gy = gy_in.contiguous(), w = w_in.contiguous();
+  Tensor gx = empty({g.n, g.c, g.h, g.w}, {.dtype = g.dtype});
+  cpu::conv2d_backward_data(g, gy.data_ptr(), w.data_ptr(), gx.data_ptr());
+  return gx;
+}
+
+// The weight gradient and, when gb is not null, the bias gradient into *gb, in one pass.
+Tensor onednn_weight_grad_impl(const Tensor& x_in, const Tensor& gy_in, const cpu::ConvGeometry& g,
+                               Tensor* gb) {
+  const Tensor x = x_in.contiguous(), gy = gy_in.contiguous();
+  Tensor gw = empty({g.o, g.c, g.kh, g.kw}, {.dtype = g.dtype});
+  if (gb != nullptr) *gb = empty({g.o}, {.dtype = g.dtype});
+  cpu::conv2d_backward_weights(g, x.data_ptr(), gy.data_ptr(), gw.data_ptr(),
+                               gb != nullptr ? gb->data_ptr() : nullptr);
+  return gw;
+}
+
+// The gradients of conv(x, w) + b for the inputs that need one. Without create_graph the weight
+// and bias gradients come from one oneDNN pass; with it, from recorded ops (the bias gradient
+// as a sum over N, H, W, whose backward broadcasts).
+Grads onednn_conv_backward(const Tensor& gy, const Tensor& x, const Tensor& w,
+                           const cpu::ConvGeometry& g, const Node& node) {
+  Grads grads(3);
+  if (node.needs_input_grad(0)) grads[0] = onednn_input_grad(gy, w, g);
+  if (!autograd::GradMode::is_enabled()) {
+    if (node.needs_input_grad(1)) {
+      grads[1] = onednn_weight_grad_impl(x, gy, g, node.needs_input_grad(2) ? &grads[2] : nullptr);
+    } else if (node.needs_input_grad(2)) {
+      grads[2] = sum(gy, {0, 2, 3});
+    }
+    return grads;
+  }
+  if (node.needs_input_grad(1)) grads[1] = onednn_weight_grad(x, gy, g);
+  if (node.needs_input_grad(2)) grads[2] = sum(gy, {0, 2, 3});
+  return grads;
+}
+
+Tensor onednn_conv_op(const Tensor& x_in, const Tensor& w, const Tensor& b,
+                      const cpu::ConvGeometry& g) {
+  // Saved contiguous so the backward does not copy them again.
+  const Tensor x = x_in.contiguous();
+  Tensor out = autograd::without_grad([&] { return onednn_conv_impl(x, w, b, g); });
+  autograd::record("ConvolutionBackward", out, {&x_in, &w, &b}, {{&x, false}, {&w, false}},
+                   [g](const Grads& grads, const Grads& s, const Node& node) {
+                     return onednn_conv_backward(grads[0], s[0], s[1], g, node);
+                   });
+  return out;
+}
+
+Tensor onednn_conv(const Tensor& x, const Tensor& w, const cpu::ConvGeometry& g) {
+  return onednn_conv_op(x, w, Tensor(), g);
+}
+
+Tensor onednn_input_grad(const Tensor& gy, const Tensor& w, const cpu::ConvGeometry& g) {
+  Tensor out = autograd::without_grad([&] { return onednn_input_grad_impl(gy, w, g); });
+  autograd::record("ConvolutionBackwardDataBackward", out, {&gy, &w}, {{&gy, false}, {&w, false}},
+                   [g](const Grads& grads, const Grads& s, const Node& node) {
+                     const Tensor& gz = grads[0];
+                     return Grads{
+                         node.needs_input_grad(0) ? onednn_conv(gz, s[1], g) : Tensor(),
+                         node.needs_input_grad(1) ? onednn_weight_grad(gz, s[0], g) : Tensor()};
+                   });
+  return out;
+}
+
+Tensor onednn_weight_grad(const Tensor& x, const Tensor& gy, const cpu::ConvGeometry& g) {
+  Tensor out = autograd::without_grad([&] { return onednn_weight_grad_impl(x, gy, g, nullptr); });
+  autograd::record(
+      "ConvolutionBackwardWeightsBackward", out, {&x, &gy}, {{&x, false}, {&gy, false}},
+      [g](const Grads& grads, const Grads& s, const Node& node) {
+        const Tensor& gz = grads[0];
+        return Grads{node.needs_input_grad(0) ? onednn_input_grad(s[1], gz, g) : Tensor(),
+                     node.needs_input_grad(1) ? onednn_conv(s[0], gz, g) : Tensor()};
+      });
+  return out;
+}
+
 }  // namespace
 
 Tensor unfold(const Tensor& x, int64_t kernel_h, int64_t kernel_w, int64_t stride,
@@ -392,9 +503,14 @@ Tensor conv2d(const Tensor& x_in, const Tensor& w, const Tensor& b, int64_t stri
   const int64_t n = x.size(0), oh = g.out_h(x.size(2)), ow = g.out_w(x.size(3));
   AMP_CHECK(oh > 0 && ow > 0, "conv2d: the padded input (", x.size(2) + 2 * padding, "x",
             x.size(3) + 2 * padding, ") is smaller than the kernel (", kh, "x", kw, ")");
-  // One GEMM for the whole batch: (O, C*kh*kw) @ (C*kh*kw, N*L) -> (O, N*L), viewed as
-  // (N, O, OH, OW). Backward (recorded by mm): grad_cols = w^T @ grad, then fold (col2im);
-  // grad_w = grad @ cols^T, one GEMM summing over the batch.
+  // Empty tensors stay on the GEMM path, which handles every size; oneDNN is for real work.
+  if (cpu::onednn_conv_supports(x.dtype()) && x.numel() > 0 && w.numel() > 0) {
+    const Tensor out = onednn_conv_op(x, w, b, conv_geometry(x, w, stride, padding));
+    return unbatched ? out.squeeze(0) : out;
+  }
+  // float64 and fp16 (see csrc/cpu/conv.h): one GEMM for the whole batch: (O, C*kh*kw) @ (C*kh*kw,
+  // N*L) -> (O, N*L), viewed as (N, O, OH, OW). Backward (recorded by mm): grad_cols = w^T @ grad,
+  // then fold (col2im); grad_w = grad @ cols^T, one GEMM summing over the batch.
   const Tensor cols = unfold_op(x, {n, x.size(1), x.size(2), x.size(3), Layout::BatchInColumns}, g);
   Tensor out = mm(w.reshape({out_c, -1}), cols).reshape({out_c, n, oh, ow}).permute({1, 0, 2, 3});
   if (b.defined())

@@ -9,10 +9,11 @@
 ///   amp::Tensor y = max_pool2d(relu(conv2d(x, w, b, /*stride=*/1, /*padding=*/1)), 2);
 /// \endcode
 ///
-/// Every op is written with recorded differentiable ops (im2col + matmul, gather/scatter at saved
-/// max-pool indices, elementwise math for batch norm, matmul + softmax for attention), so
-/// backward, create_graph=true and higher derivatives work. Tensors are NCHW on the CPU; conv2d
-/// runs in the dtype of its inputs with amp::matmul's numerics (16-bit inputs multiply with fp32
+/// Every op records differentiable backward ops (oneDNN convolutions or im2col + matmul,
+/// gather/scatter at saved max-pool indices, elementwise math for batch norm, matmul + softmax for
+/// attention), so backward, create_graph=true and higher derivatives work. Tensors are NCHW on
+/// the CPU; conv2d runs in the dtype of its inputs (fp32 and bf16 on oneDNN's convolution
+/// primitives, fp16 and fp64 as im2col + amp::matmul; 16-bit inputs multiply with fp32
 /// accumulation and round once). docs/nn_conv.md describes the numerics and the speed.
 #pragma once
 #pragma GCC visibility push(default)  // public API (docs/building.md)

@@ -50,6 +50,7 @@
 #include "csrc/core/half.h"
 #include "csrc/core/macros.h"
 #include "csrc/cpu/kernels.h"
+#include "csrc/cpu/onednn_context.h"
 #include "csrc/cpu/parallel.h"
 #include "csrc/kernels/kernels.h"
 
@@ -197,18 +198,6 @@ Operand widen(const Half* src, int64_t batch, int64_t bs, int64_t rows, int64_t 
 // ---------------------------------------------------------------------------------------------
 // oneDNN
 
-dnnl::engine& cpu_engine() {
-  static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
-  return engine;
-}
-
-// One stream per thread: CPU streams are cheap, and oneDNN does not promise that one stream may
-// be used by several threads at once.
-dnnl::stream& thread_stream() {
-  thread_local dnnl::stream stream(cpu_engine());
-  return stream;
-}
-
 struct Key {
   DType dtype;
   int threads;  // oneDNN splits the work for the thread count it sees at creation
@@ -333,7 +322,7 @@ Candidate try_candidate(const GemmArgs& g, bool per_batch, bool pack, std::strin
     dnnl::primitive_attr attr;
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);  // see the top of the file
     dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(plan->a_md, plan->b_md, plan->c_md), attr,
-                                    cpu_engine());
+                                    onednn_engine());
     plan->scratchpad_md = pd.scratchpad_desc();
     plan->impl = pd.impl_info_str();
     return {std::move(plan), std::move(pd)};
@@ -418,8 +407,8 @@ void execute(const Plan& plan, const GemmArgs& g) {
     a_bs = a_bs == 0 ? 0 : g.m * g.k;
     b_bs = b_bs == 0 ? 0 : g.k * g.n;
   }
-  dnnl::engine& engine = cpu_engine();
-  dnnl::stream& stream = thread_stream();
+  dnnl::engine& engine = onednn_engine();
+  dnnl::stream& stream = onednn_thread_stream();
   // oneDNN takes non-const handles for every argument; it only reads SRC and WEIGHTS.
   dnnl::memory am(plan.a_md, engine, const_cast<char*>(a));
   dnnl::memory bm(plan.b_md, engine, const_cast<char*>(b));

@@ -79,6 +79,95 @@ void load_into(Tensor& param, const Tensor& value) {
   param.copy_(value);
 }
 
+// A direct float64 loop convolution, independent of both conv2d paths (oneDNN and im2col), with
+// each result's sum of |terms| for rounding-error bounds. Arrays are row-major NCHW / OIHW.
+struct LoopConv {
+  int64_t n, c, h, w, o, kh, kw, stride, padding;
+  int64_t oh() const { return (h + 2 * padding - kh) / stride + 1; }
+  int64_t ow() const { return (w + 2 * padding - kw) / stride + 1; }
+
+  // Calls f(x index, w index, y index) for every product term of the convolution.
+  template <class F>
+  void for_each_term(F f) const {
+    for (int64_t ni = 0; ni < n; ++ni)
+      for (int64_t oi = 0; oi < o; ++oi)
+        for (int64_t p = 0; p < oh(); ++p)
+          for (int64_t q = 0; q < ow(); ++q)
+            for (int64_t ci = 0; ci < c; ++ci)
+              for (int64_t i = 0; i < kh; ++i)
+                for (int64_t j = 0; j < kw; ++j) {
+                  const int64_t hi = p * stride - padding + i, wj = q * stride - padding + j;
+                  if (hi < 0 || hi >= h || wj < 0 || wj >= w) continue;
+                  f(((ni * c + ci) * h + hi) * w + wj, ((oi * c + ci) * kh + i) * kw + j,
+                    ((ni * o + oi) * oh() + p) * ow() + q);
+                }
+  }
+};
+
+// Values and sums of |terms| of y, grad x, grad w and grad b for inputs x, w, b and gy.
+struct LoopResults {
+  std::vector<double> y, gx, gw, gb, y_abs, gx_abs, gw_abs, gb_abs;
+};
+
+LoopResults loop_conv(const LoopConv& g, const std::vector<double>& x, const std::vector<double>& w,
+                      const std::vector<double>& b, const std::vector<double>& gy) {
+  LoopResults r;
+  const size_t ny = gy.size();
+  r.y.assign(ny, 0);
+  r.y_abs.assign(ny, 0);
+  r.gx.assign(x.size(), 0);
+  r.gx_abs.assign(x.size(), 0);
+  r.gw.assign(w.size(), 0);
+  r.gw_abs.assign(w.size(), 0);
+  g.for_each_term([&](int64_t xi, int64_t wi, int64_t yi) {
+    r.y[yi] += x[xi] * w[wi];
+    r.y_abs[yi] += std::abs(x[xi] * w[wi]);
+    r.gx[xi] += gy[yi] * w[wi];
+    r.gx_abs[xi] += std::abs(gy[yi] * w[wi]);
+    r.gw[wi] += gy[yi] * x[xi];
+    r.gw_abs[wi] += std::abs(gy[yi] * x[xi]);
+  });
+  r.gb.assign(g.o, 0);
+  r.gb_abs.assign(g.o, 0);
+  const int64_t plane = g.oh() * g.ow();
+  for (size_t yi = 0; yi < ny; ++yi) {
+    const int64_t oi = (static_cast<int64_t>(yi) / plane) % g.o;
+    if (!b.empty()) {
+      r.y[yi] += b[oi];
+      r.y_abs[yi] += std::abs(b[oi]);
+    }
+    r.gb[oi] += gy[yi];
+    r.gb_abs[oi] += std::abs(gy[yi]);
+  }
+  return r;
+}
+
+// Checks |got - exact| against the rounding-error bound of a sum of products computed with fp32
+// accumulation (any order: at most `terms` * 2^-24 * sum|terms|) whose result is then rounded
+// to `dtype` (unit roundoff 2^-24 for fp32, 2^-8 for bf16), with a factor 2 to spare.
+void check_within_rounding_bound(const Tensor& got_t, const std::vector<double>& exact,
+                                 const std::vector<double>& abs_sum, int64_t terms, DType dtype,
+                                 const std::string& what) {
+  const std::vector<double> got = got_t.to(DType::Float64).contiguous().to_vector<double>();
+  BOOST_REQUIRE_EQUAL(got.size(), exact.size());
+  const double u_out = dtype == DType::BFloat16 ? 0x1p-8 : 0x1p-24;
+  int bad = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    const double bound =
+        2 * (u_out * std::abs(exact[i]) + (terms + 1) * 0x1p-24 * abs_sum[i]) + 1e-300;
+    if (std::abs(got[i] - exact[i]) > bound && bad++ < 3) {
+      BOOST_ERROR(what << "[" << i << "]: got " << got[i] << ", expected " << exact[i] << " within "
+                       << bound);
+    }
+  }
+  BOOST_CHECK_MESSAGE(bad == 0, what << ": " << bad << " of " << got.size() << " out of bounds");
+}
+
+std::vector<double> values_of(const Tensor& t) {
+  return t.defined() ? t.to(DType::Float64).contiguous().to_vector<double>()
+                     : std::vector<double>{};
+}
+
 }  // namespace
 
 BOOST_AUTO_TEST_SUITE(nn_conv)
@@ -103,6 +192,80 @@ BOOST_AUTO_TEST_CASE(conv2d_forward_and_backward_match_pytorch) {
       check_close(w.grad(), g.get("gw"), tol, what + " grad w");
       if (b.defined()) check_close(b.grad(), g.get("gb"), tol, what + " grad b");
     }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(conv2d_in_fp32_and_bf16_matches_a_float64_loop_within_rounding_bounds) {
+  // fp32 and bf16 run on oneDNN's convolution primitives (csrc/cpu/conv.h). Inputs are drawn
+  // in float64 and rounded to the dtype first, so the loop reference sees exactly the values
+  // the convolution sees and only the arithmetic's rounding is measured.
+  const LoopConv shapes[] = {
+      {1, 1, 7, 9, 2, 3, 3, 1, 0},      // batch 1, one channel
+      {2, 3, 8, 8, 4, 3, 3, 2, 1},      // stride 2, padding
+      {3, 5, 11, 6, 7, 5, 3, 1, 2},     // odd sizes, a non-square kernel, wide padding
+      {2, 16, 5, 5, 16, 1, 1, 1, 0},    // 1x1
+      {2, 4, 9, 7, 3, 3, 3, 3, 1},      // stride 3 with leftover columns
+      {4, 32, 13, 13, 64, 3, 3, 1, 0},  // the second layer of bench_step's CNN, smaller batch
+  };
+  amp::manual_seed(21);
+  for (const LoopConv& g : shapes) {
+    for (DType dtype : {DType::Float32, DType::BFloat16}) {
+      for (bool bias : {true, false}) {
+        const amp::TensorOptions f64{.dtype = DType::Float64};
+        Tensor x = amp::randn({g.n, g.c, g.h, g.w}, f64).to(dtype).requires_grad_(true);
+        Tensor w = amp::randn({g.o, g.c, g.kh, g.kw}, f64).to(dtype).requires_grad_(true);
+        Tensor b = bias ? amp::randn({g.o}, f64).to(dtype).requires_grad_(true) : Tensor();
+        const Tensor gy = amp::randn({g.n, g.o, g.oh(), g.ow()}, f64).to(dtype);
+        const std::string what =
+            amp::detail::concat(amp::dtype_name(dtype), " x [", g.n, ", ", g.c, ", ", g.h, ", ",
+                                g.w, "] w [", g.o, ", ", g.c, ", ", g.kh, ", ", g.kw, "] stride ",
+                                g.stride, " padding ", g.padding, bias ? " bias" : " no bias");
+        const Tensor y = F::conv2d(x, w, b, g.stride, g.padding);
+        BOOST_REQUIRE(y.dtype() == dtype);
+        BOOST_CHECK(y.is_contiguous());
+        BOOST_CHECK_EQUAL(y.grad_fn()->name(), "ConvolutionBackward");
+        y.backward(gy);
+        const LoopResults r = loop_conv(g, values_of(x), values_of(w), values_of(b), values_of(gy));
+        const int64_t k = g.c * g.kh * g.kw + 1, batch_terms = g.n * g.oh() * g.ow();
+        check_within_rounding_bound(y, r.y, r.y_abs, k, dtype, what + " y");
+        check_within_rounding_bound(x.grad(), r.gx, r.gx_abs, g.o * g.kh * g.kw, dtype,
+                                    what + " grad x");
+        check_within_rounding_bound(w.grad(), r.gw, r.gw_abs, batch_terms, dtype, what + " grad w");
+        if (bias) {
+          check_within_rounding_bound(b.grad(), r.gb, r.gb_abs, batch_terms, dtype,
+                                      what + " grad b");
+        }
+      }
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(conv2d_double_backward_in_fp32_matches_float64) {
+  // The fp32 path's backward is made of recorded convolution ops (create_graph works); its
+  // second derivatives are compared with float64's (the im2col path, checked by gradgradcheck).
+  amp::manual_seed(5);
+  const amp::TensorOptions f64{.dtype = DType::Float64};
+  const Tensor x0 = amp::randn({2, 3, 7, 6}, f64), w0 = amp::randn({4, 3, 3, 3}, f64);
+  const Tensor b0 = amp::randn({4}, f64), gy0 = amp::randn({2, 4, 4, 3}, f64);
+  const Tensor u0 = amp::randn(x0.sizes(), f64), v0 = amp::randn(w0.sizes(), f64);
+  auto second_derivatives = [&](DType dtype) {
+    Tensor x = x0.to(dtype).requires_grad_(true), w = w0.to(dtype).requires_grad_(true);
+    Tensor b = b0.to(dtype).requires_grad_(true), gy = gy0.to(dtype).requires_grad_(true);
+    const Tensor y = F::conv2d(x, w, b, 2, 1);
+    const auto g = amp::autograd::grad({y}, {x, w, b}, {gy}, std::nullopt, true);
+    const Tensor s = amp::add(
+        amp::add(amp::sum(amp::mul(g[0], u0.to(dtype))), amp::sum(amp::mul(g[1], v0.to(dtype)))),
+        amp::sum(amp::mul(g[2], g[2])));
+    s.backward();
+    return std::vector<Tensor>{x.grad(), w.grad(), gy.grad()};
+  };
+  const std::vector<Tensor> got = second_derivatives(DType::Float32);
+  const std::vector<Tensor> expected = second_derivatives(DType::Float64);
+  const char* names[] = {"d/dx", "d/dw", "d/dgy"};
+  for (size_t i = 0; i < got.size(); ++i) {
+    BOOST_REQUIRE(got[i].defined());
+    check_close(got[i], expected[i], {.atol = 1e-5 * (1 + max_abs(expected[i])), .rtol = 1e-5},
+                std::string("fp32 conv2d second derivative ") + names[i]);
   }
 }
 

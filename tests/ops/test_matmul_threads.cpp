@@ -1,5 +1,6 @@
-// Specification of the thread-safety of the CPU GEMM (docs/robustness.md, "Threads"): matmul,
-// bmm and conv2d (which runs on the same oneDNN primitives) called from several threads at once,
+// Specification of the thread-safety of the CPU GEMM and convolutions (docs/robustness.md,
+// "Threads"): matmul, bmm, and conv2d forward and backward (oneDNN convolution primitives for
+// fp32 and bf16, im2col + GEMM for fp16) called from several threads at once,
 // on the same shapes, so that the threads share the cached primitives, give results equal bit for
 // bit to the same products run on one thread. Before scratchpads were per execution, two threads
 // running one primitive overwrote each other's partial sums and about a third of the 256 x 256
@@ -49,11 +50,21 @@ std::vector<Case> make_cases(DType dtype) {
   const Tensor ba = amp::randn({6, 40, 56}, o), bb = amp::randn({6, 56, 48}, o);
   const Tensor x = amp::randn({2, 8, 20, 20}, o), w = amp::randn({16, 8, 3, 3}, o);
   const Tensor bias = amp::randn({16}, o);
+  const Tensor x2 = amp::randn({3, 8, 15, 15}, o), gy2 = amp::randn({3, 16, 8, 8}, o);
+  // Fresh leaves per run (the shared tensors are only read): the gradients of input, weight and
+  // bias of a stride-2 convolution, flattened into one tensor.
+  auto conv_backward = [=] {
+    Tensor xl = x2.detach().requires_grad_(true), wl = w.detach().requires_grad_(true);
+    Tensor bl = bias.detach().requires_grad_(true);
+    amp::nn::functional::conv2d(xl, wl, bl, 2, 1).backward(gy2);
+    return amp::cat({xl.grad().reshape({-1}), wl.grad().reshape({-1}), bl.grad().reshape({-1})});
+  };
   std::vector<Case> cases = {
       {"mm 256x256", [=] { return amp::mm(a, b); }, {}},
       {"mm transposed B", [=] { return amp::mm(p, q.t()); }, {}},
       {"bmm", [=] { return amp::bmm(ba, bb); }, {}},
       {"conv2d", [=] { return amp::nn::functional::conv2d(x, w, bias, 1, 1); }, {}},
+      {"conv2d backward", conv_backward, {}},
   };
   for (Case& c : cases) c.expected = bytes_of(c.run());
   return cases;

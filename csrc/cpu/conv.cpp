@@ -1,0 +1,315 @@
+// oneDNN convolutions (conv.h). A primitive is built once per (pass, dtype, geometry, bias,
+// thread count) and kept in a bounded LRU cache, so a call costs a hash lookup, a few
+// dnnl::memory wrappers around the caller's pointers and one execute. Every primitive uses a
+// user-managed scratchpad, passed per thread at execution (onednn_context.h): a cached primitive
+// is then read-only and safe to run from several threads at once.
+//
+// Layouts: with the caller's plain layouts (nchw activations, oihw weights) oneDNN only has its
+// GEMM-based convolution, which measured 2-30x slower per pass than its direct JIT kernels on
+// the CNN of bench_step. So each primitive is created with format_tag::any, and an operand whose
+// chosen layout (typically nChw16c) differs from the plain one is reordered into a thread-local
+// buffer before the run (inputs) or out of one after it (outputs); the reorders cost a small
+// fraction of the convolution (docs/PERFORMANCE.md, "conv2d on oneDNN"). The caller sees
+// contiguous NCHW/OIHW tensors only.
+#include "csrc/cpu/conv.h"
+
+#include <omp.h>
+
+#include <array>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "csrc/core/macros.h"
+#include "csrc/cpu/onednn_context.h"
+
+namespace amp::cpu {
+namespace {
+
+enum class Pass { Forward, BackwardData, BackwardWeights };
+
+struct Key {
+  Pass pass;
+  DType dtype;
+  bool bias;
+  int threads;  // oneDNN splits the work for the thread count it sees at creation
+  std::array<int64_t, 9> geometry;
+  bool operator==(const Key&) const = default;
+};
+
+Key make_key(Pass pass, const ConvGeometry& g, bool bias) {
+  return {pass,
+          g.dtype,
+          bias,
+          omp_in_parallel() ? 1 : omp_get_max_threads(),
+          {g.n, g.c, g.h, g.w, g.o, g.kh, g.kw, g.stride, g.padding}};
+}
+
+struct KeyHash {
+  size_t operator()(const Key& key) const {
+    uint64_t h = 1469598103934665603ull;  // FNV-1a over the fields, 64 bits at a time
+    auto mix = [&h](uint64_t v) {
+      h ^= v;
+      h *= 1099511628211ull;
+      h ^= h >> 29;
+    };
+    mix(static_cast<uint64_t>(key.pass));
+    mix(static_cast<uint64_t>(key.dtype));
+    mix(static_cast<uint64_t>(key.bias));
+    mix(static_cast<uint64_t>(key.threads));
+    for (int64_t v : key.geometry) mix(static_cast<uint64_t>(v));
+    return static_cast<size_t>(h);
+  }
+};
+
+// One argument of a pass: the caller's plain layout, the primitive's, and the reorder between
+// them (plain -> primitive for inputs, primitive -> plain for outputs) when they differ.
+struct Operand {
+  int arg = 0;  // DNNL_ARG_*
+  bool output = false;
+  dnnl::memory::desc plain_md, primitive_md;
+  dnnl::reorder reorder;  // empty when the layouts agree
+  dnnl::memory::desc reorder_scratchpad_md;
+};
+
+// One pass's primitive and its operands, in the order the caller passes their pointers.
+struct Plan {
+  std::vector<Operand> operands;
+  dnnl::memory::desc scratchpad_md;
+  dnnl::primitive primitive;
+  std::string impl;  // oneDNN's impl_info_str, e.g. "jit:avx512_core"
+};
+
+// Bounded LRU map from Key to Plan; shared_ptr so that a plan evicted while another thread runs
+// it stays alive until that run ends.
+class PlanCache {
+ public:
+  static constexpr size_t kCapacity = 128;
+
+  std::shared_ptr<const Plan> find(const Key& key) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = index_.find(key);
+    if (it == index_.end()) return nullptr;
+    lru_.splice(lru_.begin(), lru_, it->second);
+    return it->second->second;
+  }
+
+  // Returns the plan stored for `key`: `plan`, or the one another thread inserted first.
+  std::shared_ptr<const Plan> insert(const Key& key, std::shared_ptr<const Plan> plan) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = index_.find(key);
+    if (it != index_.end()) return it->second->second;
+    lru_.emplace_front(key, std::move(plan));
+    index_.emplace(key, lru_.begin());
+    if (lru_.size() > kCapacity) {
+      index_.erase(lru_.back().first);
+      lru_.pop_back();
+    }
+    return lru_.front().second;
+  }
+
+ private:
+  using Entry = std::pair<Key, std::shared_ptr<const Plan>>;
+  std::mutex mutex_;
+  std::list<Entry> lru_;  // most recently used first
+  std::unordered_map<Key, std::list<Entry>::iterator, KeyHash> index_;
+};
+
+PlanCache& plan_cache() {
+  static PlanCache cache;
+  return cache;
+}
+
+dnnl::primitive_attr user_scratchpad() {
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);  // see the top of the file
+  return attr;
+}
+
+// The operand `arg` of primitive descriptor pd, whose caller-side layout is `plain`.
+Operand make_operand(const dnnl::primitive_desc_base& pd, int arg, bool output,
+                     const dnnl::memory::desc& plain) {
+  Operand op{arg, output, plain, pd.query_md(dnnl::query::exec_arg_md, arg), {}, {}};
+  if (op.primitive_md != op.plain_md) {
+    dnnl::engine& engine = onednn_engine();
+    const dnnl::reorder::primitive_desc rpd =
+        output ? dnnl::reorder::primitive_desc(engine, op.primitive_md, engine, op.plain_md,
+                                               user_scratchpad())
+               : dnnl::reorder::primitive_desc(engine, op.plain_md, engine, op.primitive_md,
+                                               user_scratchpad());
+    op.reorder = dnnl::reorder(rpd);
+    op.reorder_scratchpad_md = rpd.scratchpad_desc();
+  }
+  return op;
+}
+
+template <class Primitive>
+void set_primitive(Plan& plan, const typename Primitive::primitive_desc& pd) {
+  plan.scratchpad_md = pd.scratchpad_desc();
+  plan.impl = pd.impl_info_str();
+  plan.primitive = Primitive(pd);
+}
+
+std::shared_ptr<const Plan> build_plan(Pass pass, const ConvGeometry& g, bool bias) {
+  using dims = dnnl::memory::dims;
+  using tag = dnnl::memory::format_tag;
+  const auto type =
+      g.dtype == DType::Float32 ? dnnl::memory::data_type::f32 : dnnl::memory::data_type::bf16;
+  const dnnl::memory::desc x_md(dims{g.n, g.c, g.h, g.w}, type, tag::nchw);
+  const dnnl::memory::desc w_md(dims{g.o, g.c, g.kh, g.kw}, type, tag::oihw);
+  const dnnl::memory::desc b_md =
+      bias ? dnnl::memory::desc(dims{g.o}, type, tag::x) : dnnl::memory::desc();
+  const dnnl::memory::desc y_md(dims{g.n, g.o, g.oh(), g.ow()}, type, tag::nchw);
+  auto any = [](const dnnl::memory::desc& md) {
+    return dnnl::memory::desc(md.dims(), md.data_type(), tag::any);
+  };
+  const dims strides{g.stride, g.stride}, pad{g.padding, g.padding};
+  dnnl::engine& engine = onednn_engine();
+  const dnnl::primitive_attr attr = user_scratchpad();
+  // Direct (not Winograd): the same products as the GEMM formulation, summed in another order.
+  const auto algo = dnnl::algorithm::convolution_direct;
+  auto plan = std::make_shared<Plan>();
+  try {
+    // The backward passes take the forward's primitive descriptor as a hint.
+    const dnnl::convolution_forward::primitive_desc fwd(
+        dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, algo, any(x_md),
+                                        any(w_md), b_md, any(y_md), strides, pad, pad),
+        attr, engine);
+    if (pass == Pass::Forward) {
+      set_primitive<dnnl::convolution_forward>(*plan, fwd);
+      plan->operands = {make_operand(fwd, DNNL_ARG_SRC, false, x_md),
+                        make_operand(fwd, DNNL_ARG_WEIGHTS, false, w_md),
+                        make_operand(fwd, DNNL_ARG_DST, true, y_md)};
+      if (bias) plan->operands.push_back(make_operand(fwd, DNNL_ARG_BIAS, false, b_md));
+    } else if (pass == Pass::BackwardData) {
+      const dnnl::convolution_backward_data::primitive_desc pd(
+          dnnl::convolution_backward_data::desc(algo, any(x_md), any(w_md), any(y_md), strides, pad,
+                                                pad),
+          attr, engine, fwd);
+      set_primitive<dnnl::convolution_backward_data>(*plan, pd);
+      plan->operands = {make_operand(pd, DNNL_ARG_DIFF_DST, false, y_md),
+                        make_operand(pd, DNNL_ARG_WEIGHTS, false, w_md),
+                        make_operand(pd, DNNL_ARG_DIFF_SRC, true, x_md)};
+    } else {
+      const dnnl::convolution_backward_weights::primitive_desc pd(
+          dnnl::convolution_backward_weights::desc(algo, any(x_md), any(w_md), b_md, any(y_md),
+                                                   strides, pad, pad),
+          attr, engine, fwd);
+      set_primitive<dnnl::convolution_backward_weights>(*plan, pd);
+      plan->operands = {make_operand(pd, DNNL_ARG_SRC, false, x_md),
+                        make_operand(pd, DNNL_ARG_DIFF_DST, false, y_md),
+                        make_operand(pd, DNNL_ARG_DIFF_WEIGHTS, true, w_md)};
+      if (bias) plan->operands.push_back(make_operand(pd, DNNL_ARG_DIFF_BIAS, true, b_md));
+    }
+  } catch (const dnnl::error& e) {
+    AMP_FAIL("conv2d: oneDNN has no ", dtype_name(g.dtype), " convolution for input [", g.n, ", ",
+             g.c, ", ", g.h, ", ", g.w, "], weight [", g.o, ", ", g.c, ", ", g.kh, ", ", g.kw,
+             "], stride ", g.stride, ", padding ", g.padding, ": ", e.what());
+  }
+  AMP_ASSERT(plan->operands.size() <= kOneDnnThreadBuffers, "conv2d: too many operands");
+  return plan;
+}
+
+std::shared_ptr<const Plan> plan_for(Pass pass, const ConvGeometry& g, bool bias) {
+  const Key key = make_key(pass, g, bias);
+  PlanCache& cache = plan_cache();
+  if (auto plan = cache.find(key)) return plan;
+  // Built outside the lock: creating a primitive JIT-compiles kernels (milliseconds), and
+  // other threads should not wait on that for unrelated shapes.
+  return cache.insert(key, build_plan(pass, g, bias));
+}
+
+void run(const dnnl::primitive& primitive, std::unordered_map<int, dnnl::memory>& args,
+         const dnnl::memory::desc& scratchpad_md, dnnl::stream& stream) {
+  const dnnl::memory scratchpad = onednn_thread_scratchpad(scratchpad_md);
+  if (scratchpad) {
+    args[DNNL_ARG_SCRATCHPAD] = scratchpad;
+  } else {
+    args.erase(DNNL_ARG_SCRATCHPAD);
+  }
+  primitive.execute(stream, args);
+  stream.wait();  // the next run may reuse this thread's scratchpad and buffers
+}
+
+// Runs a plan on the caller's pointers, given in the order of plan.operands. oneDNN takes
+// non-const handles for every argument and writes only the outputs.
+void execute(const Plan& plan, std::initializer_list<const void*> pointers) {
+  AMP_ASSERT(pointers.size() == plan.operands.size(), "conv2d: expected ", plan.operands.size(),
+             " operands, got ", pointers.size());
+  dnnl::engine& engine = onednn_engine();
+  dnnl::stream& stream = onednn_thread_stream();
+  std::unordered_map<int, dnnl::memory> args;
+  std::vector<std::pair<const Operand*, dnnl::memory>> pending_outputs;
+  try {
+    int slot = 0;
+    for (const void* pointer : pointers) {
+      const Operand& op = plan.operands[slot];
+      dnnl::memory plain(op.plain_md, engine, const_cast<void*>(pointer));
+      if (!op.reorder) {
+        args.emplace(op.arg, plain);
+      } else {
+        dnnl::memory staged(op.primitive_md, engine,
+                            onednn_thread_buffer(slot, op.primitive_md.get_size()));
+        args.emplace(op.arg, staged);
+        if (op.output) {
+          pending_outputs.emplace_back(&op, plain);
+        } else {
+          std::unordered_map<int, dnnl::memory> reorder_args{{DNNL_ARG_FROM, plain},
+                                                             {DNNL_ARG_TO, staged}};
+          run(op.reorder, reorder_args, op.reorder_scratchpad_md, stream);
+        }
+      }
+      ++slot;
+    }
+    run(plan.primitive, args, plan.scratchpad_md, stream);
+    for (auto& [op, plain] : pending_outputs) {
+      std::unordered_map<int, dnnl::memory> reorder_args{{DNNL_ARG_FROM, args.at(op->arg)},
+                                                         {DNNL_ARG_TO, plain}};
+      run(op->reorder, reorder_args, op->reorder_scratchpad_md, stream);
+    }
+  } catch (const dnnl::error& e) {
+    AMP_FAIL("conv2d: oneDNN failed to run ", plan.impl, ": ", e.what());
+  }
+}
+
+}  // namespace
+
+bool onednn_conv_supports(DType dtype) {
+  return dtype == DType::Float32 || dtype == DType::BFloat16;
+}
+
+void conv2d_forward(const ConvGeometry& g, const void* x, const void* weight, const void* bias,
+                    void* y) {
+  const auto plan = plan_for(Pass::Forward, g, bias != nullptr);
+  if (bias != nullptr) {
+    execute(*plan, {x, weight, y, bias});
+  } else {
+    execute(*plan, {x, weight, y});
+  }
+}
+
+void conv2d_backward_data(const ConvGeometry& g, const void* grad_y, const void* weight,
+                          void* grad_x) {
+  execute(*plan_for(Pass::BackwardData, g, false), {grad_y, weight, grad_x});
+}
+
+void conv2d_backward_weights(const ConvGeometry& g, const void* x, const void* grad_y,
+                             void* grad_weight, void* grad_bias) {
+  const auto plan = plan_for(Pass::BackwardWeights, g, grad_bias != nullptr);
+  if (grad_bias != nullptr) {
+    execute(*plan, {x, grad_y, grad_weight, grad_bias});
+  } else {
+    execute(*plan, {x, grad_y, grad_weight});
+  }
+}
+
+std::string conv2d_impl_names(const ConvGeometry& g) {
+  return detail::concat("fwd ", plan_for(Pass::Forward, g, true)->impl, ", bwd_d ",
+                        plan_for(Pass::BackwardData, g, false)->impl, ", bwd_w ",
+                        plan_for(Pass::BackwardWeights, g, true)->impl);
+}
+
+}  // namespace amp::cpu

@@ -1,0 +1,48 @@
+// 2-D convolution on the CPU through oneDNN's convolution primitives (forward, backward data,
+// backward weights with bias), for contiguous NCHW activations and OIHW weights in fp32 or bf16.
+// bf16 multiplies bf16 operands, accumulates in fp32 and rounds each output once (the bias is
+// added before that rounding). Primitives are cached per geometry, dtype and thread count and
+// use the calling thread's scratchpad (onednn_context.h), so any number of threads may run
+// convolutions at once. nn/functional_conv.cpp keeps im2col + GEMM for the rest (float64, fp16:
+// oneDNN 2.6 has fp16 convolutions only on CPUs with AVX512-FP16).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "csrc/core/dtype.h"
+
+namespace amp::cpu {
+
+// One convolution's geometry: x (n, c, h, w), weight (o, c, kh, kw), y (n, o, oh, ow), square
+// stride and zero padding. Every tensor is contiguous and of `dtype`, the bias too.
+struct ConvGeometry {
+  DType dtype = DType::Float32;
+  int64_t n = 0, c = 0, h = 0, w = 0;
+  int64_t o = 0, kh = 0, kw = 0;
+  int64_t stride = 1, padding = 0;
+  int64_t oh() const { return (h + 2 * padding - kh) / stride + 1; }
+  int64_t ow() const { return (w + 2 * padding - kw) / stride + 1; }
+};
+
+// Whether the functions below take tensors of `dtype` (fp32 and bf16).
+bool onednn_conv_supports(DType dtype);
+
+// y = conv(x, weight) + bias; bias may be null.
+void conv2d_forward(const ConvGeometry& g, const void* x, const void* weight, const void* bias,
+                    void* y);
+
+// grad_x = the gradient of sum(conv(x, weight) * grad_y) with respect to x.
+void conv2d_backward_data(const ConvGeometry& g, const void* grad_y, const void* weight,
+                          void* grad_x);
+
+// grad_weight (and grad_bias = grad_y summed over n, oh, ow, when not null) of
+// sum(conv(x, weight) * grad_y).
+void conv2d_backward_weights(const ConvGeometry& g, const void* x, const void* grad_y,
+                             void* grad_weight, void* grad_bias);
+
+// Which oneDNN implementations run g, e.g. "fwd gemm:jit, bwd_d jit:avx512_core, bwd_w ...";
+// for benchmarks, tests and diagnostics. Builds and caches the primitives, runs nothing.
+std::string conv2d_impl_names(const ConvGeometry& g);
+
+}  // namespace amp::cpu

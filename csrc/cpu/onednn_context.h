@@ -1,0 +1,34 @@
+// The oneDNN CPU engine and the per-thread stream and scratchpad that the library's oneDNN
+// kernels (gemm.cpp, conv.cpp) share. Every primitive is created with a user-managed
+// scratchpad (dnnl::scratchpad_mode::user) and run with the calling thread's scratchpad, so a
+// cached primitive is read-only and may run from any number of threads at once (gemm.cpp's top
+// comment says why oneDNN's default scratchpad is not safe for that).
+#pragma once
+
+#include <cstddef>
+#include <oneapi/dnnl/dnnl.hpp>
+
+namespace amp::cpu {
+
+// The process's CPU engine.
+dnnl::engine& onednn_engine();
+
+// This thread's stream: CPU streams are cheap, and oneDNN does not promise that one stream may
+// be used by several threads at once.
+dnnl::stream& onednn_thread_stream();
+
+// This thread's scratchpad memory for a primitive whose scratchpad descriptor is `md`, or an
+// empty memory when it needs none; valid until the thread's next call. Executions are
+// synchronous (the caller waits on its stream), so one buffer per thread is never used by two
+// executions at once.
+dnnl::memory onednn_thread_scratchpad(const dnnl::memory::desc& md);
+
+// The number of onednn_thread_buffer slots.
+inline constexpr int kOneDnnThreadBuffers = 4;
+
+// This thread's 64-byte aligned buffer `slot` (< kOneDnnThreadBuffers) of at least `bytes`, for
+// operands reordered to a primitive's layout. It grows and is kept (a training loop repeats the
+// same shapes); it is valid until the thread's next call for the same slot.
+void* onednn_thread_buffer(int slot, size_t bytes);
+
+}  // namespace amp::cpu
