@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <limits>
 #include <vector>
@@ -201,36 +202,83 @@ Tensor unfold_op(const Tensor& x, const ImageGeometry& ig, const Window& g) {
 
 // ---- max pooling: values and flat (ih * W + iw) indices per plane ----
 
+// One step of the window scan, in the window's row-major order: PyTorch's rule keeps the first
+// strict maximum, or the last NaN. Written with a bit mask and std::max so that no branch is
+// left: on random data (and after a ReLU, with its ties at 0) the comparisons are unpredictable,
+// and with `cond ? a : b` GCC emitted branches that made max pooling 45% of bench_step's CNN
+// step (3x slower than this).
+template <class A>
+AMP_FORCEINLINE void max_pool_step(A v, int64_t at, A& best_value, int64_t& best, bool& seen_nan) {
+  const bool is_nan = v != v;
+  const bool greater = v > best_value;
+  const int64_t take = -static_cast<int64_t>(is_nan | (greater & !seen_nan));
+  best = (at & take) | (best & ~take);
+  best_value = std::max(best_value, v);  // = greater ? v : best_value
+  seen_nan |= is_nan;
+}
+
+// Without padding every window lies inside the plane, so one output row is computed a window
+// position at a time across all its columns: the loop over columns has no bounds to clamp and
+// vectorises. Same scan order per window, so the same values and indices as the general kernel.
+template <class T>
+void max_pool_rows_unpadded(const T* xp, T* out, int64_t* idx, int64_t w, int64_t oh, int64_t ow,
+                            const Window& g, std::vector<opmath_t<T>>& values,
+                            std::vector<uint8_t>& nan_seen) {
+  using A = opmath_t<T>;
+  const int64_t s = g.stride;
+  for (int64_t i = 0; i < oh; ++i) {
+    A* bv = values.data();
+    int64_t* bi = idx + i * ow;
+    uint8_t* sn = nan_seen.data();
+    for (int64_t j = 0; j < ow; ++j) {
+      bv[j] = -std::numeric_limits<A>::infinity();
+      bi[j] = i * s * w + j * s;
+      sn[j] = 0;
+    }
+    for (int64_t di = 0; di < g.kh; ++di) {
+      const int64_t row = (i * s + di) * w;
+      for (int64_t dj = 0; dj < g.kw; ++dj) {
+        for (int64_t j = 0; j < ow; ++j) {
+          const int64_t at = row + j * s + dj;
+          bool seen = sn[j] != 0;
+          max_pool_step(convert<A>(xp[at]), at, bv[j], bi[j], seen);
+          sn[j] = seen;
+        }
+      }
+    }
+    for (int64_t j = 0; j < ow; ++j) {
+      out[i * ow + j] = convert<T>(sn[j] != 0 ? std::numeric_limits<A>::quiet_NaN() : bv[j]);
+    }
+  }
+}
+
 template <class T>
 void max_pool_kernel(const T* x, T* out, int64_t* idx, int64_t planes, int64_t h, int64_t w,
                      const Window& g) {
   using A = opmath_t<T>;
   const int64_t oh = g.out_h(h), ow = g.out_w(w);
   cpu::parallel_for(planes, plane_grain(oh * ow * g.kh * g.kw), [&](int64_t begin, int64_t end) {
+    std::vector<A> values(g.padding == 0 ? ow : 0);
+    std::vector<uint8_t> nan_seen(values.size());
     for (int64_t p = begin; p < end; ++p) {
       const T* xp = x + p * h * w;
+      if (g.padding == 0) {
+        max_pool_rows_unpadded(xp, out + p * oh * ow, idx + p * oh * ow, w, oh, ow, g, values,
+                               nan_seen);
+        continue;
+      }
       for (int64_t i = 0; i < oh; ++i) {
         const int64_t h0 = i * g.stride - g.padding;
         const int64_t hs = std::max<int64_t>(h0, 0), he = std::min<int64_t>(h0 + g.kh, h);
         for (int64_t j = 0; j < ow; ++j) {
           const int64_t w0 = j * g.stride - g.padding;
           const int64_t ws = std::max<int64_t>(w0, 0), we = std::min<int64_t>(w0 + g.kw, w);
-          // PyTorch's rule: the first strict maximum, or the last NaN. Written with a bit mask
-          // and std::max so that no branch is left: on random data (and after a ReLU, with its
-          // ties at 0) the comparisons are unpredictable, and with `cond ? a : b` GCC emitted
-          // branches that made this kernel 45% of bench_step's CNN step (3x slower than now).
           int64_t best = hs * w + ws;
           A best_value = -std::numeric_limits<A>::infinity();
           bool seen_nan = false;
           for (int64_t ih = hs; ih < he; ++ih) {
             for (int64_t iw = ws; iw < we; ++iw) {
-              const A v = convert<A>(xp[ih * w + iw]);
-              const bool is_nan = v != v;
-              const bool greater = v > best_value;
-              const int64_t take = -static_cast<int64_t>(is_nan | (greater & !seen_nan));
-              best = ((ih * w + iw) & take) | (best & ~take);
-              best_value = std::max(best_value, v);  // = greater ? v : best_value
-              seen_nan |= is_nan;
+              max_pool_step(convert<A>(xp[ih * w + iw]), ih * w + iw, best_value, best, seen_nan);
             }
           }
           if (seen_nan) best_value = std::numeric_limits<A>::quiet_NaN();

@@ -417,6 +417,56 @@ BOOST_AUTO_TEST_CASE(max_pool2d_routes_gradient_to_the_argmax_and_propagates_nan
   BOOST_CHECK(std::isnan(F::max_pool2d(with_nan, 2).item<double>()));
 }
 
+// The unpadded kernel scans a whole output row per window position; against a scan of each
+// window written here (PyTorch's rule: the first strict maximum, or the last NaN), on values
+// with many ties and some NaNs, for several kernels and strides, odd plane sizes and every
+// floating dtype. The argmax is observed through the gradient it routes.
+BOOST_AUTO_TEST_CASE(max_pool2d_without_padding_matches_a_reference_window_scan) {
+  struct Case {
+    int64_t kernel, stride, h, w;
+  };
+  for (const Case c : {Case{2, 2, 9, 11}, Case{3, 2, 10, 7}, Case{3, 1, 6, 9}, Case{2, 3, 8, 13}}) {
+    for (DType dtype : {DType::Float32, DType::Float64, DType::Float16, DType::BFloat16}) {
+      BOOST_TEST_CONTEXT("kernel " << c.kernel << " stride " << c.stride << " plane " << c.h << "x"
+                                   << c.w << " " << amp::dtype_name(dtype)) {
+        const int64_t planes = 3, n = planes * c.h * c.w;
+        std::vector<double> v(n);
+        for (int64_t i = 0; i < n; ++i) v[i] = static_cast<double>((i * 37 + 11) % 5) - 2.0;
+        for (int64_t i = 5; i < n; i += 41) v[i] = NAN;
+        const Tensor x = amp::from_vector(v, {1, planes, c.h, c.w}).to(dtype).requires_grad_(true);
+        const Tensor y = F::max_pool2d(x, c.kernel, c.stride);
+        const int64_t oh = (c.h - c.kernel) / c.stride + 1, ow = (c.w - c.kernel) / c.stride + 1;
+        BOOST_TEST(y.size(2) == oh);
+        BOOST_TEST(y.size(3) == ow);
+        std::vector<double> want_y, want_grad(n, 0.0);
+        for (int64_t p = 0; p < planes; ++p) {
+          for (int64_t i = 0; i < oh; ++i) {
+            for (int64_t j = 0; j < ow; ++j) {
+              int64_t best = -1;
+              for (int64_t di = 0; di < c.kernel; ++di) {
+                for (int64_t dj = 0; dj < c.kernel; ++dj) {
+                  const int64_t at = p * c.h * c.w + (i * c.stride + di) * c.w + j * c.stride + dj;
+                  const bool best_is_nan = best >= 0 && std::isnan(v[best]);
+                  if (best < 0 || std::isnan(v[at]) || (!best_is_nan && v[at] > v[best])) best = at;
+                }
+              }
+              want_y.push_back(v[best]);
+              want_grad[best] += 1.0;
+            }
+          }
+        }
+        const std::vector<double> got = y.to_vector<double>();
+        for (size_t k = 0; k < got.size(); ++k) {
+          BOOST_TEST((std::isnan(want_y[k]) ? std::isnan(got[k]) : got[k] == want_y[k]),
+                     "output " << k << ": got " << got[k] << ", expected " << want_y[k]);
+        }
+        amp::sum(y).backward();
+        BOOST_TEST(x.grad().to_vector<double>() == want_grad, boost::test_tools::per_element());
+      }
+    }
+  }
+}
+
 BOOST_AUTO_TEST_CASE(max_pool2d_double_backward_gathers_at_the_indices) {
   amp::manual_seed(5);
   const auto opts = amp::TensorOptions{.dtype = DType::Float64};
