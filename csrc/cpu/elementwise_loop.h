@@ -42,8 +42,8 @@ inline const opmath_t<T>* op_math_block(const T* src, int64_t n, float* buffer) 
 // 16-bit inputs are widened with vector instructions first, f runs over floats, and a float
 // result is narrowed a block at a time; the conversions are the same, so are the bits.
 template <class OutT, class F, size_t... I, class... InT>
-inline void run_blocks(OutT* out, const F& f, int64_t n, std::index_sequence<I...>,
-                       const InT*... in) {
+[[gnu::flatten]] inline void run_blocks(OutT* out, const F& f, int64_t n, std::index_sequence<I...>,
+                                        const InT*... in) {
   constexpr int64_t kBlock = 512;
   alignas(64) float widened[sizeof...(InT)][kBlock];
   alignas(64) float result[kBlock];
@@ -61,8 +61,10 @@ inline void run_blocks(OutT* out, const F& f, int64_t n, std::index_sequence<I..
 }
 
 // out[j] = f(in[j]...) for j in [0, n): unit-stride typed pointers, the loop GCC vectorises.
+// flatten: f must be inlined for that, and in a unit as large as the kernel table GCC's
+// inlining budget left some functors (gelu, exp) as a call per element.
 template <class OutT, class... InT, class F>
-inline void run_unit_stride(OutT* out, const F& f, int64_t n, const InT*... in) {
+[[gnu::flatten]] inline void run_unit_stride(OutT* out, const F& f, int64_t n, const InT*... in) {
   // (A fill has no inputs: its loop of one stored constant vectorises as it is.)
   if constexpr (sizeof...(InT) > 0 && (is_16bit_float<OutT> || (is_16bit_float<InT> || ...))) {
     run_blocks(out, f, n, std::index_sequence_for<InT...>{}, in...);

@@ -18,7 +18,7 @@ namespace amp::vector_math {
 // Waite: ln2 split into a head with few bits, so n * head is exact, and a tail), e^r by Cephes
 // expf's degree-7 polynomial, and 2^n applied in two exact halves so that subnormal results are
 // rounded once. Overflow gives inf, underflow 0, NaN stays NaN.
-inline float exp_float(float x) {
+AMP_FORCEINLINE float exp_float(float x) {
   constexpr float kLog2e = 1.44269504088896341f;
   constexpr float kLn2Head = 0.693359375f;
   constexpr float kLn2Tail = -2.12194440e-4f;
@@ -53,7 +53,7 @@ inline float exp_float(float x) {
 // in float arithmetic); |x| >= 1: 1 - e^(-x^2) Q(1 / |x|) with the sign of x, Q fitted to
 // erfc(x) e^(x^2) on [1, 4] relative to it (1.1 ulp; beyond 4 the float result is 1 anyway).
 // Both are computed and one is selected, so loops of it vectorise. NaN stays NaN.
-inline float erf_float(float x) {
+AMP_FORCEINLINE float erf_float(float x) {
   const bool nan = x != x;
   const float a = x < 0.0f ? -x : x;
   const float u = x * x;
