@@ -84,6 +84,26 @@ AMP_HOST_DEVICE AMP_FORCEINLINE Acc keep_larger(Acc m, Acc v) {
   return v > m || functors::is_nan(v) ? v : m;
 }
 
+// sum(exp(x - max_value)) over 8 lanes, as sum() adds; with kStore each exp also goes to y.
+template <bool kStore, class T, class Acc>
+AMP_HOST_DEVICE AMP_FORCEINLINE Acc sum_exp(const T* x, int64_t n, Acc max_value, T* y) {
+  Acc acc[8] = {};
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    for (int j = 0; j < 8; ++j) {
+      const Acc e = vector_math::exp(convert<Acc>(x[i + j]) - max_value);
+      acc[j] += e;
+      if constexpr (kStore) y[i + j] = e;
+    }
+  }
+  for (; i < n; ++i) {
+    const Acc e = vector_math::exp(convert<Acc>(x[i]) - max_value);
+    acc[0] += e;
+    if constexpr (kStore) y[i] = e;
+  }
+  return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+}
+
 // Softmax (or log-softmax) of one row: y = exp(x - max) / sum(exp(x - max)). The maximum and the
 // sum run over 8 independent lanes, as sum() does, so both loops vectorise; the maximum is
 // exact whatever the order, and a NaN anywhere makes it NaN.
@@ -100,13 +120,16 @@ AMP_HOST_DEVICE void softmax(const T* x, T* y, int64_t n, bool log) {
   Acc max_value = lane_max[0];
   for (int j = 1; j < 8; ++j) max_value = keep_larger(max_value, lane_max[j]);
 
-  Acc acc[8] = {};
-  for (i = 0; i + 8 <= n; i += 8) {
-    for (int j = 0; j < 8; ++j) acc[j] += vector_math::exp(convert<Acc>(x[i + j]) - max_value);
+  if constexpr (std::is_same_v<T, Acc>) {
+    if (!log) {
+      // y can hold each exp exactly as computed: the last pass only scales it (the products of
+      // recomputing exp there), one exp per element instead of two.
+      const Acc inv = Acc(1) / sum_exp<true>(x, n, max_value, y);
+      for (i = 0; i < n; ++i) y[i] = y[i] * inv;
+      return;
+    }
   }
-  for (; i < n; ++i) acc[0] += vector_math::exp(convert<Acc>(x[i]) - max_value);
-  const Acc total =
-      ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+  const Acc total = sum_exp<false>(x, n, max_value, y);
   if (log) {
     const Acc log_total = std::log(total);
     for (i = 0; i < n; ++i) y[i] = convert<T>(convert<Acc>(x[i]) - max_value - log_total);
