@@ -61,10 +61,37 @@ void where_kernel(const ElementwisePlan& plan, DType dtype) {
   });
 }
 
+// Casts between fp32 and fp16/bf16 of contiguous tensors (autocast's casts of the weights and of
+// their gradients, every step): the block conversions straight from source to destination,
+// without run_blocks' staging of the values through a float buffer. Same conversions, same bits.
+template <class Out, class In>
+bool convert_contiguous(const ElementwisePlan& plan) {
+  constexpr bool kNarrow = std::is_same_v<In, float> && detail::is_16bit_float<Out>;
+  constexpr bool kWiden = detail::is_16bit_float<In> && std::is_same_v<Out, float>;
+  if constexpr (kNarrow || kWiden) {
+    if (!plan.contiguous) return false;
+    parallel_for(plan.numel, kElementwiseGrain, [&](int64_t begin, int64_t end) {
+      const In* src = reinterpret_cast<const In*>(plan.data[1]) + begin;
+      Out* dst = reinterpret_cast<Out*>(plan.data[0]) + begin;
+      if constexpr (kNarrow) {
+        narrow_block(src, dst, end - begin);
+      } else {
+        widen_block(src, dst, end - begin);
+      }
+    });
+    return true;
+  }
+  return false;
+}
+
 void copy_kernel(const ElementwisePlan& plan, DType out_dtype, DType in_dtype) {
   AMP_DISPATCH_ALL(out_dtype, "copy_", [&] {
     using out_t = scalar_t;
-    AMP_DISPATCH_ALL(in_dtype, "copy_", [&] { elementwise<out_t, scalar_t>(plan, Identity{}); });
+    AMP_DISPATCH_ALL(in_dtype, "copy_", [&] {
+      if (!convert_contiguous<out_t, scalar_t>(plan)) {
+        elementwise<out_t, scalar_t>(plan, Identity{});
+      }
+    });
   });
 }
 
