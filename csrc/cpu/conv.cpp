@@ -16,14 +16,13 @@
 #include <omp.h>
 
 #include <array>
-#include <list>
 #include <memory>
-#include <mutex>
 #include <unordered_map>
 #include <utility>
 #include <vector>
 
 #include "csrc/core/macros.h"
+#include "csrc/cpu/lru_cache.h"
 #include "csrc/cpu/onednn_context.h"
 
 namespace amp::cpu {
@@ -83,40 +82,7 @@ struct Plan {
   std::string impl;  // oneDNN's impl_info_str, e.g. "jit:avx512_core"
 };
 
-// Bounded LRU map from Key to Plan; shared_ptr so that a plan evicted while another thread runs
-// it stays alive until that run ends.
-class PlanCache {
- public:
-  static constexpr size_t kCapacity = 128;
-
-  std::shared_ptr<const Plan> find(const Key& key) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    auto it = index_.find(key);
-    if (it == index_.end()) return nullptr;
-    lru_.splice(lru_.begin(), lru_, it->second);
-    return it->second->second;
-  }
-
-  // Returns the plan stored for `key`: `plan`, or the one another thread inserted first.
-  std::shared_ptr<const Plan> insert(const Key& key, std::shared_ptr<const Plan> plan) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    auto it = index_.find(key);
-    if (it != index_.end()) return it->second->second;
-    lru_.emplace_front(key, std::move(plan));
-    index_.emplace(key, lru_.begin());
-    if (lru_.size() > kCapacity) {
-      index_.erase(lru_.back().first);
-      lru_.pop_back();
-    }
-    return lru_.front().second;
-  }
-
- private:
-  using Entry = std::pair<Key, std::shared_ptr<const Plan>>;
-  std::mutex mutex_;
-  std::list<Entry> lru_;  // most recently used first
-  std::unordered_map<Key, std::list<Entry>::iterator, KeyHash> index_;
-};
+using PlanCache = LruCache<Key, Plan, KeyHash, 128>;
 
 PlanCache& plan_cache() {
   static PlanCache cache;

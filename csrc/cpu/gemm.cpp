@@ -37,9 +37,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
-#include <list>
 #include <memory>
-#include <mutex>
 #include <new>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <string>
@@ -49,7 +47,9 @@
 #include "csrc/core/dtype.h"
 #include "csrc/core/half.h"
 #include "csrc/core/macros.h"
+#include "csrc/cpu/grow_buffer.h"
 #include "csrc/cpu/kernels.h"
+#include "csrc/cpu/lru_cache.h"
 #include "csrc/cpu/onednn_context.h"
 #include "csrc/cpu/parallel.h"
 #include "csrc/kernels/kernels.h"
@@ -88,38 +88,11 @@ std::string describe(const GemmArgs& g) {
 // ---------------------------------------------------------------------------------------------
 // Scratch memory
 
-// Grow-only, 64-byte aligned buffers, one set per thread. oneDNN runs fastest on cache-line
-// aligned operands, and a training loop repeats the same shapes, so keeping the buffers avoids
-// page-faulting fresh memory on every call. They are freed when the thread exits.
-class Scratch {
- public:
-  template <class T>
-  T* get(int64_t count) {
-    const size_t bytes = static_cast<size_t>(count) * sizeof(T);
-    if (bytes > size_) {
-      const size_t rounded = (bytes + 63) / 64 * 64;
-      data_.reset();  // free first: peak memory is the new buffer, not both
-      size_ = 0;
-      void* p = std::aligned_alloc(64, rounded);
-      if (p == nullptr) throw std::bad_alloc();
-      data_.reset(p);
-      size_ = rounded;
-    }
-    return static_cast<T*>(data_.get());
-  }
+// Per-thread scratch buffers (csrc/cpu/grow_buffer.h), freed when the thread exits.
+enum ScratchSlot { kPackA, kPackB, kWideA, kWideB, kWideC, kNumSlots };
 
- private:
-  struct Free {
-    void operator()(void* p) const { std::free(p); }
-  };
-  std::unique_ptr<void, Free> data_;
-  size_t size_ = 0;
-};
-
-enum ScratchSlot { kPackA, kPackB, kWideA, kWideB, kWideC, kOneDnn, kNumSlots };
-
-Scratch& scratch(ScratchSlot slot) {
-  thread_local Scratch buffers[kNumSlots];
+GrowBuffer& scratch(ScratchSlot slot) {
+  thread_local GrowBuffer buffers[kNumSlots];
   return buffers[slot];
 }
 
@@ -236,40 +209,7 @@ struct Plan {
   std::string impl;  // oneDNN's impl_info_str, e.g. "brg:avx512_core_bf16"
 };
 
-// Bounded LRU map from Key to Plan. Plans are shared_ptr so that one evicted while another
-// thread still runs it stays alive until that run ends.
-class PlanCache {
- public:
-  static constexpr size_t kCapacity = 256;
-
-  std::shared_ptr<const Plan> find(const Key& key) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    auto it = index_.find(key);
-    if (it == index_.end()) return nullptr;
-    lru_.splice(lru_.begin(), lru_, it->second);
-    return it->second->second;
-  }
-
-  // Returns the plan stored for `key`: `plan`, or the one another thread inserted first.
-  std::shared_ptr<const Plan> insert(const Key& key, std::shared_ptr<const Plan> plan) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    auto it = index_.find(key);
-    if (it != index_.end()) return it->second->second;
-    lru_.emplace_front(key, std::move(plan));
-    index_.emplace(key, lru_.begin());
-    if (lru_.size() > kCapacity) {
-      index_.erase(lru_.back().first);
-      lru_.pop_back();
-    }
-    return lru_.front().second;
-  }
-
- private:
-  using Entry = std::pair<Key, std::shared_ptr<const Plan>>;
-  std::mutex mutex_;
-  std::list<Entry> lru_;  // most recently used first
-  std::unordered_map<Key, std::list<Entry>::iterator, KeyHash> index_;
-};
+using PlanCache = LruCache<Key, Plan, KeyHash, 256>;
 
 PlanCache& plan_cache() {
   static PlanCache cache;
@@ -415,13 +355,8 @@ void execute(const Plan& plan, const GemmArgs& g) {
   dnnl::memory cm(plan.c_md, engine, g.c);
   std::unordered_map<int, dnnl::memory> args{
       {DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm}};
-  // This thread's scratchpad: executions are synchronous (stream.wait() below), so one per
-  // thread is never used by two executions at once.
-  const size_t scratchpad_bytes = plan.scratchpad_md.get_size();
-  if (scratchpad_bytes > 0) {
-    args.emplace(DNNL_ARG_SCRATCHPAD,
-                 dnnl::memory(plan.scratchpad_md, engine,
-                              scratch(kOneDnn).get<char>(static_cast<int64_t>(scratchpad_bytes))));
+  if (plan.scratchpad_md.get_size() > 0) {
+    args.emplace(DNNL_ARG_SCRATCHPAD, onednn_thread_scratchpad(plan.scratchpad_md));
   }
   if (!plan.per_batch) {
     plan.primitive.execute(stream, args);
