@@ -172,8 +172,10 @@ struct AxpbyOp : OpBase<AxpbyOp> {
     const float xv = load(x, i);
     const float yv = load(y, i);
     store(out, i, a.a * xv + a.b * yv);
-    const bool check_x = a.arg_to_check != 1, check_y = a.arg_to_check != 0;
-    return (check_x & not_finite(xv)) | (check_y & not_finite(yv));
+    // Integer masks, not && and ||: no branch in the vectorised loop.
+    const int check_x = a.arg_to_check != 1, check_y = a.arg_to_check != 0;
+    return (check_x & static_cast<int>(not_finite(xv))) |
+           (check_y & static_cast<int>(not_finite(yv)));
   }
 };
 
