@@ -10,7 +10,9 @@
 set(AMPCPP_DISPATCHED_SOURCES
     ${CMAKE_CURRENT_SOURCE_DIR}/csrc/cpu/kernels.cpp
     ${CMAKE_CURRENT_SOURCE_DIR}/csrc/cpu/multi_tensor_kernels.cpp
-    ${CMAKE_CURRENT_SOURCE_DIR}/csrc/cpu/half_runs.cpp)
+    ${CMAKE_CURRENT_SOURCE_DIR}/csrc/cpu/half_runs.cpp
+    ${CMAKE_CURRENT_SOURCE_DIR}/csrc/cpu/pool_kernels.cpp
+    ${CMAKE_CURRENT_SOURCE_DIR}/csrc/cpu/layout_kernels.cpp)
 list(REMOVE_ITEM AMPCPP_SOURCES ${AMPCPP_DISPATCHED_SOURCES})
 
 # AMPCPP_CPU_SCALAR_ONLY (set by the fuzz build, cmake/ampcpp_fuzz.cmake): the scalar copy alone.

@@ -13,6 +13,7 @@
 #include "csrc/core/dtype.h"
 #include "csrc/core/macros.h"
 #include "csrc/cpu/conv.h"
+#include "csrc/cpu/kernels.h"
 #include "csrc/cpu/parallel.h"
 #include "csrc/graph/grad_mode.h"
 #include "csrc/graph/node.h"
@@ -200,96 +201,8 @@ Tensor unfold_op(const Tensor& x, const ImageGeometry& ig, const Window& g) {
   return out;
 }
 
-// ---- max pooling: values and flat (ih * W + iw) indices per plane ----
-
-// One step of the window scan, in the window's row-major order: PyTorch's rule keeps the first
-// strict maximum, or the last NaN. Written with a bit mask and std::max so that no branch is
-// left: on random data (and after a ReLU, with its ties at 0) the comparisons are unpredictable,
-// and with `cond ? a : b` GCC emitted branches that made max pooling 45% of bench_step's CNN
-// step (3x slower than this).
-template <class A>
-AMP_FORCEINLINE void max_pool_step(A v, int64_t at, A& best_value, int64_t& best, bool& seen_nan) {
-  const bool is_nan = v != v;
-  const bool greater = v > best_value;
-  const int64_t take = -static_cast<int64_t>(is_nan | (greater & !seen_nan));
-  best = (at & take) | (best & ~take);
-  best_value = std::max(best_value, v);  // = greater ? v : best_value
-  seen_nan |= is_nan;
-}
-
-// Without padding every window lies inside the plane, so one output row is computed a window
-// position at a time across all its columns: the loop over columns has no bounds to clamp and
-// vectorises. Same scan order per window, so the same values and indices as the general kernel.
-template <class T>
-void max_pool_rows_unpadded(const T* xp, T* out, int64_t* idx, int64_t w, int64_t oh, int64_t ow,
-                            const Window& g, std::vector<opmath_t<T>>& values,
-                            std::vector<uint8_t>& nan_seen) {
-  using A = opmath_t<T>;
-  const int64_t s = g.stride;
-  for (int64_t i = 0; i < oh; ++i) {
-    A* bv = values.data();
-    int64_t* bi = idx + i * ow;
-    uint8_t* sn = nan_seen.data();
-    for (int64_t j = 0; j < ow; ++j) {
-      bv[j] = -std::numeric_limits<A>::infinity();
-      bi[j] = i * s * w + j * s;
-      sn[j] = 0;
-    }
-    for (int64_t di = 0; di < g.kh; ++di) {
-      const int64_t row = (i * s + di) * w;
-      for (int64_t dj = 0; dj < g.kw; ++dj) {
-        for (int64_t j = 0; j < ow; ++j) {
-          const int64_t at = row + j * s + dj;
-          bool seen = sn[j] != 0;
-          max_pool_step(convert<A>(xp[at]), at, bv[j], bi[j], seen);
-          sn[j] = seen;
-        }
-      }
-    }
-    for (int64_t j = 0; j < ow; ++j) {
-      out[i * ow + j] = convert<T>(sn[j] != 0 ? std::numeric_limits<A>::quiet_NaN() : bv[j]);
-    }
-  }
-}
-
-template <class T>
-void max_pool_kernel(const T* x, T* out, int64_t* idx, int64_t planes, int64_t h, int64_t w,
-                     const Window& g) {
-  using A = opmath_t<T>;
-  const int64_t oh = g.out_h(h), ow = g.out_w(w);
-  cpu::parallel_for(planes, plane_grain(oh * ow * g.kh * g.kw), [&](int64_t begin, int64_t end) {
-    std::vector<A> values(g.padding == 0 ? ow : 0);
-    std::vector<uint8_t> nan_seen(values.size());
-    for (int64_t p = begin; p < end; ++p) {
-      const T* xp = x + p * h * w;
-      if (g.padding == 0) {
-        max_pool_rows_unpadded(xp, out + p * oh * ow, idx + p * oh * ow, w, oh, ow, g, values,
-                               nan_seen);
-        continue;
-      }
-      for (int64_t i = 0; i < oh; ++i) {
-        const int64_t h0 = i * g.stride - g.padding;
-        const int64_t hs = std::max<int64_t>(h0, 0), he = std::min<int64_t>(h0 + g.kh, h);
-        for (int64_t j = 0; j < ow; ++j) {
-          const int64_t w0 = j * g.stride - g.padding;
-          const int64_t ws = std::max<int64_t>(w0, 0), we = std::min<int64_t>(w0 + g.kw, w);
-          int64_t best = hs * w + ws;
-          A best_value = -std::numeric_limits<A>::infinity();
-          bool seen_nan = false;
-          for (int64_t ih = hs; ih < he; ++ih) {
-            for (int64_t iw = ws; iw < we; ++iw) {
-              max_pool_step(convert<A>(xp[ih * w + iw]), ih * w + iw, best_value, best, seen_nan);
-            }
-          }
-          if (seen_nan) best_value = std::numeric_limits<A>::quiet_NaN();
-          const int64_t o = (p * oh + i) * ow + j;
-          out[o] = convert<T>(best_value);
-          idx[o] = best;
-        }
-      }
-    }
-  });
-}
+// ---- max pooling: values and flat (ih * W + iw) indices per plane (csrc/cpu/pool_kernels.cpp)
+// ----
 
 // out[p, o] = x[p, idx[p, o]] over planes p; x is (N, C, H, W), idx (N, C, OH, OW).
 Tensor gather_planes_impl(const Tensor& x_in, const Tensor& idx) {
@@ -310,8 +223,11 @@ Tensor gather_planes_impl(const Tensor& x_in, const Tensor& idx) {
   return out;
 }
 
-// The adjoint of gather_planes: zeros (N, C, h, w) with grad added at idx (op-math sums).
-Tensor scatter_planes_impl(const Tensor& grad_in, const Tensor& idx, int64_t h, int64_t w) {
+// The adjoint of gather_planes: zeros (N, C, h, w) with grad added at idx (op-math sums, from
+// +0). `distinct`: no index repeats within a plane (windows that do not overlap), so each element
+// receives at most one gradient, stored as the sum would round it (0 + g: -0 becomes +0).
+Tensor scatter_planes_impl(const Tensor& grad_in, const Tensor& idx, int64_t h, int64_t w,
+                           bool distinct) {
   const Tensor grad = grad_in.contiguous();
   const int64_t n = grad.size(0), c = grad.size(1), l = grad.size(2) * grad.size(3);
   Tensor out = empty({n, c, h, w}, {.dtype = grad.dtype()});
@@ -321,6 +237,15 @@ Tensor scatter_planes_impl(const Tensor& grad_in, const Tensor& idx, int64_t h, 
     scalar_t* od = out.data<scalar_t>();
     const int64_t* id = idx.data<int64_t>();
     cpu::parallel_for(n * c, plane_grain(h * w + l), [&](int64_t begin, int64_t end) {
+      if (distinct) {
+        std::fill(od + begin * h * w, od + end * h * w, convert<scalar_t>(A(0)));
+        for (int64_t p = begin; p < end; ++p) {
+          for (int64_t o = 0; o < l; ++o) {
+            od[p * h * w + id[p * l + o]] = convert<scalar_t>(A(0) + convert<A>(gd[p * l + o]));
+          }
+        }
+        return;
+      }
       std::vector<A> acc(h * w);
       for (int64_t p = begin; p < end; ++p) {
         std::fill(acc.begin(), acc.end(), A(0));
@@ -332,22 +257,24 @@ Tensor scatter_planes_impl(const Tensor& grad_in, const Tensor& idx, int64_t h, 
   return out;
 }
 
-Tensor gather_planes(const Tensor& x, const Tensor& idx);
+Tensor gather_planes(const Tensor& x, const Tensor& idx, bool distinct);
 
-Tensor scatter_planes(const Tensor& grad, const Tensor& idx, int64_t h, int64_t w) {
-  Tensor out = autograd::without_grad([&] { return scatter_planes_impl(grad, idx, h, w); });
-  autograd::record(
-      "MaxPool2DWithIndicesBackwardBackward", out, {&grad}, {},
-      [idx](const Grads& g, const Grads&, const Node&) { return Grads{gather_planes(g[0], idx)}; });
+Tensor scatter_planes(const Tensor& grad, const Tensor& idx, int64_t h, int64_t w, bool distinct) {
+  Tensor out =
+      autograd::without_grad([&] { return scatter_planes_impl(grad, idx, h, w, distinct); });
+  autograd::record("MaxPool2DWithIndicesBackwardBackward", out, {&grad}, {},
+                   [idx, distinct](const Grads& g, const Grads&, const Node&) {
+                     return Grads{gather_planes(g[0], idx, distinct)};
+                   });
   return out;
 }
 
-Tensor gather_planes(const Tensor& x, const Tensor& idx) {
+Tensor gather_planes(const Tensor& x, const Tensor& idx, bool distinct) {
   Tensor out = autograd::without_grad([&] { return gather_planes_impl(x, idx); });
   const int64_t h = x.size(2), w = x.size(3);
   autograd::record("GatherPlanesBackward", out, {&x}, {},
-                   [idx, h, w](const Grads& g, const Grads&, const Node&) {
-                     return Grads{scatter_planes(g[0], idx, h, w)};
+                   [idx, h, w, distinct](const Grads& g, const Grads&, const Node&) {
+                     return Grads{scatter_planes(g[0], idx, h, w, distinct)};
                    });
   return out;
 }
@@ -581,15 +508,16 @@ Tensor max_pool2d(const Tensor& x_in, int64_t kernel, std::optional<int64_t> str
   Tensor out = autograd::without_grad([&] {
     const Tensor xc = x.contiguous();
     Tensor values = empty({n, c, oh, ow}, {.dtype = x.dtype()});
-    AMP_DISPATCH_FLOATING(x.dtype(), "max_pool2d", [&] {
-      max_pool_kernel(xc.data<scalar_t>(), values.data<scalar_t>(), idx.data<int64_t>(), n * c, h,
-                      w, g);
-    });
+    const cpu::PoolGeometry geometry{n * c, h, w, g.kh, g.kw, g.stride, g.padding, oh, ow};
+    cpu::pool_kernels().max_pool2d(x.dtype(), xc.data_ptr(), values.data_ptr(), idx.data<int64_t>(),
+                                   geometry);
     return values;
   });
+  // Windows that do not overlap pick distinct elements: the backward then stores, not sums.
+  const bool distinct = g.stride >= g.kh && g.stride >= g.kw;
   autograd::record("MaxPool2DWithIndicesBackward", out, {&x}, {},
-                   [idx, h, w](const Grads& grads, const Grads&, const Node&) {
-                     return Grads{scatter_planes(grads[0], idx, h, w)};
+                   [idx, h, w, distinct](const Grads& grads, const Grads&, const Node&) {
+                     return Grads{scatter_planes(grads[0], idx, h, w, distinct)};
                    });
   return unbatched ? out.squeeze(0) : out;
 }

@@ -16,12 +16,14 @@
 #include <omp.h>
 
 #include <array>
+#include <cstdint>
 #include <memory>
 #include <unordered_map>
 #include <utility>
 #include <vector>
 
 #include "csrc/core/macros.h"
+#include "csrc/cpu/kernels.h"
 #include "csrc/cpu/lru_cache.h"
 #include "csrc/cpu/onednn_context.h"
 
@@ -70,9 +72,23 @@ struct Operand {
   int arg = 0;  // DNNL_ARG_*
   bool output = false;
   dnnl::memory::desc plain_md, primitive_md;
-  dnnl::reorder reorder;  // empty when the layouts agree
+  dnnl::reorder reorder;  // empty when the layouts agree or when `blocked16`
   dnnl::memory::desc reorder_scratchpad_md;
+  // A bf16 nchw <-> nChw16c reorder with c a multiple of 16, which layout_kernels() does (twice
+  // oneDNN's bytes per second: csrc/cpu/layout_kernels.cpp); n, c and h * w of the tensor.
+  bool blocked16 = false;
+  int64_t n = 0, c = 0, hw = 0;
 };
+
+// Whether plain -> primitive is a bf16 nchw -> nChw16c reorder that layout_kernels() can do.
+bool is_blocked16(const dnnl::memory::desc& plain, const dnnl::memory::desc& primitive) {
+  using tag = dnnl::memory::format_tag;
+  const dnnl::memory::dims dims = plain.dims();
+  const auto bf16 = dnnl::memory::data_type::bf16;
+  return dims.size() == 4 && dims[1] % 16 == 0 &&
+         plain == dnnl::memory::desc(dims, bf16, tag::nchw) &&
+         primitive == dnnl::memory::desc(dims, bf16, tag::nChw16c);
+}
 
 // One pass's primitive and its operands, in the order the caller passes their pointers.
 struct Plan {
@@ -99,7 +115,13 @@ dnnl::primitive_attr user_scratchpad() {
 Operand make_operand(const dnnl::primitive_desc_base& pd, int arg, bool output,
                      const dnnl::memory::desc& plain) {
   Operand op{arg, output, plain, pd.query_md(dnnl::query::exec_arg_md, arg), {}, {}};
-  if (op.primitive_md != op.plain_md) {
+  if (is_blocked16(op.plain_md, op.primitive_md)) {
+    const dnnl::memory::dims dims = plain.dims();
+    op.blocked16 = true;
+    op.n = dims[0];
+    op.c = dims[1];
+    op.hw = dims[2] * dims[3];
+  } else if (op.primitive_md != op.plain_md) {
     dnnl::engine& engine = onednn_engine();
     const dnnl::reorder::primitive_desc rpd =
         output ? dnnl::reorder::primitive_desc(engine, op.primitive_md, engine, op.plain_md,
@@ -200,6 +222,24 @@ void run(const dnnl::primitive& primitive, std::unordered_map<int, dnnl::memory>
   stream.wait();  // the next run may reuse this thread's scratchpad and buffers
 }
 
+// Copies operand `op` from one layout to the other: plain to primitive for an input, primitive
+// to plain for an output.
+void reorder(const Operand& op, const dnnl::memory& from, const dnnl::memory& to,
+             dnnl::stream& stream) {
+  if (op.blocked16) {
+    const auto* src = static_cast<const uint16_t*>(from.get_data_handle());
+    auto* dst = static_cast<uint16_t*>(to.get_data_handle());
+    if (op.output) {
+      layout_kernels().from_blocked16(src, dst, op.n, op.c, op.hw);
+    } else {
+      layout_kernels().to_blocked16(src, dst, op.n, op.c, op.hw);
+    }
+    return;
+  }
+  std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}};
+  run(op.reorder, args, op.reorder_scratchpad_md, stream);
+}
+
 // Runs a plan on the caller's pointers, given in the order of plan.operands. oneDNN takes
 // non-const handles for every argument and writes only the outputs.
 void execute(const Plan& plan, std::initializer_list<const void*> pointers) {
@@ -214,7 +254,7 @@ void execute(const Plan& plan, std::initializer_list<const void*> pointers) {
     for (const void* pointer : pointers) {
       const Operand& op = plan.operands[slot];
       dnnl::memory plain(op.plain_md, engine, const_cast<void*>(pointer));
-      if (!op.reorder) {
+      if (!op.reorder && !op.blocked16) {
         args.emplace(op.arg, plain);
       } else {
         dnnl::memory staged(op.primitive_md, engine,
@@ -223,19 +263,13 @@ void execute(const Plan& plan, std::initializer_list<const void*> pointers) {
         if (op.output) {
           pending_outputs.emplace_back(&op, plain);
         } else {
-          std::unordered_map<int, dnnl::memory> reorder_args{{DNNL_ARG_FROM, plain},
-                                                             {DNNL_ARG_TO, staged}};
-          run(op.reorder, reorder_args, op.reorder_scratchpad_md, stream);
+          reorder(op, plain, staged, stream);
         }
       }
       ++slot;
     }
     run(plan.primitive, args, plan.scratchpad_md, stream);
-    for (auto& [op, plain] : pending_outputs) {
-      std::unordered_map<int, dnnl::memory> reorder_args{{DNNL_ARG_FROM, args.at(op->arg)},
-                                                         {DNNL_ARG_TO, plain}};
-      run(op->reorder, reorder_args, op->reorder_scratchpad_md, stream);
-    }
+    for (auto& [op, plain] : pending_outputs) reorder(*op, args.at(op->arg), plain, stream);
   } catch (const dnnl::error& e) {
     AMP_FAIL("conv2d: oneDNN failed to run ", plan.impl, ": ", e.what());
   }

@@ -41,4 +41,14 @@ const HalfRuns& half_runs() {
   return table;
 }
 
+const PoolKernels& pool_kernels() {
+  static const PoolKernels& table = AMP_PICK(pool_kernels);
+  return table;
+}
+
+const LayoutKernels& layout_kernels() {
+  static const LayoutKernels& table = AMP_PICK(layout_kernels);
+  return table;
+}
+
 }  // namespace amp::cpu

@@ -1,7 +1,7 @@
 // The CPU backend's kernel tables. Each table exists once per CPU level (csrc/cpu/capability.h):
-// kernels.cpp, multi_tensor_kernels.cpp and half_runs.cpp are compiled into amp::cpu::scalar,
-// ::avx2 and ::avx512 (scalar only off x86-64; cmake/ampcpp_cpu_dispatch.cmake), and the getters
-// in amp::cpu return the active level's copy.
+// kernels.cpp, multi_tensor_kernels.cpp, half_runs.cpp, pool_kernels.cpp and layout_kernels.cpp
+// are compiled into amp::cpu::scalar, ::avx2 and ::avx512 (scalar only off x86-64;
+// cmake/ampcpp_cpu_dispatch.cmake), and the getters in amp::cpu return the active level's copy.
 #pragma once
 
 #include <cstdint>
@@ -20,9 +20,30 @@ struct HalfRuns {
   void (*narrow)(const float* src, Half* dst, int64_t n);
 };
 
+// Max pooling over `planes` planes of h x w (N * C of an NCHW tensor), windows kh x kw with one
+// stride and zero padding for both dims, oh x ow outputs per plane.
+struct PoolGeometry {
+  int64_t planes, h, w, kh, kw, stride, padding, oh, ow;
+};
+
+struct PoolKernels {
+  // values[p, o] = the maximum of window o of plane p, idx[p, o] = its flat index ih * w + iw:
+  // the first strict maximum in row-major window order, or the last NaN (PyTorch's rule).
+  void (*max_pool2d)(DType dtype, const void* x, void* values, int64_t* idx, const PoolGeometry& g);
+};
+
+// 16-bit activations between plain NCHW (n, c, hw) and oneDNN's nChw16c (n, c / 16, hw, 16), for c
+// a multiple of 16: what the convolutions reorder bf16 operands with (conv.cpp).
+struct LayoutKernels {
+  void (*to_blocked16)(const uint16_t* x, uint16_t* blocked, int64_t n, int64_t c, int64_t hw);
+  void (*from_blocked16)(const uint16_t* blocked, uint16_t* x, int64_t n, int64_t c, int64_t hw);
+};
+
 const DeviceKernels& kernels();
 const multi_tensor::MultiTensorKernels& multi_tensor_kernels();
 const HalfRuns& half_runs();
+const PoolKernels& pool_kernels();
+const LayoutKernels& layout_kernels();
 
 // The per-level copies, for the dispatcher and for tests that compare levels.
 #define AMP_DECLARE_CPU_LEVEL(level)                              \
@@ -30,6 +51,8 @@ const HalfRuns& half_runs();
   const DeviceKernels& kernels();                                 \
   const multi_tensor::MultiTensorKernels& multi_tensor_kernels(); \
   const HalfRuns& half_runs();                                    \
+  const PoolKernels& pool_kernels();                              \
+  const LayoutKernels& layout_kernels();                          \
   }
 AMP_DECLARE_CPU_LEVEL(scalar)
 #if defined(AMP_CPU_HAS_AVX_LEVELS)

@@ -206,6 +206,7 @@ BOOST_AUTO_TEST_CASE(conv2d_in_fp32_and_bf16_matches_a_float64_loop_within_round
       {2, 16, 5, 5, 16, 1, 1, 1, 0},    // 1x1
       {2, 4, 9, 7, 3, 3, 3, 3, 1},      // stride 3 with leftover columns
       {4, 32, 13, 13, 64, 3, 3, 1, 0},  // the second layer of bench_step's CNN, smaller batch
+      {3, 1, 12, 12, 32, 3, 3, 1, 0},   // a first layer into 32 channels (nChw16c output)
   };
   amp::manual_seed(21);
   for (const LoopConv& g : shapes) {
@@ -417,25 +418,31 @@ BOOST_AUTO_TEST_CASE(max_pool2d_routes_gradient_to_the_argmax_and_propagates_nan
   BOOST_CHECK(std::isnan(F::max_pool2d(with_nan, 2).item<double>()));
 }
 
-// The unpadded kernel scans a whole output row per window position; against a scan of each
-// window written here (PyTorch's rule: the first strict maximum, or the last NaN), on values
-// with many ties and some NaNs, for several kernels and strides, odd plane sizes and every
-// floating dtype. The argmax is observed through the gradient it routes.
-BOOST_AUTO_TEST_CASE(max_pool2d_without_padding_matches_a_reference_window_scan) {
+// The kernels (a pass per row for 2 x 2 windows of stride 2, a scan per window otherwise; rows
+// with a NaN rescanned) against a scan of each window written here (PyTorch's rule: the first
+// strict maximum, or the last NaN; padding clips the window), on values with many ties and some
+// NaNs, for several kernels, strides and paddings, odd plane sizes and every floating dtype. The
+// argmax is observed through the gradient it routes: windows that overlap sum their gradients,
+// the others store them.
+BOOST_AUTO_TEST_CASE(max_pool2d_matches_a_reference_window_scan) {
   struct Case {
-    int64_t kernel, stride, h, w;
+    int64_t kernel, stride, h, w, padding;
   };
-  for (const Case c : {Case{2, 2, 9, 11}, Case{3, 2, 10, 7}, Case{3, 1, 6, 9}, Case{2, 3, 8, 13}}) {
+  for (const Case c :
+       {Case{2, 2, 9, 11, 0}, Case{3, 2, 10, 7, 0}, Case{3, 1, 6, 9, 0}, Case{2, 3, 8, 13, 0},
+        Case{3, 2, 9, 8, 1}, Case{2, 2, 7, 9, 1}, Case{2, 2, 34, 40, 0}}) {
     for (DType dtype : {DType::Float32, DType::Float64, DType::Float16, DType::BFloat16}) {
-      BOOST_TEST_CONTEXT("kernel " << c.kernel << " stride " << c.stride << " plane " << c.h << "x"
-                                   << c.w << " " << amp::dtype_name(dtype)) {
+      BOOST_TEST_CONTEXT("kernel " << c.kernel << " stride " << c.stride << " padding " << c.padding
+                                   << " plane " << c.h << "x" << c.w << " "
+                                   << amp::dtype_name(dtype)) {
         const int64_t planes = 3, n = planes * c.h * c.w;
         std::vector<double> v(n);
         for (int64_t i = 0; i < n; ++i) v[i] = static_cast<double>((i * 37 + 11) % 5) - 2.0;
         for (int64_t i = 5; i < n; i += 41) v[i] = NAN;
         const Tensor x = amp::from_vector(v, {1, planes, c.h, c.w}).to(dtype).requires_grad_(true);
-        const Tensor y = F::max_pool2d(x, c.kernel, c.stride);
-        const int64_t oh = (c.h - c.kernel) / c.stride + 1, ow = (c.w - c.kernel) / c.stride + 1;
+        const Tensor y = F::max_pool2d(x, c.kernel, c.stride, c.padding);
+        const int64_t oh = (c.h + 2 * c.padding - c.kernel) / c.stride + 1;
+        const int64_t ow = (c.w + 2 * c.padding - c.kernel) / c.stride + 1;
         BOOST_TEST(y.size(2) == oh);
         BOOST_TEST(y.size(3) == ow);
         std::vector<double> want_y, want_grad(n, 0.0);
@@ -445,7 +452,10 @@ BOOST_AUTO_TEST_CASE(max_pool2d_without_padding_matches_a_reference_window_scan)
               int64_t best = -1;
               for (int64_t di = 0; di < c.kernel; ++di) {
                 for (int64_t dj = 0; dj < c.kernel; ++dj) {
-                  const int64_t at = p * c.h * c.w + (i * c.stride + di) * c.w + j * c.stride + dj;
+                  const int64_t ih = i * c.stride - c.padding + di;
+                  const int64_t iw = j * c.stride - c.padding + dj;
+                  if (ih < 0 || ih >= c.h || iw < 0 || iw >= c.w) continue;
+                  const int64_t at = p * c.h * c.w + ih * c.w + iw;
                   const bool best_is_nan = best >= 0 && std::isnan(v[best]);
                   if (best < 0 || std::isnan(v[at]) || (!best_is_nan && v[at] > v[best])) best = at;
                 }

@@ -33,22 +33,27 @@ struct LevelTables {
   const amp::DeviceKernels* kernels;
   const amp::multi_tensor::MultiTensorKernels* multi_tensor;
   const amp::cpu::HalfRuns* half_runs;
+  const amp::cpu::PoolKernels* pool;
+  const amp::cpu::LayoutKernels* layout;
 };
 
 // The per-level tables this CPU can run, scalar first.
 std::vector<LevelTables> runnable_levels() {
   namespace cpu = amp::cpu;
   std::vector<LevelTables> out{{CpuLevel::Scalar, &cpu::scalar::kernels(),
-                                &cpu::scalar::multi_tensor_kernels(), &cpu::scalar::half_runs()}};
+                                &cpu::scalar::multi_tensor_kernels(), &cpu::scalar::half_runs(),
+                                &cpu::scalar::pool_kernels(), &cpu::scalar::layout_kernels()}};
 #if defined(__x86_64__)
   const CpuLevel highest = cpu::highest_supported_level();
   if (highest >= CpuLevel::Avx2) {
     out.push_back({CpuLevel::Avx2, &cpu::avx2::kernels(), &cpu::avx2::multi_tensor_kernels(),
-                   &cpu::avx2::half_runs()});
+                   &cpu::avx2::half_runs(), &cpu::avx2::pool_kernels(),
+                   &cpu::avx2::layout_kernels()});
   }
   if (highest >= CpuLevel::Avx512) {
     out.push_back({CpuLevel::Avx512, &cpu::avx512::kernels(), &cpu::avx512::multi_tensor_kernels(),
-                   &cpu::avx512::half_runs()});
+                   &cpu::avx512::half_runs(), &cpu::avx512::pool_kernels(),
+                   &cpu::avx512::layout_kernels()});
   }
 #endif
   return out;
@@ -197,6 +202,64 @@ BOOST_AUTO_TEST_CASE(fp16_runs_give_the_same_bits_at_every_level) {
                      [&](const LevelTables& t, Tensor& out) {
                        t.half_runs->narrow(x.data<float>(), out.data<amp::Half>(), kCount);
                      });
+}
+
+// The 2 x 2 stride-2 path (rows of 19 windows: one vector and a remainder) and the general scan
+// (3 x 3, stride 2, padding 1), values and indices, on values with signed zeros, infs and a NaN.
+BOOST_AUTO_TEST_CASE(max_pool2d_gives_the_same_bits_at_every_level) {
+  struct Case {
+    int64_t kernel, stride, padding;
+  };
+  for (const Case c : {Case{2, 2, 0}, Case{3, 2, 1}}) {
+    for (DType dtype : kFloatTypes) {
+      const int64_t planes = 5, h = 36, w = 38;
+      const int64_t oh = (h + 2 * c.padding - c.kernel) / c.stride + 1;
+      const int64_t ow = (w + 2 * c.padding - c.kernel) / c.stride + 1;
+      const amp::cpu::PoolGeometry g{planes, h, w, c.kernel, c.kernel, c.stride, c.padding, oh, ow};
+      const Tensor x = awkward_values(dtype, planes * h * w, 8);
+      const std::string what =
+          std::string("max_pool2d k") + std::to_string(c.kernel) + " " + amp::dtype_name(dtype);
+      check_levels_agree(what + " values", amp::empty({planes * oh * ow}, {.dtype = dtype}),
+                         [&](const LevelTables& t, Tensor& out) {
+                           Tensor idx = amp::empty({planes * oh * ow}, {.dtype = DType::Int64});
+                           t.pool->max_pool2d(dtype, x.data_ptr(), out.data_ptr(),
+                                              idx.data<int64_t>(), g);
+                         });
+      check_levels_agree(what + " indices", amp::empty({planes * oh * ow}, {.dtype = DType::Int64}),
+                         [&](const LevelTables& t, Tensor& idx) {
+                           Tensor out = amp::empty({planes * oh * ow}, {.dtype = dtype});
+                           t.pool->max_pool2d(dtype, x.data_ptr(), out.data_ptr(),
+                                              idx.data<int64_t>(), g);
+                         });
+    }
+  }
+}
+
+// Every level's nchw <-> nChw16c reorder against the layouts' index formulas: planes of whole
+// 16 x 16 tiles and with remainders (26 x 26 = 42 tiles + 4, 11 x 11, 5), two channel blocks.
+BOOST_AUTO_TEST_CASE(blocked16_reorders_match_the_layouts_at_every_level) {
+  const int64_t n = 3, c = 32;
+  for (const int64_t hw : {int64_t{676}, int64_t{121}, int64_t{16}, int64_t{5}}) {
+    std::vector<uint16_t> x(n * c * hw), want(x.size());
+    for (size_t k = 0; k < x.size(); ++k) x[k] = static_cast<uint16_t>(k * 2654435761u >> 7);
+    for (int64_t b = 0; b < n; ++b) {
+      for (int64_t ch = 0; ch < c; ++ch) {
+        for (int64_t p = 0; p < hw; ++p) {
+          // nChw16c: (n, c / 16, hw, 16)
+          want[((b * (c / 16) + ch / 16) * hw + p) * 16 + ch % 16] = x[(b * c + ch) * hw + p];
+        }
+      }
+    }
+    for (const LevelTables& t : runnable_levels()) {
+      BOOST_TEST_CONTEXT(amp::cpu::level_name(t.level) << ", hw " << hw) {
+        std::vector<uint16_t> blocked(x.size()), back(x.size());
+        t.layout->to_blocked16(x.data(), blocked.data(), n, c, hw);
+        BOOST_TEST(blocked == want, boost::test_tools::per_element());
+        t.layout->from_blocked16(blocked.data(), back.data(), n, c, hw);
+        BOOST_TEST(back == x, boost::test_tools::per_element());
+      }
+    }
+  }
 }
 
 BOOST_AUTO_TEST_CASE(fused_adam_over_fp16_params_gives_the_same_bits_at_every_level) {

@@ -1,0 +1,230 @@
+// Max pooling (PoolKernels of csrc/cpu/kernels.h), compiled once per CPU level: each window's
+// maximum and the flat index ih * w + iw of the element it came from, by PyTorch's rule (the
+// first strict maximum in the window's row-major order, or the last NaN). 16-bit planes are
+// widened a row at a time and their results narrowed a row at a time (convert_block.h), so the
+// scans below run over op-math values.
+#ifndef AMP_CPU_CAPABILITY
+#error "compiled once per CPU level by CMakeLists.txt, which defines AMP_CPU_CAPABILITY"
+#endif
+
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#endif
+
+#include <algorithm>
+#include <limits>
+#include <type_traits>
+#include <vector>
+
+#include "csrc/core/dtype.h"
+#include "csrc/cpu/convert_block.h"
+#include "csrc/cpu/kernels.h"
+#include "csrc/cpu/parallel.h"
+
+// GCC bug 105593: spurious -Wmaybe-uninitialized inside the AVX-512 intrinsics (see gemm.cpp).
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
+namespace amp::cpu::AMP_CPU_CAPABILITY {
+
+namespace {
+
+// One step of the window scan. Written with a bit mask and std::max so that no branch is left:
+// on random data (and after a ReLU, with its ties at 0) the comparisons are unpredictable, and
+// with `cond ? a : b` GCC emitted branches that made max pooling 45% of bench_step's CNN step.
+template <class A>
+AMP_FORCEINLINE void scan_step(A v, int64_t at, A& best_value, int64_t& best, bool& seen_nan) {
+  const bool is_nan = v != v;
+  const bool greater = v > best_value;
+  const int64_t take = -static_cast<int64_t>(is_nan | (greater & !seen_nan));
+  best = (at & take) | (best & ~take);
+  best_value = std::max(best_value, v);  // = greater ? v : best_value
+  seen_nan |= is_nan;
+}
+
+// Output row i, any window and padding: rows[di] is input row i * stride - padding + di (only
+// rows inside the plane are read).
+template <class A>
+void row_by_scan(const A* const* rows, int64_t i, A* out, int64_t* idx, const PoolGeometry& g) {
+  const int64_t h0 = i * g.stride - g.padding;
+  const int64_t hs = std::max<int64_t>(h0, 0), he = std::min<int64_t>(h0 + g.kh, g.h);
+  for (int64_t j = 0; j < g.ow; ++j) {
+    const int64_t w0 = j * g.stride - g.padding;
+    const int64_t ws = std::max<int64_t>(w0, 0), we = std::min<int64_t>(w0 + g.kw, g.w);
+    int64_t best = hs * g.w + ws;
+    A best_value = -std::numeric_limits<A>::infinity();
+    bool seen_nan = false;
+    for (int64_t ih = hs; ih < he; ++ih) {
+      const A* r = rows[ih - h0];
+      for (int64_t iw = ws; iw < we; ++iw)
+        scan_step(r[iw], ih * g.w + iw, best_value, best, seen_nan);
+    }
+    out[j] = seen_nan ? std::numeric_limits<A>::quiet_NaN() : best_value;
+    idx[j] = best;
+  }
+}
+
+// Output row i of the usual pool (2 x 2 windows, stride 2, no padding): the four elements of
+// each window in one pass over the row. Without NaNs this is the scan's rule; it returns whether
+// a NaN was seen, and the caller then redoes the row by the scan.
+template <class A>
+bool row_2x2(const A* r0, const A* r1, int64_t i, A* out, int64_t* idx, const PoolGeometry& g) {
+  const int64_t w = g.w, start = 2 * i * w;
+  bool seen_nan = false;
+  for (int64_t j = 0; j < g.ow; ++j) {
+    const A a = r0[2 * j], b = r0[2 * j + 1], c = r1[2 * j], d = r1[2 * j + 1];
+    A best = a;
+    int64_t offset = 0;
+    offset = b > best ? 1 : offset;
+    best = std::max(best, b);
+    offset = c > best ? w : offset;
+    best = std::max(best, c);
+    offset = d > best ? w + 1 : offset;
+    best = std::max(best, d);
+    seen_nan |= (a != a) | (b != b) | (c != c) | (d != d);
+    out[j] = best;
+    idx[j] = start + 2 * j + offset;
+  }
+  return seen_nan;
+}
+
+#if defined(__AVX512F__)
+// Columns [0, 32) of a row as floats, the lanes outside `mask` zero.
+inline void load_32(const float* p, __mmask32 mask, __m512& x0, __m512& x1) {
+  x0 = _mm512_maskz_loadu_ps(static_cast<__mmask16>(mask), p);
+  x1 = _mm512_maskz_loadu_ps(static_cast<__mmask16>(mask >> 16), p + 16);
+}
+
+inline void load_32(const BFloat16* p, __mmask32 mask, __m512& x0, __m512& x1) {
+  const __m512i v = _mm512_maskz_loadu_epi16(mask, p);
+  x0 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_castsi512_si256(v)), 16));
+  x1 = _mm512_castsi512_ps(
+      _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_extracti64x4_epi64(v, 1)), 16));
+}
+
+inline void store_16(float* p, __mmask16 mask, __m512 v) { _mm512_mask_storeu_ps(p, mask, v); }
+
+// A maximum of bf16 values is one of them: its top half, no rounding.
+inline void store_16(BFloat16* p, __mmask16 mask, __m512 v) {
+  _mm256_mask_storeu_epi16(p, mask,
+                           _mm512_cvtepi32_epi16(_mm512_srli_epi32(_mm512_castps_si512(v), 16)));
+}
+
+// row_2x2 for fp32 and bf16 with AVX-512, 16 windows a step: the even and odd columns of each
+// row split by a permute, the row's end masked. GCC vectorised the loop of row_2x2 only for rows
+// of 16 windows or more (the CNN of bench_step has rows of 13 and 5) and left a branch in its
+// scalar copy. The indices' small part is 32-bit: planes up to 2^30 columns wide.
+template <class T>
+bool row_2x2_avx512(const T* r0, const T* r1, int64_t i, T* out, int64_t* idx,
+                    const PoolGeometry& g) {
+  const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+  const __m512i odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));
+  const __m512i one = _mm512_set1_epi32(1), below = _mm512_set1_epi32(static_cast<int32_t>(g.w)),
+                below_right = _mm512_set1_epi32(static_cast<int32_t>(g.w + 1));
+  const int64_t start = 2 * i * g.w;
+  __mmask16 seen_nan = 0;
+  for (int64_t j = 0; j < g.ow; j += 16) {
+    const int64_t n = std::min<int64_t>(16, g.ow - j);  // windows this step: 2n input columns
+    const __mmask16 m = static_cast<__mmask16>((1u << n) - 1);
+    const __mmask32 columns = static_cast<__mmask32>((uint64_t{1} << (2 * n)) - 1);
+    __m512 x0, x1, y0, y1;
+    load_32(r0 + 2 * j, columns, x0, x1);
+    load_32(r1 + 2 * j, columns, y0, y1);
+    const __m512 a = _mm512_permutex2var_ps(x0, even, x1), b = _mm512_permutex2var_ps(x0, odd, x1);
+    const __m512 c = _mm512_permutex2var_ps(y0, even, y1), d = _mm512_permutex2var_ps(y0, odd, y1);
+    const __mmask16 take_b = _mm512_cmp_ps_mask(b, a, _CMP_GT_OQ);
+    __m512 best = _mm512_mask_blend_ps(take_b, a, b);
+    __m512i offset = _mm512_maskz_mov_epi32(take_b, one);
+    const __mmask16 take_c = _mm512_cmp_ps_mask(c, best, _CMP_GT_OQ);
+    best = _mm512_mask_blend_ps(take_c, best, c);
+    offset = _mm512_mask_mov_epi32(offset, take_c, below);
+    const __mmask16 take_d = _mm512_cmp_ps_mask(d, best, _CMP_GT_OQ);
+    best = _mm512_mask_blend_ps(take_d, best, d);
+    offset = _mm512_mask_mov_epi32(offset, take_d, below_right);
+    seen_nan |=
+        m & (_mm512_cmp_ps_mask(a, b, _CMP_UNORD_Q) | _mm512_cmp_ps_mask(c, d, _CMP_UNORD_Q));
+    store_16(out + j, m, best);
+    // idx = start + 2 j + 2 lane + offset, the small part in 32 bits and widened.
+    const __m512i local = _mm512_add_epi32(even, offset);  // even: 2 * lane
+    const __m512i base = _mm512_set1_epi64(start + 2 * j);
+    const __m512i low =
+        _mm512_add_epi64(base, _mm512_cvtepi32_epi64(_mm512_castsi512_si256(local)));
+    const __m512i high =
+        _mm512_add_epi64(base, _mm512_cvtepi32_epi64(_mm512_extracti64x4_epi64(local, 1)));
+    _mm512_mask_storeu_epi64(idx + j, static_cast<__mmask8>(m), low);
+    _mm512_mask_storeu_epi64(idx + j + 8, static_cast<__mmask8>(m >> 8), high);
+  }
+  return seen_nan != 0;
+}
+#endif
+
+// Whether output row i of plane xp is done by row_2x2_avx512 (fp32 and bf16 rows without a NaN
+// at the AVX-512 level); otherwise the caller does it.
+template <class T>
+bool row_2x2_in_vectors(const T* xp, int64_t i, T* out, int64_t* idx, const PoolGeometry& g) {
+#if defined(__AVX512F__)
+  if constexpr (std::is_same_v<T, float> || std::is_same_v<T, BFloat16>) {
+    const T* r0 = xp + 2 * i * g.w;
+    return g.w < (int64_t{1} << 30) && !row_2x2_avx512(r0, r0 + g.w, i, out, idx, g);
+  }
+#endif
+  return false;
+}
+
+template <class T>
+void max_pool2d_typed(const T* x, T* out, int64_t* idx, const PoolGeometry& g) {
+  using A = opmath_t<T>;
+  constexpr bool kWiden = !std::is_same_v<A, T>;
+  const bool is_2x2 = g.kh == 2 && g.kw == 2 && g.stride == 2 && g.padding == 0;
+  const int64_t work = g.oh * g.ow * g.kh * g.kw;
+  const int64_t grain = std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(work, 1));
+  parallel_for(g.planes, grain, [&](int64_t begin, int64_t end) {
+    // 16-bit planes: the kh input rows of one output row in op-math, and that row's values.
+    std::vector<A> widened(kWiden ? g.kh * g.w : 0), values(kWiden ? g.ow : 0);
+    std::vector<const A*> rows(g.kh);
+    for (int64_t p = begin; p < end; ++p) {
+      const T* xp = x + p * g.h * g.w;
+      for (int64_t i = 0; i < g.oh; ++i) {
+        const int64_t o = (p * g.oh + i) * g.ow;
+        if (is_2x2 && row_2x2_in_vectors(xp, i, out + o, idx + o, g)) continue;
+        const int64_t h0 = i * g.stride - g.padding;
+        for (int64_t di = 0; di < g.kh; ++di) {
+          const int64_t ih = h0 + di;
+          if (ih < 0 || ih >= g.h) continue;  // padding: row_by_scan reads rows in the plane
+          if constexpr (kWiden) {
+            widen_block(xp + ih * g.w, widened.data() + di * g.w, g.w);
+            rows[di] = widened.data() + di * g.w;
+          } else {
+            rows[di] = xp + ih * g.w;
+          }
+        }
+        A* row_out;
+        if constexpr (kWiden) {
+          row_out = values.data();
+        } else {
+          row_out = out + o;
+        }
+        if (!is_2x2 || row_2x2(rows[0], rows[1], i, row_out, idx + o, g)) {
+          row_by_scan(rows.data(), i, row_out, idx + o, g);
+        }
+        if constexpr (kWiden) narrow_block(values.data(), out + o, g.ow);
+      }
+    }
+  });
+}
+
+void max_pool2d(DType dtype, const void* x, void* out, int64_t* idx, const PoolGeometry& g) {
+  AMP_DISPATCH_FLOATING(dtype, "max_pool2d", [&] {
+    max_pool2d_typed(static_cast<const scalar_t*>(x), static_cast<scalar_t*>(out), idx, g);
+  });
+}
+
+}  // namespace
+
+const PoolKernels& pool_kernels() {
+  static const PoolKernels table{max_pool2d};
+  return table;
+}
+
+}  // namespace amp::cpu::AMP_CPU_CAPABILITY
