@@ -32,11 +32,12 @@ struct PoolKernels {
   void (*max_pool2d)(DType dtype, const void* x, void* values, int64_t* idx, const PoolGeometry& g);
 };
 
-// 16-bit activations between plain NCHW (n, c, hw) and oneDNN's nChw16c (n, c / 16, hw, 16), for c
-// a multiple of 16: what the convolutions reorder bf16 operands with (conv.cpp).
+// Activations between plain NCHW (n, c, hw) and oneDNN's nChw16c (n, c / 16, hw, 16), for c a
+// multiple of 16, of 16-bit ([0]) or 32-bit ([1]) elements: the convolutions' reorders
+// (conv.cpp).
 struct LayoutKernels {
-  void (*to_blocked16)(const uint16_t* x, uint16_t* blocked, int64_t n, int64_t c, int64_t hw);
-  void (*from_blocked16)(const uint16_t* blocked, uint16_t* x, int64_t n, int64_t c, int64_t hw);
+  void (*to_blocked16[2])(const void* x, void* blocked, int64_t n, int64_t c, int64_t hw);
+  void (*from_blocked16[2])(const void* blocked, void* x, int64_t n, int64_t c, int64_t hw);
 };
 
 const DeviceKernels& kernels();

@@ -1,7 +1,8 @@
-// Reorders of 16-bit activations between plain NCHW and oneDNN's nChw16c (LayoutKernels of
+// Reorders of activations between plain NCHW and oneDNN's nChw16c (LayoutKernels of
 // csrc/cpu/kernels.h), compiled once per CPU level. oneDNN 2.6 reorders bf16 with its generic
-// jit:uni kernel at about half the bytes per second of its fp32 one (docs/PERFORMANCE.md, "conv2d
-// on oneDNN"); a channel block is a 16 x HW transpose, done here 16 x 16 elements at a time.
+// jit:uni kernel at about half the bytes per second of its fp32 one, and both stay well below
+// what a transpose in registers reaches (docs/PERFORMANCE.md, "conv2d on oneDNN"). A channel
+// block is a 16 x HW transpose, done here 16 x 16 elements at a time.
 #ifndef AMP_CPU_CAPABILITY
 #error "compiled once per CPU level by CMakeLists.txt, which defines AMP_CPU_CAPABILITY"
 #endif
@@ -13,6 +14,7 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "csrc/core/macros.h"
 #include "csrc/cpu/kernels.h"
 #include "csrc/cpu/parallel.h"
 
@@ -26,85 +28,135 @@ namespace amp::cpu::AMP_CPU_CAPABILITY {
 
 namespace {
 
-// dst[j * dst_stride + i] = src[i * src_stride + j] for i, j in [0, 16).
 #if defined(__AVX512BW__)
-// Three rounds of two-register permutes. A register holds two rows of 16; element (i, j) of the
-// tile starts in register i / 2, lane (i % 2) * 16 + j, and must end in register j / 2, lane
-// (j % 2) * 16 + i. Each round pairs the registers that differ in one bit of i (i3, then i2,
-// then i1) and moves the matching bit of j (j3, j2, j1) into the register number; the lanes of
-// round r hold (i0, i3, ..., j bits still to move) in the order of the index tables below.
-struct TransposeTables {
-  __m512i index[3][2];  // [round][bit of j that the output takes]
+// A 16 x 16 tile of U in kRegs registers of 64 bytes: tile row i in register i / kRowsPerReg,
+// lanes (i % kRowsPerReg) * 16 + [0, 16). The transpose takes log2(kRegs) rounds of
+// two-register permutes: the round for register-number bit b pairs the registers that differ
+// in it (a bit of the row number) and gives each output of the pair the elements whose column
+// has that bit at 0 or at 1, so that after the last round register r holds columns
+// r * kRowsPerReg + [0, kRowsPerReg) laid out as rows. The permute indices are built once by
+// simulating the rounds on the tile's coordinates (and checked against the final layout).
+template <class U>
+struct Tile {
+  static constexpr int kRowsPerReg = 64 / 16 / static_cast<int>(sizeof(U));
+  static constexpr int kRegs = 16 / kRowsPerReg, kLanes = 64 / static_cast<int>(sizeof(U));
+  static constexpr int kRounds = kRegs == 8 ? 3 : 4;
+  __m512i index[kRounds][2];  // [round][the column bit the output takes]
+
+  Tile() {
+    struct At {
+      int i, j;  // tile row and column of the element in a lane
+    };
+    At now[kRegs][kLanes], next[kRegs][kLanes];
+    for (int i = 0; i < 16; ++i) {
+      for (int j = 0; j < 16; ++j) now[i / kRowsPerReg][(i % kRowsPerReg) * 16 + j] = {i, j};
+    }
+    for (int round = 0; round < kRounds; ++round) {
+      const int b = kRounds - 1 - round, m = 1 << b;
+      const int column_bit = b + (kRowsPerReg == 2 ? 1 : 0);
+      for (int bit = 0; bit < 2; ++bit) {
+        alignas(64) U lanes[kLanes];
+        int filled = 0;
+        // The elements of the pair (0, m) with the column bit at `bit`: in the last round at
+        // their final lanes, before it in the order they come.
+        for (int operand = 0; operand < 2; ++operand) {
+          for (int lane = 0; lane < kLanes; ++lane) {
+            const At e = now[operand * m][lane];
+            if (((e.j >> column_bit) & 1) != bit) continue;
+            const int to = round + 1 < kRounds ? filled : (e.j % kRowsPerReg) * 16 + e.i;
+            lanes[to] = static_cast<U>(operand * kLanes + lane);
+            ++filled;
+          }
+        }
+        AMP_ASSERT(filled == kLanes, "layout_kernels: a round must fill every lane");
+        index[round][bit] = _mm512_load_si512(lanes);
+        for (int r = 0; r < kRegs; ++r) {
+          if (r & m) continue;
+          for (int lane = 0; lane < kLanes; ++lane) {
+            const int from = lanes[lane];
+            next[r | (bit ? m : 0)][lane] = now[from < kLanes ? r : r | m][from % kLanes];
+          }
+        }
+      }
+      std::copy(&next[0][0], &next[0][0] + kRegs * kLanes, &now[0][0]);
+    }
+    for (int r = 0; r < kRegs; ++r) {
+      for (int lane = 0; lane < kLanes; ++lane) {
+        const At e = now[r][lane];
+        AMP_ASSERT(e.j / kRowsPerReg == r && (e.j % kRowsPerReg) * 16 + e.i == lane,
+                   "layout_kernels: the rounds must end in the transposed layout");
+      }
+    }
+  }
+
+  static __m512i permute(__m512i a, __m512i index, __m512i b) {
+    if constexpr (sizeof(U) == 2) {
+      return _mm512_permutex2var_epi16(a, index, b);
+    } else {
+      return _mm512_permutex2var_epi32(a, index, b);
+    }
+  }
+
+  static __m512i load_rows(const U* row, int64_t stride) {
+    if constexpr (kRowsPerReg == 2) {
+      const __m256i lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row));
+      const __m256i hi = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + stride));
+      return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
+    } else {
+      return _mm512_loadu_si512(row);
+    }
+  }
+
+  static void store_rows(U* row, int64_t stride, __m512i v) {
+    if constexpr (kRowsPerReg == 2) {
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(row), _mm512_castsi512_si256(v));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(row + stride),
+                          _mm512_extracti64x4_epi64(v, 1));
+    } else {
+      _mm512_storeu_si512(row, v);
+    }
+  }
+
+  // dst[j * dst_stride + i] = src[i * src_stride + j] for i, j in [0, 16). Unrolled and in
+  // place, so that the tile stays in registers (GCC spilled it otherwise).
+  void transpose(const U* src, int64_t src_stride, U* dst, int64_t dst_stride) const {
+    __m512i v[kRegs];
+#pragma GCC unroll 16
+    for (int r = 0; r < kRegs; ++r) {
+      v[r] = load_rows(src + r * kRowsPerReg * src_stride, src_stride);
+    }
+#pragma GCC unroll 4
+    for (int round = 0; round < kRounds; ++round) {
+      const int m = 1 << (kRounds - 1 - round);
+#pragma GCC unroll 16
+      for (int r = 0; r < kRegs; ++r) {
+        if (r & m) continue;
+        const __m512i a = v[r], b = v[r | m];
+        v[r] = permute(a, index[round][0], b);
+        v[r | m] = permute(a, index[round][1], b);
+      }
+    }
+#pragma GCC unroll 16
+    for (int r = 0; r < kRegs; ++r) {
+      store_rows(dst + r * kRowsPerReg * dst_stride, dst_stride, v[r]);
+    }
+  }
 };
 
-const TransposeTables& transpose_tables() {
-  static const TransposeTables tables = [] {
-    TransposeTables t;
-    for (int bit = 0; bit < 2; ++bit) {
-      alignas(64) uint16_t r1[32], r2[32], r3[32];
-      for (int l = 0; l < 32; ++l) {
-        // Round 1: lane l = i0 * 16 + i3 * 8 + j2j1j0, taken from lane i0 * 16 + j of the
-        // register with i3 (second operand: +32).
-        r1[l] = static_cast<uint16_t>(((l >> 3) & 1) * 32 + (l >> 4) * 16 + bit * 8 + (l & 7));
-        // Round 2: lane = i0 * 16 + i3 * 8 + i2 * 4 + j1j0, from the register with i2.
-        r2[l] = static_cast<uint16_t>(((l >> 2) & 1) * 32 + (l & 0x18) + bit * 4 + (l & 3));
-        // Round 3: lane = j0 * 16 + i, from the register with i1, lane i0*16 + i3*8 + i2*4 + j1j0.
-        r3[l] = static_cast<uint16_t>(((l >> 1) & 1) * 32 + (l & 1) * 16 + ((l >> 3) & 1) * 8 +
-                                      ((l >> 2) & 1) * 4 + bit * 2 + (l >> 4));
-      }
-      t.index[0][bit] = _mm512_load_si512(r1);
-      t.index[1][bit] = _mm512_load_si512(r2);
-      t.index[2][bit] = _mm512_load_si512(r3);
-    }
-    return t;
-  }();
-  return tables;
-}
-
-inline void transpose_16x16(const uint16_t* src, int64_t src_stride, uint16_t* dst,
-                            int64_t dst_stride, const TransposeTables& t) {
-  __m512i z[8], y[8];
-  for (int k = 0; k < 8; ++k) {
-    const __m256i lo =
-        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + 2 * k * src_stride));
-    const __m256i hi =
-        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + (2 * k + 1) * src_stride));
-    z[k] = _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
-  }
-  // Registers are numbered by three bits; each round replaces one bit of i by one bit of j.
-  for (int g = 0; g < 4; ++g) {  // round 1: pairs (i3 = 0, i3 = 1) -> j3
-    for (int bit = 0; bit < 2; ++bit) {
-      y[bit * 4 + g] = _mm512_permutex2var_epi16(z[g], t.index[0][bit], z[4 + g]);
-    }
-  }
-  for (int j3 = 0; j3 < 2; ++j3) {  // round 2: pairs (i2 = 0, i2 = 1) -> j2
-    for (int i1 = 0; i1 < 2; ++i1) {
-      for (int bit = 0; bit < 2; ++bit) {
-        z[j3 * 4 + bit * 2 + i1] =
-            _mm512_permutex2var_epi16(y[j3 * 4 + i1], t.index[1][bit], y[j3 * 4 + 2 + i1]);
-      }
-    }
-  }
-  for (int base = 0; base < 8; base += 2) {  // round 3: pairs (i1 = 0, i1 = 1) -> j1
-    for (int bit = 0; bit < 2; ++bit) {
-      y[base + bit] = _mm512_permutex2var_epi16(z[base], t.index[2][bit], z[base + 1]);
-    }
-  }
-  for (int q = 0; q < 8; ++q) {
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + 2 * q * dst_stride),
-                        _mm512_castsi512_si256(y[q]));
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + (2 * q + 1) * dst_stride),
-                        _mm512_extracti64x4_epi64(y[q], 1));
-  }
+template <class U>
+const Tile<U>& tile() {
+  static const Tile<U> t;
+  return t;
 }
 #endif
 
 // Channel rows to pixel rows: dst[j * 16 + i] = src[i * src_stride + j], i < 16, j < len.
-void rows_to_blocked(const uint16_t* src, int64_t src_stride, uint16_t* dst, int64_t len) {
+template <class U>
+void rows_to_blocked(const U* src, int64_t src_stride, U* dst, int64_t len) {
   int64_t j = 0;
 #if defined(__AVX512BW__)
-  const TransposeTables& t = transpose_tables();
-  for (; j + 16 <= len; j += 16) transpose_16x16(src + j, src_stride, dst + j * 16, 16, t);
+  const Tile<U>& t = tile<U>();
+  for (; j + 16 <= len; j += 16) t.transpose(src + j, src_stride, dst + j * 16, 16);
 #endif
   for (; j < len; ++j) {
     for (int64_t i = 0; i < 16; ++i) dst[j * 16 + i] = src[i * src_stride + j];
@@ -112,11 +164,12 @@ void rows_to_blocked(const uint16_t* src, int64_t src_stride, uint16_t* dst, int
 }
 
 // The inverse: dst[i * dst_stride + j] = src[j * 16 + i], i < 16, j < len.
-void blocked_to_rows(const uint16_t* src, uint16_t* dst, int64_t dst_stride, int64_t len) {
+template <class U>
+void blocked_to_rows(const U* src, U* dst, int64_t dst_stride, int64_t len) {
   int64_t j = 0;
 #if defined(__AVX512BW__)
-  const TransposeTables& t = transpose_tables();
-  for (; j + 16 <= len; j += 16) transpose_16x16(src + j * 16, 16, dst + j, dst_stride, t);
+  const Tile<U>& t = tile<U>();
+  for (; j + 16 <= len; j += 16) t.transpose(src + j * 16, 16, dst + j, dst_stride);
 #endif
   for (; j < len; ++j) {
     for (int64_t i = 0; i < 16; ++i) dst[i * dst_stride + j] = src[j * 16 + i];
@@ -126,24 +179,33 @@ void blocked_to_rows(const uint16_t* src, uint16_t* dst, int64_t dst_stride, int
 int64_t block_grain(int64_t hw) { return std::max<int64_t>(1, kElementwiseGrain / (16 * hw)); }
 
 // x (n, c, hw) plain -> blocked (n, c / 16, hw, 16); block b is 16 channel rows of x.
-void to_blocked16(const uint16_t* x, uint16_t* blocked, int64_t n, int64_t c, int64_t hw) {
+template <class U>
+void to_blocked16(const void* x_in, void* blocked_out, int64_t n, int64_t c, int64_t hw) {
+  const U* x = static_cast<const U*>(x_in);
+  U* blocked = static_cast<U*>(blocked_out);
   parallel_for(n * (c / 16), block_grain(hw), [&](int64_t begin, int64_t end) {
-    for (int64_t b = begin; b < end; ++b)
+    for (int64_t b = begin; b < end; ++b) {
       rows_to_blocked(x + b * 16 * hw, hw, blocked + b * hw * 16, hw);
+    }
   });
 }
 
-void from_blocked16(const uint16_t* blocked, uint16_t* x, int64_t n, int64_t c, int64_t hw) {
+template <class U>
+void from_blocked16(const void* blocked_in, void* x_out, int64_t n, int64_t c, int64_t hw) {
+  const U* blocked = static_cast<const U*>(blocked_in);
+  U* x = static_cast<U*>(x_out);
   parallel_for(n * (c / 16), block_grain(hw), [&](int64_t begin, int64_t end) {
-    for (int64_t b = begin; b < end; ++b)
+    for (int64_t b = begin; b < end; ++b) {
       blocked_to_rows(blocked + b * hw * 16, x + b * 16 * hw, hw, hw);
+    }
   });
 }
 
 }  // namespace
 
 const LayoutKernels& layout_kernels() {
-  static const LayoutKernels table{to_blocked16, from_blocked16};
+  static const LayoutKernels table{{to_blocked16<uint16_t>, to_blocked16<uint32_t>},
+                                   {from_blocked16<uint16_t>, from_blocked16<uint32_t>}};
   return table;
 }
 

@@ -235,13 +235,15 @@ BOOST_AUTO_TEST_CASE(max_pool2d_gives_the_same_bits_at_every_level) {
   }
 }
 
-// Every level's nchw <-> nChw16c reorder against the layouts' index formulas: planes of whole
-// 16 x 16 tiles and with remainders (26 x 26 = 42 tiles + 4, 11 x 11, 5), two channel blocks.
-BOOST_AUTO_TEST_CASE(blocked16_reorders_match_the_layouts_at_every_level) {
+// Every level's nchw <-> nChw16c reorders (16- and 32-bit elements) against the layouts' index
+// formulas: planes of whole 16 x 16 tiles and with remainders (26 x 26 = 42 tiles + 4, 11 x 11,
+// 5), two channel blocks.
+template <class U>
+void check_blocked16_reorders(int wide) {
   const int64_t n = 3, c = 32;
   for (const int64_t hw : {int64_t{676}, int64_t{121}, int64_t{16}, int64_t{5}}) {
-    std::vector<uint16_t> x(n * c * hw), want(x.size());
-    for (size_t k = 0; k < x.size(); ++k) x[k] = static_cast<uint16_t>(k * 2654435761u >> 7);
+    std::vector<U> x(n * c * hw), want(x.size());
+    for (size_t k = 0; k < x.size(); ++k) x[k] = static_cast<U>(k * 2654435761u >> 3);
     for (int64_t b = 0; b < n; ++b) {
       for (int64_t ch = 0; ch < c; ++ch) {
         for (int64_t p = 0; p < hw; ++p) {
@@ -251,15 +253,21 @@ BOOST_AUTO_TEST_CASE(blocked16_reorders_match_the_layouts_at_every_level) {
       }
     }
     for (const LevelTables& t : runnable_levels()) {
-      BOOST_TEST_CONTEXT(amp::cpu::level_name(t.level) << ", hw " << hw) {
-        std::vector<uint16_t> blocked(x.size()), back(x.size());
-        t.layout->to_blocked16(x.data(), blocked.data(), n, c, hw);
+      BOOST_TEST_CONTEXT(amp::cpu::level_name(t.level)
+                         << ", " << 8 * sizeof(U) << "-bit, hw " << hw) {
+        std::vector<U> blocked(x.size()), back(x.size());
+        t.layout->to_blocked16[wide](x.data(), blocked.data(), n, c, hw);
         BOOST_TEST(blocked == want, boost::test_tools::per_element());
-        t.layout->from_blocked16(blocked.data(), back.data(), n, c, hw);
+        t.layout->from_blocked16[wide](blocked.data(), back.data(), n, c, hw);
         BOOST_TEST(back == x, boost::test_tools::per_element());
       }
     }
   }
+}
+
+BOOST_AUTO_TEST_CASE(blocked16_reorders_match_the_layouts_at_every_level) {
+  check_blocked16_reorders<uint16_t>(0);
+  check_blocked16_reorders<uint32_t>(1);
 }
 
 BOOST_AUTO_TEST_CASE(fused_adam_over_fp16_params_gives_the_same_bits_at_every_level) {
