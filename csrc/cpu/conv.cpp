@@ -8,9 +8,9 @@
 // GEMM-based convolution, which measured 2-30x slower per pass than its direct JIT kernels on
 // the CNN of bench_step. So each primitive is created with format_tag::any, and an operand whose
 // chosen layout (typically nChw16c) differs from the plain one is reordered into a thread-local
-// buffer before the run (inputs) or out of one after it (outputs); the reorders cost a small
-// fraction of the convolution (docs/PERFORMANCE.md, "conv2d on oneDNN"). The caller sees
-// contiguous NCHW/OIHW tensors only.
+// buffer before the run (inputs) or out of one after it (outputs): nchw <-> nChw16c by
+// layout_kernels() (csrc/cpu/layout_kernels.cpp), the rest by oneDNN's reorders
+// (docs/PERFORMANCE.md, "conv2d on oneDNN"). The caller sees contiguous NCHW/OIHW tensors only.
 #include "csrc/cpu/conv.h"
 
 #include <omp.h>
