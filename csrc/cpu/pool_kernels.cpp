@@ -7,7 +7,7 @@
 #error "compiled once per CPU level by CMakeLists.txt, which defines AMP_CPU_CAPABILITY"
 #endif
 
-#if defined(__AVX512F__)
+#if defined(__AVX512BW__)
 #include <immintrin.h>
 #endif
 
@@ -89,7 +89,7 @@ bool row_2x2(const A* r0, const A* r1, int64_t i, A* out, int64_t* idx, const Po
   return seen_nan;
 }
 
-#if defined(__AVX512F__)
+#if defined(__AVX512BW__)
 // Columns [0, 32) of a row as floats, the lanes outside `mask` zero.
 inline void load_32(const float* p, __mmask32 mask, __m512& x0, __m512& x1) {
   x0 = _mm512_maskz_loadu_ps(static_cast<__mmask16>(mask), p);
@@ -163,7 +163,7 @@ bool row_2x2_avx512(const T* r0, const T* r1, int64_t i, T* out, int64_t* idx,
 // at the AVX-512 level); otherwise the caller does it.
 template <class T>
 bool row_2x2_in_vectors(const T* xp, int64_t i, T* out, int64_t* idx, const PoolGeometry& g) {
-#if defined(__AVX512F__)
+#if defined(__AVX512BW__)
   if constexpr (std::is_same_v<T, float> || std::is_same_v<T, BFloat16>) {
     const T* r0 = xp + 2 * i * g.w;
     return g.w < (int64_t{1} << 30) && !row_2x2_avx512(r0, r0 + g.w, i, out, idx, g);
