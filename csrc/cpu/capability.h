@@ -1,9 +1,10 @@
 // Runtime CPU dispatch. The hot CPU kernels (csrc/cpu/kernels.cpp, multi_tensor_kernels.cpp,
 // half_runs.cpp, pool_kernels.cpp, layout_kernels.cpp) are compiled once per instruction-set
 // level, each copy in its own namespace (amp::cpu::scalar, ::avx2, ::avx512), and the first
-// kernel call picks the highest level this CPU supports. The rest of the library is built for plain x86-64, so one binary runs on any
-// x86-64 CPU. The environment variable AMPCPP_CPU_LEVEL=scalar|avx2|avx512 forces a level (the
-// tests run once at the lowest); asking for one the CPU lacks is an amp::Error.
+// kernel call picks the highest level this CPU supports. The rest of the library is built for plain
+// x86-64, so one binary runs on any x86-64 CPU. The environment variable
+// AMPCPP_CPU_LEVEL=scalar|avx2|avx512 forces a level (the tests run once at the lowest); asking for
+// one the CPU lacks is an amp::Error.
 #pragma once
 
 #include <string>

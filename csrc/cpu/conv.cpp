@@ -75,11 +75,8 @@ struct Operand {
   dnnl::reorder reorder;  // empty when the layouts agree or when `blocked16`
   dnnl::memory::desc reorder_scratchpad_md;
   // An nchw <-> nChw16c reorder of fp32 or bf16 with c a multiple of 16, which layout_kernels()
-  // does (at 1.7-2.5 times oneDNN's speed: csrc/cpu/layout_kernels.cpp); n, c and h * w of the
-  // tensor, and whether its elements are 32-bit.
+  // does (at 1.7-2.5 times oneDNN's speed: csrc/cpu/layout_kernels.cpp).
   bool blocked16 = false;
-  bool wide = false;
-  int64_t n = 0, c = 0, hw = 0;
 };
 
 // Whether plain -> primitive is an nchw -> nChw16c reorder that layout_kernels() can do.
@@ -117,14 +114,8 @@ dnnl::primitive_attr user_scratchpad() {
 Operand make_operand(const dnnl::primitive_desc_base& pd, int arg, bool output,
                      const dnnl::memory::desc& plain) {
   Operand op{arg, output, plain, pd.query_md(dnnl::query::exec_arg_md, arg), {}, {}};
-  if (is_blocked16(op.plain_md, op.primitive_md)) {
-    const dnnl::memory::dims dims = plain.dims();
-    op.blocked16 = true;
-    op.wide = plain.data_type() == dnnl::memory::data_type::f32;
-    op.n = dims[0];
-    op.c = dims[1];
-    op.hw = dims[2] * dims[3];
-  } else if (op.primitive_md != op.plain_md) {
+  op.blocked16 = is_blocked16(op.plain_md, op.primitive_md);
+  if (!op.blocked16 && op.primitive_md != op.plain_md) {
     dnnl::engine& engine = onednn_engine();
     const dnnl::reorder::primitive_desc rpd =
         output ? dnnl::reorder::primitive_desc(engine, op.primitive_md, engine, op.plain_md,
@@ -230,9 +221,11 @@ void run(const dnnl::primitive& primitive, std::unordered_map<int, dnnl::memory>
 void reorder(const Operand& op, const dnnl::memory& from, const dnnl::memory& to,
              dnnl::stream& stream) {
   if (op.blocked16) {
+    const dnnl::memory::dims dims = op.plain_md.dims();  // n, c, h, w
+    const bool wide = op.plain_md.data_type() == dnnl::memory::data_type::f32;
     const LayoutKernels& k = layout_kernels();
-    (op.output ? k.from_blocked16 : k.to_blocked16)[op.wide](
-        from.get_data_handle(), to.get_data_handle(), op.n, op.c, op.hw);
+    (op.output ? k.from_blocked16 : k.to_blocked16)[wide](
+        from.get_data_handle(), to.get_data_handle(), dims[0], dims[1], dims[2] * dims[3]);
     return;
   }
   std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}};

@@ -150,53 +150,34 @@ const Tile<U>& tile() {
 }
 #endif
 
-// Channel rows to pixel rows: dst[j * 16 + i] = src[i * src_stride + j], i < 16, j < len.
-template <class U>
-void rows_to_blocked(const U* src, int64_t src_stride, U* dst, int64_t len) {
-  int64_t j = 0;
-#if defined(__AVX512BW__)
-  const Tile<U>& t = tile<U>();
-  for (; j + 16 <= len; j += 16) t.transpose(src + j, src_stride, dst + j * 16, 16);
-#endif
-  for (; j < len; ++j) {
-    for (int64_t i = 0; i < 16; ++i) dst[j * 16 + i] = src[i * src_stride + j];
-  }
-}
-
-// The inverse: dst[i * dst_stride + j] = src[j * 16 + i], i < 16, j < len.
-template <class U>
-void blocked_to_rows(const U* src, U* dst, int64_t dst_stride, int64_t len) {
-  int64_t j = 0;
-#if defined(__AVX512BW__)
-  const Tile<U>& t = tile<U>();
-  for (; j + 16 <= len; j += 16) t.transpose(src + j * 16, 16, dst + j, dst_stride);
-#endif
-  for (; j < len; ++j) {
-    for (int64_t i = 0; i < 16; ++i) dst[i * dst_stride + j] = src[j * 16 + i];
-  }
-}
-
 int64_t block_grain(int64_t hw) { return std::max<int64_t>(1, kElementwiseGrain / (16 * hw)); }
 
-// x (n, c, hw) plain -> blocked (n, c / 16, hw, 16); block b is 16 channel rows of x.
-template <class U>
-void to_blocked16(const void* x_in, void* blocked_out, int64_t n, int64_t c, int64_t hw) {
-  const U* x = static_cast<const U*>(x_in);
-  U* blocked = static_cast<U*>(blocked_out);
+// Plain (n, c, hw) -> nChw16c (n, c / 16, hw, 16) when kToBlocked, else back. Block b holds 16
+// channels either way; in it, channel i of pixel j is at i * hw + j plain and at j * 16 + i
+// blocked, so each block is a 16 x hw transpose.
+template <class U, bool kToBlocked>
+void reorder(const void* from, void* to, int64_t n, int64_t c, int64_t hw) {
+  const int64_t src_i = kToBlocked ? hw : 1, src_j = kToBlocked ? 1 : 16;
+  const int64_t dst_i = kToBlocked ? 1 : hw, dst_j = kToBlocked ? 16 : 1;
   parallel_for(n * (c / 16), block_grain(hw), [&](int64_t begin, int64_t end) {
     for (int64_t b = begin; b < end; ++b) {
-      rows_to_blocked(x + b * 16 * hw, hw, blocked + b * hw * 16, hw);
-    }
-  });
-}
-
-template <class U>
-void from_blocked16(const void* blocked_in, void* x_out, int64_t n, int64_t c, int64_t hw) {
-  const U* blocked = static_cast<const U*>(blocked_in);
-  U* x = static_cast<U*>(x_out);
-  parallel_for(n * (c / 16), block_grain(hw), [&](int64_t begin, int64_t end) {
-    for (int64_t b = begin; b < end; ++b) {
-      blocked_to_rows(blocked + b * hw * 16, x + b * 16 * hw, hw, hw);
+      const U* src = static_cast<const U*>(from) + b * 16 * hw;
+      U* dst = static_cast<U*>(to) + b * 16 * hw;
+      int64_t j = 0;
+#if defined(__AVX512BW__)
+      // A tile's rows are channels in the plain layout and pixels in the blocked one.
+      const Tile<U>& t = tile<U>();
+      for (; j + 16 <= hw; j += 16) {
+        if constexpr (kToBlocked) {
+          t.transpose(src + j, hw, dst + j * 16, 16);
+        } else {
+          t.transpose(src + j * 16, 16, dst + j, hw);
+        }
+      }
+#endif
+      for (; j < hw; ++j) {
+        for (int64_t i = 0; i < 16; ++i) dst[i * dst_i + j * dst_j] = src[i * src_i + j * src_j];
+      }
     }
   });
 }
@@ -204,8 +185,8 @@ void from_blocked16(const void* blocked_in, void* x_out, int64_t n, int64_t c, i
 }  // namespace
 
 const LayoutKernels& layout_kernels() {
-  static const LayoutKernels table{{to_blocked16<uint16_t>, to_blocked16<uint32_t>},
-                                   {from_blocked16<uint16_t>, from_blocked16<uint32_t>}};
+  static const LayoutKernels table{{reorder<uint16_t, true>, reorder<uint32_t, true>},
+                                   {reorder<uint16_t, false>, reorder<uint32_t, false>}};
   return table;
 }
 
