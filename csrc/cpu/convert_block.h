@@ -59,13 +59,35 @@ inline void narrow_block(const float* src, Half* dst, int64_t n) {
 
 // bf16 is the top half of a float: a shift, plain integer code that GCC vectorises.
 inline void widen_block(const BFloat16* src, float* dst, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) dst[i] = detail::bfloat16_bits_to_float(src[i].x);
+  int64_t i = 0;
+#if defined(__AVX512BW__)
+  for (; i + 16 <= n; i += 16) {
+    const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i));
+    _mm512_storeu_si512(dst + i, _mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+  }
+#endif
+  for (; i < n; ++i) dst[i] = detail::bfloat16_bits_to_float(src[i].x);
 }
 
 // detail::float_to_bfloat16_bits with a select in place of its early return, so the loop has no
 // branch.
 inline void narrow_block(const float* src, BFloat16* dst, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) {
+  int64_t i = 0;
+#if defined(__AVX512BW__)
+  const __m512i bias = _mm512_set1_epi32(0x7FFF), one = _mm512_set1_epi32(1),
+                quiet = _mm512_set1_epi32(0x0040);
+  for (; i + 16 <= n; i += 16) {
+    const __m512 x = _mm512_loadu_ps(src + i);
+    const __m512i u = _mm512_castps_si512(x);
+    const __m512i high = _mm512_srli_epi32(u, 16);
+    const __m512i rounded = _mm512_srli_epi32(
+        _mm512_add_epi32(_mm512_add_epi32(u, bias), _mm512_and_si512(high, one)), 16);
+    const __mmask16 nan = _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q);
+    const __m512i bits = _mm512_mask_or_epi32(rounded, nan, high, quiet);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + i), _mm512_cvtepi32_epi16(bits));
+  }
+#endif
+  for (; i < n; ++i) {
     const uint32_t u = detail::float_bits(src[i]);
     const uint32_t rounded = (u + 0x7FFFu + ((u >> 16) & 1u)) >> 16;
     const uint32_t nan = (u >> 16) | 0x0040u;
