@@ -17,6 +17,7 @@
 
 #include <array>
 #include <cstdint>
+#include <exception>
 #include <memory>
 #include <unordered_map>
 #include <utility>
@@ -36,15 +37,17 @@ struct Key {
   Pass pass;
   DType dtype;
   bool bias;
-  int threads;  // oneDNN splits the work for the thread count it sees at creation
+  bool fp32_grads;  // BackwardWeights: weight and bias gradients in fp32 whatever the dtype
+  int threads;      // oneDNN splits the work for the thread count it sees at creation
   std::array<int64_t, 9> geometry;
   bool operator==(const Key&) const = default;
 };
 
-Key make_key(Pass pass, const ConvGeometry& g, bool bias) {
+Key make_key(Pass pass, const ConvGeometry& g, bool bias, bool fp32_grads) {
   return {pass,
           g.dtype,
           bias,
+          fp32_grads,
           omp_in_parallel() ? 1 : omp_get_max_threads(),
           {g.n, g.c, g.h, g.w, g.o, g.kh, g.kw, g.stride, g.padding}};
 }
@@ -60,6 +63,7 @@ struct KeyHash {
     mix(static_cast<uint64_t>(key.pass));
     mix(static_cast<uint64_t>(key.dtype));
     mix(static_cast<uint64_t>(key.bias));
+    mix(static_cast<uint64_t>(key.fp32_grads));
     mix(static_cast<uint64_t>(key.threads));
     for (int64_t v : key.geometry) mix(static_cast<uint64_t>(v));
     return static_cast<size_t>(h);
@@ -135,7 +139,8 @@ void set_primitive(Plan& plan, const typename Primitive::primitive_desc& pd) {
   plan.primitive = Primitive(pd);
 }
 
-std::shared_ptr<const Plan> build_plan(Pass pass, const ConvGeometry& g, bool bias) {
+std::shared_ptr<const Plan> build_plan(Pass pass, const ConvGeometry& g, bool bias,
+                                       bool fp32_grads) {
   using dims = dnnl::memory::dims;
   using tag = dnnl::memory::format_tag;
   const auto type =
@@ -176,15 +181,19 @@ std::shared_ptr<const Plan> build_plan(Pass pass, const ConvGeometry& g, bool bi
                         make_operand(pd, DNNL_ARG_WEIGHTS, false, w_md),
                         make_operand(pd, DNNL_ARG_DIFF_SRC, true, x_md)};
     } else {
+      const auto grad_type = fp32_grads ? dnnl::memory::data_type::f32 : type;
+      const dnnl::memory::desc gw_md(w_md.dims(), grad_type, tag::oihw);
+      const dnnl::memory::desc gb_md =
+          bias ? dnnl::memory::desc(dims{g.o}, grad_type, tag::x) : dnnl::memory::desc();
       const dnnl::convolution_backward_weights::primitive_desc pd(
-          dnnl::convolution_backward_weights::desc(algo, any(x_md), any(w_md), b_md, any(y_md),
+          dnnl::convolution_backward_weights::desc(algo, any(x_md), any(gw_md), gb_md, any(y_md),
                                                    strides, pad, pad),
           attr, engine, fwd);
       set_primitive<dnnl::convolution_backward_weights>(*plan, pd);
       plan->operands = {make_operand(pd, DNNL_ARG_SRC, false, x_md),
                         make_operand(pd, DNNL_ARG_DIFF_DST, false, y_md),
-                        make_operand(pd, DNNL_ARG_DIFF_WEIGHTS, true, w_md)};
-      if (bias) plan->operands.push_back(make_operand(pd, DNNL_ARG_DIFF_BIAS, true, b_md));
+                        make_operand(pd, DNNL_ARG_DIFF_WEIGHTS, true, gw_md)};
+      if (bias) plan->operands.push_back(make_operand(pd, DNNL_ARG_DIFF_BIAS, true, gb_md));
     }
   } catch (const dnnl::error& e) {
     AMP_FAIL("conv2d: oneDNN has no ", dtype_name(g.dtype), " convolution for input [", g.n, ", ",
@@ -195,13 +204,14 @@ std::shared_ptr<const Plan> build_plan(Pass pass, const ConvGeometry& g, bool bi
   return plan;
 }
 
-std::shared_ptr<const Plan> plan_for(Pass pass, const ConvGeometry& g, bool bias) {
-  const Key key = make_key(pass, g, bias);
+std::shared_ptr<const Plan> plan_for(Pass pass, const ConvGeometry& g, bool bias,
+                                     bool fp32_grads = false) {
+  const Key key = make_key(pass, g, bias, fp32_grads);
   PlanCache& cache = plan_cache();
   if (auto plan = cache.find(key)) return plan;
   // Built outside the lock: creating a primitive JIT-compiles kernels (milliseconds), and
   // other threads should not wait on that for unrelated shapes.
-  return cache.insert(key, build_plan(pass, g, bias));
+  return cache.insert(key, build_plan(pass, g, bias, fp32_grads));
 }
 
 void run(const dnnl::primitive& primitive, std::unordered_map<int, dnnl::memory>& args,
@@ -267,6 +277,54 @@ void execute(const Plan& plan, std::initializer_list<const void*> pointers) {
   }
 }
 
+// bf16 backward-weights with `threads` > 1 threads: oneDNN 2.6's bf16 kernel divides its work
+// between threads poorly (docs/PERFORMANCE.md, "conv2d on oneDNN": on bench_step's CNN, two
+// threads ran it 1.2-1.5 times as fast as one, fp32's kernel 1.9-2.2 times), so each thread
+// runs a one-thread primitive on its share of the images, into fp32 partial gradients, which
+// are then summed in thread order and rounded once: what oneDNN does when it splits the batch
+// itself.
+void backward_weights_split_batch(const ConvGeometry& g, int threads, const void* x,
+                                  const void* grad_y, void* grad_weight, void* grad_bias) {
+  const int64_t weights = g.o * g.c * g.kh * g.kw, bias = grad_bias != nullptr ? g.o : 0;
+  const int64_t x_image = g.c * g.h * g.w, y_image = g.o * g.oh() * g.ow();
+  const size_t es = element_size(g.dtype);
+  std::vector<float> partials(static_cast<size_t>(threads * (weights + bias)));
+  std::vector<std::exception_ptr> errors(threads);
+  int ran = 1;
+#pragma omp parallel num_threads(threads)
+  {
+    const int t = omp_get_thread_num(), nt = omp_get_num_threads();
+    if (t == 0) ran = nt;
+    const OneDnnSerialInParallel serial;
+    try {
+      ConvGeometry part = g;
+      const int64_t begin = g.n * t / nt;
+      part.n = g.n * (t + 1) / nt - begin;
+      float* gw = partials.data() + t * (weights + bias);
+      const void* xt = static_cast<const char*>(x) + begin * x_image * es;
+      const void* gyt = static_cast<const char*>(grad_y) + begin * y_image * es;
+      const auto plan = plan_for(Pass::BackwardWeights, part, bias > 0, /*fp32_grads=*/true);
+      if (bias > 0) {
+        execute(*plan, {xt, gyt, gw, gw + weights});
+      } else {
+        execute(*plan, {xt, gyt, gw});
+      }
+    } catch (...) {
+      errors[t] = std::current_exception();
+    }
+  }
+  for (const std::exception_ptr& e : errors) {
+    if (e) std::rethrow_exception(e);
+  }
+  auto* gw = static_cast<BFloat16*>(grad_weight);
+  auto* gb = static_cast<BFloat16*>(grad_bias);
+  for (int64_t i = 0; i < weights + bias; ++i) {
+    float sum = partials[i];
+    for (int t = 1; t < ran; ++t) sum += partials[t * (weights + bias) + i];
+    (i < weights ? gw[i] : gb[i - weights]) = BFloat16(sum);
+  }
+}
+
 }  // namespace
 
 bool onednn_conv_supports(DType dtype) {
@@ -275,6 +333,7 @@ bool onednn_conv_supports(DType dtype) {
 
 void conv2d_forward(const ConvGeometry& g, const void* x, const void* weight, const void* bias,
                     void* y) {
+  const OneDnnSerialInParallel serial;
   const auto plan = plan_for(Pass::Forward, g, bias != nullptr);
   if (bias != nullptr) {
     execute(*plan, {x, weight, y, bias});
@@ -285,11 +344,18 @@ void conv2d_forward(const ConvGeometry& g, const void* x, const void* weight, co
 
 void conv2d_backward_data(const ConvGeometry& g, const void* grad_y, const void* weight,
                           void* grad_x) {
+  const OneDnnSerialInParallel serial;
   execute(*plan_for(Pass::BackwardData, g, false), {grad_y, weight, grad_x});
 }
 
 void conv2d_backward_weights(const ConvGeometry& g, const void* x, const void* grad_y,
                              void* grad_weight, void* grad_bias) {
+  const OneDnnSerialInParallel serial;
+  const int threads = omp_in_parallel() ? 1 : omp_get_max_threads();
+  if (g.dtype == DType::BFloat16 && threads > 1 && g.n >= threads) {
+    backward_weights_split_batch(g, threads, x, grad_y, grad_weight, grad_bias);
+    return;
+  }
   const auto plan = plan_for(Pass::BackwardWeights, g, grad_bias != nullptr);
   if (grad_bias != nullptr) {
     execute(*plan, {x, grad_y, grad_weight, grad_bias});
@@ -299,6 +365,7 @@ void conv2d_backward_weights(const ConvGeometry& g, const void* x, const void* g
 }
 
 std::string conv2d_impl_names(const ConvGeometry& g) {
+  const OneDnnSerialInParallel serial;
   return detail::concat("fwd ", plan_for(Pass::Forward, g, true)->impl, ", bwd_d ",
                         plan_for(Pass::BackwardData, g, false)->impl, ", bwd_w ",
                         plan_for(Pass::BackwardWeights, g, true)->impl);

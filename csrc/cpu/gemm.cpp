@@ -505,6 +505,7 @@ void check_dtype(DType dtype) {
 
 void gemm(const GemmArgs& args) {
   check_dtype(args.dtype);
+  const OneDnnSerialInParallel serial;
   if (args.batch <= 0 || args.m <= 0 || args.n <= 0) return;
   if (args.k <= 0) {
     zero_output(args);  // an empty sum
@@ -532,6 +533,7 @@ void gemm(const GemmArgs& args) {
 
 std::string gemm_impl_name(const GemmArgs& args) {
   check_dtype(args.dtype);
+  const OneDnnSerialInParallel serial;
   if (args.dtype == DType::Float64) return "eigen";
   if (args.batch <= 0 || args.m <= 0 || args.n <= 0 || args.k <= 0) return "empty";
   try {

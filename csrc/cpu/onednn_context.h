@@ -5,6 +5,8 @@
 // comment says why oneDNN's default scratchpad is not safe for that).
 #pragma once
 
+#include <omp.h>
+
 #include <cstddef>
 #include <oneapi/dnnl/dnnl.hpp>
 
@@ -22,6 +24,27 @@ dnnl::stream& onednn_thread_stream();
 // synchronous (the caller waits on its stream), so one buffer per thread is never used by two
 // executions at once.
 dnnl::memory onednn_thread_scratchpad(const dnnl::memory::desc& md);
+
+// Inside an OpenMP parallel region oneDNN runs a primitive on the calling thread alone, but it
+// sizes the primitive at creation for omp_get_max_threads(), which there still reports the
+// setting of the enclosing region: a kernel built for two threads and run on one waits forever
+// at its internal barrier (seen with the bf16 backward-weights convolution). Each entry point
+// that creates or runs primitives holds one of these, which pins that setting to 1 for the
+// calling thread's task while it lives, and only inside a parallel region.
+class OneDnnSerialInParallel {
+ public:
+  OneDnnSerialInParallel() : saved_(omp_in_parallel() ? omp_get_max_threads() : 0) {
+    if (saved_ > 1) omp_set_num_threads(1);
+  }
+  ~OneDnnSerialInParallel() {
+    if (saved_ > 1) omp_set_num_threads(saved_);
+  }
+  OneDnnSerialInParallel(const OneDnnSerialInParallel&) = delete;
+  OneDnnSerialInParallel& operator=(const OneDnnSerialInParallel&) = delete;
+
+ private:
+  int saved_;
+};
 
 // The number of onednn_thread_buffer slots.
 inline constexpr int kOneDnnThreadBuffers = 4;

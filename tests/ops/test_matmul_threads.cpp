@@ -4,12 +4,19 @@
 // on the same shapes, so that the threads share the cached primitives, give results equal bit for
 // bit to the same products run on one thread. Before scratchpads were per execution, two threads
 // running one primitive overwrote each other's partial sums and about a third of the 256 x 256
-// fp32 products came out wrong, silently.
+// fp32 products came out wrong, silently. The same products called from inside an OpenMP
+// parallel region (a user's own) finish and give the one-thread bytes.
+#include <omp.h>
+
 #include <atomic>
 #include <boost/test/unit_test.hpp>
+#include <chrono>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <future>
 #include <latch>
 #include <mutex>
 #include <string>
@@ -110,9 +117,70 @@ void check_concurrent_equals_sequential(DType dtype) {
                                          << " results differ from the single-thread ones");
 }
 
+// Runs every case once on each thread of an OpenMP parallel region of two, where oneDNN runs
+// each primitive on the calling thread alone; returns the number of results that differ from
+// the bytes the cases give afterwards with one OpenMP thread. The region runs first, so that it
+// creates the primitives: one sized for the region's two threads and run on one waited forever
+// at its internal barrier (bf16 conv2d backward-weights).
+int64_t mismatches_inside_parallel_region(DType dtype) {
+  std::vector<Case> cases = make_cases(dtype);
+  std::vector<std::vector<unsigned char>> got[2];
+  int64_t errors = 0;
+#pragma omp parallel num_threads(2) reduction(+ : errors)
+  {
+    for (const Case& c : cases) {
+      try {
+        got[omp_get_thread_num()].push_back(bytes_of(c.run()));
+      } catch (const std::exception&) {
+        ++errors;
+      }
+    }
+  }
+  const int threads = omp_get_max_threads();
+  omp_set_num_threads(1);
+  int64_t mismatches = errors;
+  for (const auto& results : got) {
+    for (size_t i = 0; i < results.size(); ++i) {
+      if (results[i] != bytes_of(cases[i].run())) ++mismatches;
+    }
+  }
+  omp_set_num_threads(threads);
+  return mismatches;
+}
+
+// Ends the process with a message if it is still alive `seconds` after construction and before
+// destruction, so that a hang fails the suite instead of stalling it.
+class Watchdog {
+ public:
+  explicit Watchdog(int seconds)
+      : thread_([seconds, done = done_.get_future()] {
+          if (done.wait_for(std::chrono::seconds(seconds)) == std::future_status::timeout) {
+            std::fprintf(stderr, "matmul_threads: still running after %d s, a hang\n", seconds);
+            std::_Exit(1);
+          }
+        }) {}
+  ~Watchdog() {
+    done_.set_value();
+    thread_.join();
+  }
+
+ private:
+  std::promise<void> done_;
+  std::thread thread_;
+};
+
 }  // namespace
 
 BOOST_AUTO_TEST_SUITE(matmul_threads)
+
+BOOST_AUTO_TEST_CASE(
+    products_inside_an_openmp_parallel_region_finish_and_equal_one_thread_results) {
+  const Watchdog watchdog(120);
+  for (DType dtype : {DType::Float32, DType::BFloat16, DType::Float16}) {
+    BOOST_TEST(mismatches_inside_parallel_region(dtype) == 0,
+               amp::dtype_name(dtype) << " results inside an OpenMP region differ");
+  }
+}
 
 BOOST_AUTO_TEST_CASE(concurrent_fp32_products_equal_single_thread_results_bit_for_bit) {
   check_concurrent_equals_sequential(DType::Float32);
