@@ -224,31 +224,24 @@ Tensor gather_planes_impl(const Tensor& x_in, const Tensor& idx) {
 }
 
 // The adjoint of gather_planes: zeros (N, C, h, w) with grad added at idx (op-math sums, from
-// +0). `distinct`: no index repeats within a plane (windows that do not overlap), so each element
-// receives at most one gradient, stored as the sum would round it (0 + g: -0 becomes +0).
-Tensor scatter_planes_impl(const Tensor& grad_in, const Tensor& idx, int64_t h, int64_t w,
-                           bool distinct) {
+// +0). Windows that do not overlap receive at most one gradient per element: the pool kernels
+// store it (csrc/cpu/pool_kernels.cpp).
+Tensor scatter_planes_impl(const Tensor& grad_in, const Tensor& idx, const cpu::PoolGeometry& g) {
   const Tensor grad = grad_in.contiguous();
   const int64_t n = grad.size(0), c = grad.size(1), l = grad.size(2) * grad.size(3);
+  const int64_t h = g.h, w = g.w;
   Tensor out = empty({n, c, h, w}, {.dtype = grad.dtype()});
+  if (g.stride >= g.kh && g.stride >= g.kw) {
+    cpu::pool_kernels().max_pool2d_backward(grad.dtype(), grad.data_ptr(), idx.data<int64_t>(),
+                                            out.data_ptr(), g);
+    return out;
+  }
   AMP_DISPATCH_FLOATING(grad.dtype(), "max_pool2d_backward", [&] {
     using A = opmath_t<scalar_t>;
     const scalar_t* gd = grad.data<scalar_t>();
     scalar_t* od = out.data<scalar_t>();
     const int64_t* id = idx.data<int64_t>();
     cpu::parallel_for(n * c, plane_grain(h * w + l), [&](int64_t begin, int64_t end) {
-      if (distinct) {
-        for (int64_t p = begin; p < end; ++p) {
-          // A plane at a time, so that the stores below find it in cache. +0 is all zero bits
-          // in every floating type.
-          std::memset(static_cast<void*>(od + p * h * w), 0,
-                      static_cast<size_t>(h * w) * sizeof(scalar_t));
-          for (int64_t o = 0; o < l; ++o) {
-            od[p * h * w + id[p * l + o]] = convert<scalar_t>(A(0) + convert<A>(gd[p * l + o]));
-          }
-        }
-        return;
-      }
       std::vector<A> acc(h * w);
       for (int64_t p = begin; p < end; ++p) {
         std::fill(acc.begin(), acc.end(), A(0));
@@ -260,24 +253,22 @@ Tensor scatter_planes_impl(const Tensor& grad_in, const Tensor& idx, int64_t h, 
   return out;
 }
 
-Tensor gather_planes(const Tensor& x, const Tensor& idx, bool distinct);
+Tensor gather_planes(const Tensor& x, const Tensor& idx, const cpu::PoolGeometry& g);
 
-Tensor scatter_planes(const Tensor& grad, const Tensor& idx, int64_t h, int64_t w, bool distinct) {
-  Tensor out =
-      autograd::without_grad([&] { return scatter_planes_impl(grad, idx, h, w, distinct); });
+Tensor scatter_planes(const Tensor& grad, const Tensor& idx, const cpu::PoolGeometry& g) {
+  Tensor out = autograd::without_grad([&] { return scatter_planes_impl(grad, idx, g); });
   autograd::record("MaxPool2DWithIndicesBackwardBackward", out, {&grad}, {},
-                   [idx, distinct](const Grads& g, const Grads&, const Node&) {
-                     return Grads{gather_planes(g[0], idx, distinct)};
+                   [idx, g](const Grads& grads, const Grads&, const Node&) {
+                     return Grads{gather_planes(grads[0], idx, g)};
                    });
   return out;
 }
 
-Tensor gather_planes(const Tensor& x, const Tensor& idx, bool distinct) {
+Tensor gather_planes(const Tensor& x, const Tensor& idx, const cpu::PoolGeometry& g) {
   Tensor out = autograd::without_grad([&] { return gather_planes_impl(x, idx); });
-  const int64_t h = x.size(2), w = x.size(3);
   autograd::record("GatherPlanesBackward", out, {&x}, {},
-                   [idx, h, w, distinct](const Grads& g, const Grads&, const Node&) {
-                     return Grads{scatter_planes(g[0], idx, h, w, distinct)};
+                   [idx, g](const Grads& grads, const Grads&, const Node&) {
+                     return Grads{scatter_planes(grads[0], idx, g)};
                    });
   return out;
 }
@@ -508,19 +499,17 @@ Tensor max_pool2d(const Tensor& x_in, int64_t kernel, std::optional<int64_t> str
   const int64_t n = x.size(0), c = x.size(1), h = x.size(2), w = x.size(3);
   const int64_t oh = g.out_h(h), ow = g.out_w(w);
   Tensor idx = empty({n, c, oh, ow}, {.dtype = DType::Int64});
+  const cpu::PoolGeometry geometry{n * c, h, w, g.kh, g.kw, g.stride, g.padding, oh, ow};
   Tensor out = autograd::without_grad([&] {
     const Tensor xc = x.contiguous();
     Tensor values = empty({n, c, oh, ow}, {.dtype = x.dtype()});
-    const cpu::PoolGeometry geometry{n * c, h, w, g.kh, g.kw, g.stride, g.padding, oh, ow};
     cpu::pool_kernels().max_pool2d(x.dtype(), xc.data_ptr(), values.data_ptr(), idx.data<int64_t>(),
                                    geometry);
     return values;
   });
-  // Windows that do not overlap pick distinct elements: the backward then stores, not sums.
-  const bool distinct = g.stride >= g.kh && g.stride >= g.kw;
   autograd::record("MaxPool2DWithIndicesBackward", out, {&x}, {},
-                   [idx, h, w, distinct](const Grads& grads, const Grads&, const Node&) {
-                     return Grads{scatter_planes(grads[0], idx, h, w, distinct)};
+                   [idx, geometry](const Grads& grads, const Grads&, const Node&) {
+                     return Grads{scatter_planes(grads[0], idx, geometry)};
                    });
   return unbatched ? out.squeeze(0) : out;
 }

@@ -30,6 +30,11 @@ struct PoolKernels {
   // values[p, o] = the maximum of window o of plane p, idx[p, o] = its flat index ih * w + iw:
   // the first strict maximum in row-major window order, or the last NaN (PyTorch's rule).
   void (*max_pool2d)(DType dtype, const void* x, void* values, int64_t* idx, const PoolGeometry& g);
+  // Its backward for windows that do not overlap (stride >= kh and kw, so no element is in two
+  // windows): grad_x[p, idx[p, o]] = grad_y[p, o], rounded as the sum 0 + grad_y[p, o] (-0
+  // becomes +0), and zero everywhere else.
+  void (*max_pool2d_backward)(DType dtype, const void* grad_y, const int64_t* idx, void* grad_x,
+                              const PoolGeometry& g);
 };
 
 // Activations between plain NCHW (n, c, hw) and oneDNN's nChw16c (n, c / 16, hw, 16), for c a

@@ -12,11 +12,13 @@
 #endif
 
 #include <algorithm>
+#include <cstring>
 #include <limits>
 #include <type_traits>
 #include <vector>
 
 #include "csrc/core/dtype.h"
+#include "csrc/core/macros.h"
 #include "csrc/cpu/convert_block.h"
 #include "csrc/cpu/kernels.h"
 #include "csrc/cpu/parallel.h"
@@ -105,7 +107,8 @@ inline void load_32(const BFloat16* p, __mmask32 mask, __m512& x0, __m512& x1) {
 
 inline void store_16(float* p, __mmask16 mask, __m512 v) { _mm512_mask_storeu_ps(p, mask, v); }
 
-// A maximum of bf16 values is one of them: its top half, no rounding.
+// For floats that hold bf16 values (a maximum of bf16 values, or 0 + one): their top half, with
+// nothing to round.
 inline void store_16(BFloat16* p, __mmask16 mask, __m512 v) {
   _mm256_mask_storeu_epi16(p, mask,
                            _mm512_cvtepi32_epi16(_mm512_srli_epi32(_mm512_castps_si512(v), 16)));
@@ -220,10 +223,130 @@ void max_pool2d(DType dtype, const void* x, void* out, int64_t* idx, const PoolG
   });
 }
 
+#if defined(__AVX512BW__)
+inline __m512 load_16(const float* p, __mmask16 mask) { return _mm512_maskz_loadu_ps(mask, p); }
+
+inline __m512 load_16(const BFloat16* p, __mmask16 mask) {
+  return _mm512_castsi512_ps(
+      _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(mask, p)), 16));
+}
+
+// Backward of output row i of the usual pool (2 x 2 windows, stride 2, no padding) into input
+// rows 2i and 2i + 1, 16 windows a step: each window's gradient goes to the lane its index
+// names (offset 0, 1, w or w + 1 from the window's corner) and zeros to the other three, and
+// the even and odd columns are interleaved by permutes. 0 + g is computed as such, so -0 becomes
+// +0 (a bf16 value stays exact: its store is the top half).
+template <class T>
+void backward_row_2x2_avx512(const T* gy, const T* gy_end, const int64_t* idx, int64_t i, T* r0,
+                             const PoolGeometry& g) {
+  const __m512i lanes_x2 =
+      _mm512_setr_epi64(0, 2, 4, 6, 8, 10, 12, 14);  // 2 * lane, for the int64 indices
+  const __m512i low = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+  const __m512i high = _mm512_add_epi32(low, _mm512_set1_epi32(8));
+  const __m512i one = _mm512_set1_epi32(1), below = _mm512_set1_epi32(static_cast<int32_t>(g.w)),
+                below_right = _mm512_set1_epi32(static_cast<int32_t>(g.w + 1));
+  T* r1 = r0 + g.w;
+  const int64_t start = 2 * i * g.w;
+  for (int64_t j = 0; j < g.ow; j += 16) {
+    const int64_t n = std::min<int64_t>(16, g.ow - j);  // windows this step: 2n input columns
+    const __mmask16 m = static_cast<__mmask16>((1u << n) - 1);
+    // Masked loads waited on the row's masked stores (4K-aliased planes: 2x slower); whole
+    // vectors are read wherever they stay inside the arrays, their extra lanes unused.
+    const bool whole = gy + j + 16 <= gy_end;
+    const __m512 v =
+        _mm512_maskz_add_ps(m, _mm512_setzero_ps(), load_16(gy + j, whole ? __mmask16{0xFFFF} : m));
+    // The offset of each index from its window's corner, start + 2 (j + lane), in 32 bits.
+    const __m512i corner = _mm512_add_epi64(_mm512_set1_epi64(start + 2 * j), lanes_x2);
+    const __m512i corner8 = _mm512_add_epi64(corner, _mm512_set1_epi64(16));
+    const __m512i idx_low = whole ? _mm512_loadu_si512(idx + j)
+                                  : _mm512_maskz_loadu_epi64(static_cast<__mmask8>(m), idx + j);
+    const __m512i idx_high =
+        whole ? _mm512_loadu_si512(idx + j + 8)
+              : _mm512_maskz_loadu_epi64(static_cast<__mmask8>(m >> 8), idx + j + 8);
+    const __m256i off_low = _mm512_cvtepi64_epi32(_mm512_sub_epi64(idx_low, corner));
+    const __m256i off_high = _mm512_cvtepi64_epi32(_mm512_sub_epi64(idx_high, corner8));
+    const __m512i off = _mm512_inserti64x4(_mm512_castsi256_si512(off_low), off_high, 1);
+    const __m512 a = _mm512_maskz_mov_ps(_mm512_cmpeq_epi32_mask(off, _mm512_setzero_si512()), v);
+    const __m512 b = _mm512_maskz_mov_ps(_mm512_cmpeq_epi32_mask(off, one), v);
+    const __m512 c = _mm512_maskz_mov_ps(_mm512_cmpeq_epi32_mask(off, below), v);
+    const __m512 d = _mm512_maskz_mov_ps(_mm512_cmpeq_epi32_mask(off, below_right), v);
+    // Columns 2j + [0, 16) and 2j + [16, 32) of each row, the row's end masked.
+    const __mmask16 first = static_cast<__mmask16>(n >= 8 ? 0xFFFF : (1u << (2 * n)) - 1);
+    const __mmask16 second = static_cast<__mmask16>(n <= 8 ? 0 : (1u << (2 * (n - 8))) - 1);
+    store_16(r0 + 2 * j, first, _mm512_permutex2var_ps(a, low, b));
+    store_16(r0 + 2 * j + 16, second, _mm512_permutex2var_ps(a, high, b));
+    store_16(r1 + 2 * j, first, _mm512_permutex2var_ps(c, low, d));
+    store_16(r1 + 2 * j + 16, second, _mm512_permutex2var_ps(c, high, d));
+  }
+}
+#endif
+
+// 0 + g rounded to T. For bf16 on its bits (the widening and rounding took half the backward's
+// time): g itself, but +0 for -0 and a NaN quieted, as the float sum and its rounding give.
+template <class T>
+AMP_FORCEINLINE T zero_plus(T g) {
+  if constexpr (std::is_same_v<T, BFloat16>) {
+    uint16_t bits = g.x == 0x8000 ? uint16_t{0} : g.x;
+    if ((bits & 0x7FFF) > 0x7F80) bits |= 0x0040;
+    return BFloat16::from_bits(bits);
+  } else {
+    using A = opmath_t<T>;
+    return convert<T>(A(0) + convert<A>(g));
+  }
+}
+
+template <class T>
+void max_pool2d_backward_typed(const T* gy, const int64_t* idx, T* gx, const PoolGeometry& g) {
+  AMP_ASSERT(g.stride >= g.kh && g.stride >= g.kw, "max_pool2d_backward: windows overlap (kernel ",
+             g.kh, "x", g.kw, ", stride ", g.stride, ")");
+  // Rows of fewer than 8 windows (bench_step's second pool has 5) scatter faster.
+  [[maybe_unused]] const bool vector_2x2 = g.kh == 2 && g.kw == 2 && g.stride == 2 &&
+                                           g.padding == 0 && g.ow >= 8 && g.w < (int64_t{1} << 30);
+  const int64_t plane = g.h * g.w, l = g.oh * g.ow;
+  [[maybe_unused]] const T* gy_end = gy + g.planes * l;
+  const int64_t grain = std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(plane + l, 1));
+  // Planes are zeroed a group of about 16 KB at a time, so that the stores below find them in
+  // cache (a whole thread's range at once went to memory first) without a call per small plane.
+  const int64_t group = std::max<int64_t>(1, 16384 / (plane * static_cast<int64_t>(sizeof(T))));
+  parallel_for(g.planes, grain, [&](int64_t begin, int64_t end) {
+    for (int64_t first = begin; first < end; first += group) {
+      const int64_t last = std::min(end, first + group);
+      // +0 is all zero bits in every floating type.
+      std::memset(static_cast<void*>(gx + first * plane), 0,
+                  static_cast<size_t>((last - first) * plane) * sizeof(T));
+      for (int64_t p = first; p < last; ++p) {
+        T* out = gx + p * plane;
+        const T* gp = gy + p * l;
+        const int64_t* ip = idx + p * l;
+#if defined(__AVX512BW__)
+        if constexpr (std::is_same_v<T, float> || std::is_same_v<T, BFloat16>) {
+          if (vector_2x2) {
+            for (int64_t i = 0; i < g.oh; ++i) {
+              backward_row_2x2_avx512(gp + i * g.ow, gy_end, ip + i * g.ow, i, out + 2 * i * g.w,
+                                      g);
+            }
+            continue;
+          }
+        }
+#endif
+        for (int64_t o = 0; o < l; ++o) out[ip[o]] = zero_plus(gp[o]);
+      }
+    }
+  });
+}
+
+void max_pool2d_backward(DType dtype, const void* grad_y, const int64_t* idx, void* grad_x,
+                         const PoolGeometry& g) {
+  AMP_DISPATCH_FLOATING(dtype, "max_pool2d_backward", [&] {
+    max_pool2d_backward_typed(static_cast<const scalar_t*>(grad_y), idx,
+                              static_cast<scalar_t*>(grad_x), g);
+  });
+}
+
 }  // namespace
 
 const PoolKernels& pool_kernels() {
-  static const PoolKernels table{max_pool2d};
+  static const PoolKernels table{max_pool2d, max_pool2d_backward};
   return table;
 }
 

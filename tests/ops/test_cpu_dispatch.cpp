@@ -235,6 +235,45 @@ BOOST_AUTO_TEST_CASE(max_pool2d_gives_the_same_bits_at_every_level) {
   }
 }
 
+// The backward of windows that do not overlap (2 x 2 stride 2: rows of 19 windows, one vector and
+// a remainder, and odd plane sizes; 3 x 3 stride 3) at every level against its formula: the
+// gradient rounded as 0 + g at the index, +0 elsewhere, on gradients with signed zeros, infs and
+// a NaN.
+BOOST_AUTO_TEST_CASE(max_pool2d_backward_puts_each_gradient_at_its_index_at_every_level) {
+  struct Case {
+    int64_t kernel, stride, h, w;
+  };
+  for (const Case c : {Case{2, 2, 36, 38}, Case{2, 2, 9, 11}, Case{3, 3, 10, 14}}) {
+    for (DType dtype : kFloatTypes) {
+      const int64_t planes = 5, oh = (c.h - c.kernel) / c.stride + 1;
+      const int64_t ow = (c.w - c.kernel) / c.stride + 1;
+      const amp::cpu::PoolGeometry g{planes, c.h, c.w, c.kernel, c.kernel, c.stride, 0, oh, ow};
+      // Indices as the forward picks them: any element of each window.
+      std::vector<int64_t> idx(planes * oh * ow);
+      for (size_t k = 0; k < idx.size(); ++k) {
+        const int64_t o = static_cast<int64_t>(k) % (oh * ow), pick = (k * 2654435761u >> 7) % 9;
+        const int64_t di = pick / 3 % c.kernel, dj = pick % 3 % c.kernel;
+        idx[k] = (o / ow * c.stride + di) * c.w + o % ow * c.stride + dj;
+      }
+      const Tensor gy = awkward_values(dtype, planes * oh * ow, 9);
+      const std::vector<float> gv = gy.to(DType::Float32).to_vector<float>();
+      std::vector<float> want(planes * c.h * c.w, 0.0f);
+      for (size_t k = 0; k < idx.size(); ++k) {
+        want[static_cast<int64_t>(k) / (oh * ow) * c.h * c.w + idx[k]] = 0.0f + gv[k];
+      }
+      const Tensor expected = amp::from_vector(want, {planes * c.h * c.w}).to(dtype);
+      for (const LevelTables& t : runnable_levels()) {
+        Tensor got = amp::full({planes * c.h * c.w}, 7.0, {.dtype = dtype});
+        t.pool->max_pool2d_backward(dtype, gy.data_ptr(), idx.data(), got.data_ptr(), g);
+        BOOST_TEST(same_bytes(got, expected), "max_pool2d backward k"
+                                                  << c.kernel << " " << amp::dtype_name(dtype)
+                                                  << " plane " << c.h << "x" << c.w << " at "
+                                                  << amp::cpu::level_name(t.level));
+      }
+    }
+  }
+}
+
 // Every level's nchw <-> nChw16c reorders (16- and 32-bit elements) against the layouts' index
 // formulas: planes of whole 16 x 16 tiles and with remainders (26 x 26 = 42 tiles + 4, 11 x 11,
 // 5), two channel blocks.
