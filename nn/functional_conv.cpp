@@ -230,6 +230,8 @@ Tensor scatter_planes_impl(const Tensor& grad_in, const Tensor& idx, const cpu::
   const Tensor grad = grad_in.contiguous();
   const int64_t n = grad.size(0), c = grad.size(1), l = grad.size(2) * grad.size(3);
   const int64_t h = g.h, w = g.w;
+  AMP_ASSERT(n * c == g.planes && l == g.oh * g.ow, "max_pool2d_backward: gradient of shape ",
+             shape_to_string(grad.sizes()), " for ", g.planes, " planes of ", g.oh, "x", g.ow);
   Tensor out = empty({n, c, h, w}, {.dtype = grad.dtype()});
   if (g.stride >= g.kh && g.stride >= g.kw) {
     cpu::pool_kernels().max_pool2d_backward(grad.dtype(), grad.data_ptr(), idx.data<int64_t>(),
