@@ -479,9 +479,21 @@ Tensor conv2d(const Tensor& x_in, const Tensor& w, const Tensor& b, int64_t stri
     const Tensor out = onednn_conv_op(x, w, b, conv_geometry(x, w, stride, padding));
     return unbatched ? out.squeeze(0) : out;
   }
-  // float64 and fp16 (see csrc/cpu/conv.h): one GEMM for the whole batch: (O, C*kh*kw) @ (C*kh*kw,
-  // N*L) -> (O, N*L), viewed as (N, O, OH, OW). Backward (recorded by mm): grad_cols = w^T @ grad,
-  // then fold (col2im); grad_w = grad @ cols^T, one GEMM summing over the batch.
+  // fp16: oneDNN 2.6 has fp16 convolutions only with AVX512-FP16 (csrc/cpu/conv.h). Widening is
+  // exact, the fp32 convolution multiplies exactly and accumulates in fp32, and each output is
+  // rounded to fp16 once with the bias added before, as bf16's; the casts are recorded, so the
+  // gradients come back through the fp32 convolution's backward and are rounded once too.
+  if (x.dtype() == DType::Float16 && x.numel() > 0 && w.numel() > 0) {
+    const Tensor x32 = x.to(DType::Float32), w32 = w.to(DType::Float32);
+    const Tensor b32 = b.defined() ? b.to(DType::Float32) : Tensor();
+    const Tensor out =
+        onednn_conv_op(x32, w32, b32, conv_geometry(x32, w32, stride, padding)).to(DType::Float16);
+    return unbatched ? out.squeeze(0) : out;
+  }
+  // float64 (oneDNN has no f64 convolution) and empty tensors: one GEMM for the whole batch:
+  // (O, C*kh*kw) @ (C*kh*kw, N*L) -> (O, N*L), viewed as (N, O, OH, OW). Backward (recorded by
+  // mm): grad_cols = w^T @ grad, then fold (col2im); grad_w = grad @ cols^T, one GEMM summing
+  // over the batch.
   const Tensor cols = unfold_op(x, {n, x.size(1), x.size(2), x.size(3), Layout::BatchInColumns}, g);
   Tensor out = mm(w.reshape({out_c, -1}), cols).reshape({out_c, n, oh, ow}).permute({1, 0, 2, 3});
   if (b.defined())
