@@ -225,35 +225,33 @@ void max_pool2d(DType dtype, const void* x, void* out, int64_t* idx, const PoolG
 }
 
 #if defined(__AVX512BW__)
-inline __m512 load_16(const float* p, __mmask16 mask) { return _mm512_maskz_loadu_ps(mask, p); }
-
 inline __m512 load_16(const BFloat16* p, __mmask16 mask) {
   return _mm512_castsi512_ps(
       _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(mask, p)), 16));
 }
 
-// Backward of output row i of the usual pool (2 x 2 windows, stride 2, no padding) into input
-// rows 2i and 2i + 1, 16 windows a step: each window's gradient goes to the lane its index
+// bf16 backward of output row i of the usual pool (2 x 2 windows, stride 2, no padding) into
+// input rows 2i and 2i + 1, 16 windows a step: each window's gradient goes to the lane its index
 // names (offset 0, 1, w or w + 1 from the window's corner) and zeros to the other three, and
 // the even and odd columns are interleaved by permutes. 0 + g is computed as such, so -0 becomes
 // +0 (a bf16 value stays exact: its store is the top half).
-template <class T>
-void backward_row_2x2_avx512(const T* gy, const T* gy_end, const int64_t* idx, int64_t i, T* r0,
-                             const PoolGeometry& g) {
+void backward_row_2x2_bf16(const BFloat16* gy, const BFloat16* gy_end, const int64_t* idx,
+                           int64_t i, BFloat16* r0, const PoolGeometry& g) {
   const __m512i lanes_x2 =
       _mm512_setr_epi64(0, 2, 4, 6, 8, 10, 12, 14);  // 2 * lane, for the int64 indices
   const __m512i low = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
   const __m512i high = _mm512_add_epi32(low, _mm512_set1_epi32(8));
   const __m512i one = _mm512_set1_epi32(1), below = _mm512_set1_epi32(static_cast<int32_t>(g.w)),
                 below_right = _mm512_set1_epi32(static_cast<int32_t>(g.w + 1));
-  T* r1 = r0 + g.w;
+  BFloat16* r1 = r0 + g.w;
   const int64_t start = 2 * i * g.w;
   for (int64_t j = 0; j < g.ow; j += 16) {
     const int64_t n = std::min<int64_t>(16, g.ow - j);  // windows this step: 2n input columns
     const __mmask16 m = static_cast<__mmask16>((1u << n) - 1);
     // Whole vectors are read wherever they stay inside the arrays (gy and idx have the same
-    // length), their extra lanes unused: with masked loads throughout, planes of 32 x 32 floats
-    // (4 KB apart) ran 3x slower, the loads apparently waiting on the row's masked stores.
+    // length), their extra lanes unused: with masked loads throughout, an fp32 version of this
+    // ran 3x slower on planes of 32 x 32 (4 KB apart), the loads apparently waiting on the row's
+    // masked stores.
     const bool whole = gy + j + 16 <= gy_end;
     const __m512 v =
         _mm512_maskz_add_ps(m, _mm512_setzero_ps(), load_16(gy + j, whole ? __mmask16{0xFFFF} : m));
@@ -301,38 +299,34 @@ template <class T>
 void max_pool2d_backward_typed(const T* gy, const int64_t* idx, T* gx, const PoolGeometry& g) {
   AMP_ASSERT(g.stride >= g.kh && g.stride >= g.kw, "max_pool2d_backward: windows overlap (kernel ",
              g.kh, "x", g.kw, ", stride ", g.stride, ")");
-  // Rows of fewer than 8 windows (bench_step's second pool has 5) scatter faster.
+  // bf16 only: fp32's scatter was as fast alone and faster followed by ReLU's backward (PERFORMANCE
+  // "Backward-weights split and pooling backward"). Rows of fewer than 8 windows (bench_step's
+  // second pool has 5) scatter faster too.
   [[maybe_unused]] const bool vector_2x2 = g.kh == 2 && g.kw == 2 && g.stride == 2 &&
                                            g.padding == 0 && g.ow >= 8 && g.w < (int64_t{1} << 30);
   const int64_t plane = g.h * g.w, l = g.oh * g.ow;
   [[maybe_unused]] const T* gy_end = gy + g.planes * l;
   const int64_t grain = std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(plane + l, 1));
-  // Planes are zeroed a group of about 16 KB at a time, so that the stores below find them in
-  // cache (a whole thread's range at once went to memory first) without a call per small plane.
-  const int64_t group = std::max<int64_t>(1, 16384 / (plane * static_cast<int64_t>(sizeof(T))));
   parallel_for(g.planes, grain, [&](int64_t begin, int64_t end) {
-    for (int64_t first = begin; first < end; first += group) {
-      const int64_t last = std::min(end, first + group);
-      // +0 is all zero bits in every floating type.
-      std::memset(static_cast<void*>(gx + first * plane), 0,
-                  static_cast<size_t>((last - first) * plane) * sizeof(T));
-      for (int64_t p = first; p < last; ++p) {
-        T* out = gx + p * plane;
-        const T* gp = gy + p * l;
-        const int64_t* ip = idx + p * l;
+    // The thread's whole range first (+0 is all zero bits in every floating type): zeroing it a
+    // few planes at a time, in cache, measured slower with the ReLU backward after it.
+    std::memset(static_cast<void*>(gx + begin * plane), 0,
+                static_cast<size_t>((end - begin) * plane) * sizeof(T));
+    for (int64_t p = begin; p < end; ++p) {
+      T* out = gx + p * plane;
+      const T* gp = gy + p * l;
+      const int64_t* ip = idx + p * l;
 #if defined(__AVX512BW__)
-        if constexpr (std::is_same_v<T, float> || std::is_same_v<T, BFloat16>) {
-          if (vector_2x2) {
-            for (int64_t i = 0; i < g.oh; ++i) {
-              backward_row_2x2_avx512(gp + i * g.ow, gy_end, ip + i * g.ow, i, out + 2 * i * g.w,
-                                      g);
-            }
-            continue;
+      if constexpr (std::is_same_v<T, BFloat16>) {
+        if (vector_2x2) {
+          for (int64_t i = 0; i < g.oh; ++i) {
+            backward_row_2x2_bf16(gp + i * g.ow, gy_end, ip + i * g.ow, i, out + 2 * i * g.w, g);
           }
+          continue;
         }
-#endif
-        for (int64_t o = 0; o < l; ++o) out[ip[o]] = zero_plus(gp[o]);
       }
+#endif
+      for (int64_t o = 0; o < l; ++o) out[ip[o]] = zero_plus(gp[o]);
     }
   });
 }
