@@ -3,8 +3,9 @@
 // bf16 multiplies bf16 operands, accumulates in fp32 and rounds each output once (the bias is
 // added before that rounding). Primitives are cached per geometry, dtype and thread count and
 // use the calling thread's scratchpad (onednn_context.h), so any number of threads may run
-// convolutions at once. nn/functional_conv.cpp keeps im2col + GEMM for the rest (float64, fp16:
-// oneDNN 2.6 has fp16 convolutions only on CPUs with AVX512-FP16).
+// convolutions at once. nn/functional_conv.cpp runs fp16 on the fp32 primitives between exact
+// widening and one rounding (oneDNN 2.6 has fp16 convolutions only on CPUs with AVX512-FP16) and
+// keeps im2col + GEMM for float64.
 #pragma once
 
 #include <cstdint>
