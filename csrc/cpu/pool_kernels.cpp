@@ -106,6 +106,13 @@ inline void load_32(const BFloat16* p, __mmask32 mask, __m512& x0, __m512& x1) {
       _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_extracti64x4_epi64(v, 1)), 16));
 }
 
+// fp16 widens exactly with the F16C-style conversion.
+inline void load_32(const Half* p, __mmask32 mask, __m512& x0, __m512& x1) {
+  const __m512i v = _mm512_maskz_loadu_epi16(mask, p);
+  x0 = _mm512_cvtph_ps(_mm512_castsi512_si256(v));
+  x1 = _mm512_cvtph_ps(_mm512_extracti64x4_epi64(v, 1));
+}
+
 inline void store_16(float* p, __mmask16 mask, __m512 v) { _mm512_mask_storeu_ps(p, mask, v); }
 
 // For floats that hold bf16 values (a maximum of bf16 values, or 0 + one): their top half, with
@@ -115,7 +122,14 @@ inline void store_16(BFloat16* p, __mmask16 mask, __m512 v) {
                            _mm512_cvtepi32_epi16(_mm512_srli_epi32(_mm512_castps_si512(v), 16)));
 }
 
-// row_2x2 for fp32 and bf16 with AVX-512, 16 windows a step: the even and odd columns of each
+// For floats that hold fp16 values (or NaNs: narrowed as amp::Half narrows them,
+// convert_block.h): the conversion is exact.
+inline void store_16(Half* p, __mmask16 mask, __m512 v) {
+  _mm256_mask_storeu_epi16(p, mask,
+                           _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+}
+
+// row_2x2 for fp32, bf16 and fp16 with AVX-512, 16 windows a step: the even and odd columns of each
 // row split by a permute, the row's end masked. GCC vectorised the loop of row_2x2 only for rows
 // of 16 windows or more (the CNN of bench_step has rows of 13 and 5) and left a branch in its
 // scalar copy. The indices' small part is 32-bit: planes up to 2^30 columns wide.
@@ -163,12 +177,13 @@ bool row_2x2_avx512(const T* r0, const T* r1, int64_t i, T* out, int64_t* idx,
 }
 #endif
 
-// Whether output row i of plane xp is done by row_2x2_avx512 (fp32 and bf16 rows without a NaN
-// at the AVX-512 level); otherwise the caller does it.
+// Whether output row i of plane xp is done by row_2x2_avx512 (fp32, bf16 and fp16 rows without
+// a NaN at the AVX-512 level); otherwise the caller does it.
 template <class T>
 bool row_2x2_in_vectors(const T* xp, int64_t i, T* out, int64_t* idx, const PoolGeometry& g) {
 #if defined(__AVX512BW__)
-  if constexpr (std::is_same_v<T, float> || std::is_same_v<T, BFloat16>) {
+  if constexpr (std::is_same_v<T, float> || std::is_same_v<T, BFloat16> ||
+                std::is_same_v<T, Half>) {
     const T* r0 = xp + 2 * i * g.w;
     return g.w < (int64_t{1} << 30) && !row_2x2_avx512(r0, r0 + g.w, i, out, idx, g);
   }
@@ -225,25 +240,30 @@ void max_pool2d(DType dtype, const void* x, void* out, int64_t* idx, const PoolG
 }
 
 #if defined(__AVX512BW__)
+inline __m512 load_16(const Half* p, __mmask16 mask) {
+  return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(mask, p));
+}
+
 inline __m512 load_16(const BFloat16* p, __mmask16 mask) {
   return _mm512_castsi512_ps(
       _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(mask, p)), 16));
 }
 
-// bf16 backward of output row i of the usual pool (2 x 2 windows, stride 2, no padding) into
-// input rows 2i and 2i + 1, 16 windows a step: each window's gradient goes to the lane its index
-// names (offset 0, 1, w or w + 1 from the window's corner) and zeros to the other three, and
-// the even and odd columns are interleaved by permutes. 0 + g is computed as such, so -0 becomes
-// +0 (a bf16 value stays exact: its store is the top half).
-void backward_row_2x2_bf16(const BFloat16* gy, const BFloat16* gy_end, const int64_t* idx,
-                           int64_t i, BFloat16* r0, const PoolGeometry& g) {
+// bf16 and fp16 backward of output row i of the usual pool (2 x 2 windows, stride 2, no padding)
+// into input rows 2i and 2i + 1, 16 windows a step: each window's gradient goes to the lane its
+// index names (offset 0, 1, w or w + 1 from the window's corner) and zeros to the other three,
+// and the even and odd columns are interleaved by permutes. 0 + g is computed as such, so -0
+// becomes +0, and stored exactly (store_16).
+template <class T>
+void backward_row_2x2_16bit(const T* gy, const T* gy_end, const int64_t* idx, int64_t i, T* r0,
+                            const PoolGeometry& g) {
   const __m512i lanes_x2 =
       _mm512_setr_epi64(0, 2, 4, 6, 8, 10, 12, 14);  // 2 * lane, for the int64 indices
   const __m512i low = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
   const __m512i high = _mm512_add_epi32(low, _mm512_set1_epi32(8));
   const __m512i one = _mm512_set1_epi32(1), below = _mm512_set1_epi32(static_cast<int32_t>(g.w)),
                 below_right = _mm512_set1_epi32(static_cast<int32_t>(g.w + 1));
-  BFloat16* r1 = r0 + g.w;
+  T* r1 = r0 + g.w;
   const int64_t start = 2 * i * g.w;
   for (int64_t j = 0; j < g.ow; j += 16) {
     const int64_t n = std::min<int64_t>(16, g.ow - j);  // windows this step: 2n input columns
@@ -299,9 +319,9 @@ template <class T>
 void max_pool2d_backward_typed(const T* gy, const int64_t* idx, T* gx, const PoolGeometry& g) {
   AMP_ASSERT(g.stride >= g.kh && g.stride >= g.kw, "max_pool2d_backward: windows overlap (kernel ",
              g.kh, "x", g.kw, ", stride ", g.stride, ")");
-  // bf16 only: fp32's scatter was as fast alone and faster followed by ReLU's backward (PERFORMANCE
-  // "Backward-weights split and pooling backward"). Rows of fewer than 8 windows (bench_step's
-  // second pool has 5) scatter faster too.
+  // 16-bit only: fp32's scatter was as fast alone and faster followed by ReLU's backward
+  // (PERFORMANCE "Backward-weights split and pooling backward"). Rows of fewer than 8 windows
+  // (bench_step's second pool has 5) scatter faster too.
   [[maybe_unused]] const bool vector_2x2 = g.kh == 2 && g.kw == 2 && g.stride == 2 &&
                                            g.padding == 0 && g.ow >= 8 && g.w < (int64_t{1} << 30);
   const int64_t plane = g.h * g.w, l = g.oh * g.ow;
@@ -317,10 +337,10 @@ void max_pool2d_backward_typed(const T* gy, const int64_t* idx, T* gx, const Poo
       const T* gp = gy + p * l;
       const int64_t* ip = idx + p * l;
 #if defined(__AVX512BW__)
-      if constexpr (std::is_same_v<T, BFloat16>) {
+      if constexpr (std::is_same_v<T, BFloat16> || std::is_same_v<T, Half>) {
         if (vector_2x2) {
           for (int64_t i = 0; i < g.oh; ++i) {
-            backward_row_2x2_bf16(gp + i * g.ow, gy_end, ip + i * g.ow, i, out + 2 * i * g.w, g);
+            backward_row_2x2_16bit(gp + i * g.ow, gy_end, ip + i * g.ow, i, out + 2 * i * g.w, g);
           }
           continue;
         }
