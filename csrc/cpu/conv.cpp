@@ -48,7 +48,7 @@ Key make_key(Pass pass, const ConvGeometry& g, bool bias, bool fp32_grads) {
           g.dtype,
           bias,
           fp32_grads,
-          omp_in_parallel() ? 1 : omp_get_max_threads(),
+          omp_get_max_threads(),  // 1 inside a parallel region (OneDnnSerialInParallel)
           {g.n, g.c, g.h, g.w, g.o, g.kh, g.kw, g.stride, g.padding}};
 }
 
@@ -352,7 +352,7 @@ void conv2d_backward_data(const ConvGeometry& g, const void* grad_y, const void*
 void conv2d_backward_weights(const ConvGeometry& g, const void* x, const void* grad_y,
                              void* grad_weight, void* grad_bias) {
   const OneDnnSerialInParallel serial;
-  const int threads = omp_in_parallel() ? 1 : omp_get_max_threads();
+  const int threads = omp_get_max_threads();
   if (g.dtype == DType::BFloat16 && threads > 1 && g.n >= threads) {
     backward_weights_split_batch(g, threads, x, grad_y, grad_weight, grad_bias);
     return;

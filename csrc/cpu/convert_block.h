@@ -57,13 +57,20 @@ inline void narrow_block(const float* src, Half* dst, int64_t n) {
   for (; i < n; ++i) dst[i] = Half::from_bits(detail::float_to_half_bits_branchless(src[i]));
 }
 
+#if defined(__AVX512BW__)
+// 16 bf16 values (their bits) as floats: each the top half of its float.
+inline __m512 widen_bf16x16(__m256i bits) {
+  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(bits), 16));
+}
+#endif
+
 // bf16 is the top half of a float: a shift, plain integer code that GCC vectorises.
 inline void widen_block(const BFloat16* src, float* dst, int64_t n) {
   int64_t i = 0;
 #if defined(__AVX512BW__)
   for (; i + 16 <= n; i += 16) {
     const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i));
-    _mm512_storeu_si512(dst + i, _mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+    _mm512_storeu_ps(dst + i, widen_bf16x16(h));
   }
 #endif
   for (; i < n; ++i) dst[i] = detail::bfloat16_bits_to_float(src[i].x);

@@ -180,7 +180,7 @@ struct Key {
 
 Key make_key(const GemmArgs& g) {
   return {g.dtype,
-          omp_in_parallel() ? 1 : omp_get_max_threads(),
+          omp_get_max_threads(),  // 1 inside a parallel region (OneDnnSerialInParallel)
           {g.batch, g.m, g.n, g.k, g.a_batch_stride, g.a_row_stride, g.a_col_stride,
            g.b_batch_stride, g.b_row_stride, g.b_col_stride, g.c_batch_stride, g.c_row_stride}};
 }

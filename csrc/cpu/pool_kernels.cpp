@@ -93,24 +93,22 @@ bool row_2x2(const A* r0, const A* r1, int64_t i, A* out, int64_t* idx, const Po
 }
 
 #if defined(__AVX512BW__)
+// Elements [0, 16) as floats (16-bit ones widened exactly), the lanes outside `mask` zero.
+inline __m512 load_16(const float* p, __mmask16 mask) { return _mm512_maskz_loadu_ps(mask, p); }
+
+inline __m512 load_16(const BFloat16* p, __mmask16 mask) {
+  return widen_bf16x16(_mm256_maskz_loadu_epi16(mask, p));
+}
+
+inline __m512 load_16(const Half* p, __mmask16 mask) {
+  return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(mask, p));
+}
+
 // Columns [0, 32) of a row as floats, the lanes outside `mask` zero.
-inline void load_32(const float* p, __mmask32 mask, __m512& x0, __m512& x1) {
-  x0 = _mm512_maskz_loadu_ps(static_cast<__mmask16>(mask), p);
-  x1 = _mm512_maskz_loadu_ps(static_cast<__mmask16>(mask >> 16), p + 16);
-}
-
-inline void load_32(const BFloat16* p, __mmask32 mask, __m512& x0, __m512& x1) {
-  const __m512i v = _mm512_maskz_loadu_epi16(mask, p);
-  x0 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_castsi512_si256(v)), 16));
-  x1 = _mm512_castsi512_ps(
-      _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_extracti64x4_epi64(v, 1)), 16));
-}
-
-// fp16 widens exactly with the F16C-style conversion.
-inline void load_32(const Half* p, __mmask32 mask, __m512& x0, __m512& x1) {
-  const __m512i v = _mm512_maskz_loadu_epi16(mask, p);
-  x0 = _mm512_cvtph_ps(_mm512_castsi512_si256(v));
-  x1 = _mm512_cvtph_ps(_mm512_extracti64x4_epi64(v, 1));
+template <class T>
+void load_32(const T* p, __mmask32 mask, __m512& x0, __m512& x1) {
+  x0 = load_16(p, static_cast<__mmask16>(mask));
+  x1 = load_16(p + 16, static_cast<__mmask16>(mask >> 16));
 }
 
 inline void store_16(float* p, __mmask16 mask, __m512 v) { _mm512_mask_storeu_ps(p, mask, v); }
@@ -240,15 +238,6 @@ void max_pool2d(DType dtype, const void* x, void* out, int64_t* idx, const PoolG
 }
 
 #if defined(__AVX512BW__)
-inline __m512 load_16(const Half* p, __mmask16 mask) {
-  return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(mask, p));
-}
-
-inline __m512 load_16(const BFloat16* p, __mmask16 mask) {
-  return _mm512_castsi512_ps(
-      _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(mask, p)), 16));
-}
-
 // bf16 and fp16 backward of output row i of the usual pool (2 x 2 windows, stride 2, no padding)
 // into input rows 2i and 2i + 1, 16 windows a step: each window's gradient goes to the lane its
 // index names (offset 0, 1, w or w + 1 from the window's corner) and zeros to the other three,
