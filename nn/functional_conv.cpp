@@ -7,11 +7,13 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <vector>
 
 #include "csrc/autocast/cast.h"
 #include "csrc/core/dtype.h"
 #include "csrc/core/macros.h"
+#include "csrc/core/storage.h"
 #include "csrc/cpu/conv.h"
 #include "csrc/cpu/kernels.h"
 #include "csrc/cpu/parallel.h"
@@ -201,32 +203,41 @@ Tensor unfold_op(const Tensor& x, const ImageGeometry& ig, const Window& g) {
   return out;
 }
 
-// ---- max pooling: values and flat (ih * W + iw) indices per plane (csrc/cpu/pool_kernels.cpp)
-// ----
+// ---- max pooling: values and each maximum's offset in its window (csrc/cpu/kernels.h), kept in
+// a block of the caching allocator; the kernels are in csrc/cpu/pool_kernels.cpp ----
 
-// out[p, o] = x[p, idx[p, o]] over planes p; x is (N, C, H, W), idx (N, C, OH, OW).
-Tensor gather_planes_impl(const Tensor& x_in, const Tensor& idx) {
+// out[p, o] = x[p, the element window o's offset names] over planes p; x is (N, C, h, w).
+Tensor gather_planes_impl(const Tensor& x_in, const Storage& offsets, const cpu::PoolGeometry& g) {
   const Tensor x = x_in.contiguous();
-  const int64_t planes = x.size(0) * x.size(1), hw = x.size(2) * x.size(3);
-  const int64_t l = idx.size(2) * idx.size(3);
-  Tensor out = empty(idx.sizes(), {.dtype = x.dtype()});
+  AMP_ASSERT(x.size(0) * x.size(1) == g.planes && x.size(2) == g.h && x.size(3) == g.w,
+             "max_pool2d double backward: input of shape ", shape_to_string(x.sizes()), " for ",
+             g.planes, " planes of ", g.h, "x", g.w);
+  const int64_t hw = g.h * g.w, l = g.oh * g.ow;
+  Tensor out = empty({x.size(0), x.size(1), g.oh, g.ow}, {.dtype = x.dtype()});
   AMP_DISPATCH_FLOATING(x.dtype(), "max_pool2d", [&] {
     const scalar_t* xd = x.data<scalar_t>();
     scalar_t* od = out.data<scalar_t>();
-    const int64_t* id = idx.data<int64_t>();
-    cpu::parallel_for(planes, plane_grain(l), [&](int64_t begin, int64_t end) {
-      for (int64_t p = begin; p < end; ++p) {
-        for (int64_t o = 0; o < l; ++o) od[p * l + o] = xd[p * hw + id[p * l + o]];
-      }
+    cpu::with_pool_offsets(g, offsets->data(), [&](const auto* off) {
+      cpu::parallel_for(g.planes, plane_grain(l), [&](int64_t begin, int64_t end) {
+        for (int64_t p = begin; p < end; ++p) {
+          for (int64_t i = 0; i < g.oh; ++i) {
+            for (int64_t j = 0; j < g.ow; ++j) {
+              const int64_t o = p * l + i * g.ow + j;
+              od[o] = xd[p * hw + cpu::pool_window_element(g, i, j, off[o])];
+            }
+          }
+        }
+      });
     });
   });
   return out;
 }
 
-// The adjoint of gather_planes: zeros (N, C, h, w) with grad added at idx (op-math sums, from
-// +0). Windows that do not overlap receive at most one gradient per element: the pool kernels
-// store it (csrc/cpu/pool_kernels.cpp).
-Tensor scatter_planes_impl(const Tensor& grad_in, const Tensor& idx, const cpu::PoolGeometry& g) {
+// The adjoint of gather_planes: zeros (N, C, h, w) with each gradient added where its window's
+// offset points (op-math sums, from +0). Windows that do not overlap receive at most one
+// gradient per element: the pool kernels store it (csrc/cpu/pool_kernels.cpp).
+Tensor scatter_planes_impl(const Tensor& grad_in, const Storage& offsets,
+                           const cpu::PoolGeometry& g) {
   const Tensor grad = grad_in.contiguous();
   const int64_t n = grad.size(0), c = grad.size(1), l = grad.size(2) * grad.size(3);
   const int64_t h = g.h, w = g.w;
@@ -234,7 +245,7 @@ Tensor scatter_planes_impl(const Tensor& grad_in, const Tensor& idx, const cpu::
              shape_to_string(grad.sizes()), " for ", g.planes, " planes of ", g.oh, "x", g.ow);
   Tensor out = empty({n, c, h, w}, {.dtype = grad.dtype()});
   if (g.stride >= g.kh && g.stride >= g.kw) {
-    cpu::pool_kernels().max_pool2d_backward(grad.dtype(), grad.data_ptr(), idx.data<int64_t>(),
+    cpu::pool_kernels().max_pool2d_backward(grad.dtype(), grad.data_ptr(), offsets->data(),
                                             out.data_ptr(), g);
     return out;
   }
@@ -242,35 +253,41 @@ Tensor scatter_planes_impl(const Tensor& grad_in, const Tensor& idx, const cpu::
     using A = opmath_t<scalar_t>;
     const scalar_t* gd = grad.data<scalar_t>();
     scalar_t* od = out.data<scalar_t>();
-    const int64_t* id = idx.data<int64_t>();
-    cpu::parallel_for(n * c, plane_grain(h * w + l), [&](int64_t begin, int64_t end) {
-      std::vector<A> acc(h * w);
-      for (int64_t p = begin; p < end; ++p) {
-        std::fill(acc.begin(), acc.end(), A(0));
-        for (int64_t o = 0; o < l; ++o) acc[id[p * l + o]] += convert<A>(gd[p * l + o]);
-        for (int64_t i = 0; i < h * w; ++i) od[p * h * w + i] = convert<scalar_t>(acc[i]);
-      }
+    cpu::with_pool_offsets(g, offsets->data(), [&](const auto* off) {
+      cpu::parallel_for(n * c, plane_grain(h * w + l), [&](int64_t begin, int64_t end) {
+        std::vector<A> acc(h * w);
+        for (int64_t p = begin; p < end; ++p) {
+          std::fill(acc.begin(), acc.end(), A(0));
+          for (int64_t i = 0; i < g.oh; ++i) {
+            for (int64_t j = 0; j < g.ow; ++j) {
+              const int64_t o = p * l + i * g.ow + j;
+              acc[cpu::pool_window_element(g, i, j, off[o])] += convert<A>(gd[o]);
+            }
+          }
+          for (int64_t i = 0; i < h * w; ++i) od[p * h * w + i] = convert<scalar_t>(acc[i]);
+        }
+      });
     });
   });
   return out;
 }
 
-Tensor gather_planes(const Tensor& x, const Tensor& idx, const cpu::PoolGeometry& g);
+Tensor gather_planes(const Tensor& x, const Storage& offsets, const cpu::PoolGeometry& g);
 
-Tensor scatter_planes(const Tensor& grad, const Tensor& idx, const cpu::PoolGeometry& g) {
-  Tensor out = autograd::without_grad([&] { return scatter_planes_impl(grad, idx, g); });
+Tensor scatter_planes(const Tensor& grad, const Storage& offsets, const cpu::PoolGeometry& g) {
+  Tensor out = autograd::without_grad([&] { return scatter_planes_impl(grad, offsets, g); });
   autograd::record("MaxPool2DWithIndicesBackwardBackward", out, {&grad}, {},
-                   [idx, g](const Grads& grads, const Grads&, const Node&) {
-                     return Grads{gather_planes(grads[0], idx, g)};
+                   [offsets, g](const Grads& grads, const Grads&, const Node&) {
+                     return Grads{gather_planes(grads[0], offsets, g)};
                    });
   return out;
 }
 
-Tensor gather_planes(const Tensor& x, const Tensor& idx, const cpu::PoolGeometry& g) {
-  Tensor out = autograd::without_grad([&] { return gather_planes_impl(x, idx); });
+Tensor gather_planes(const Tensor& x, const Storage& offsets, const cpu::PoolGeometry& g) {
+  Tensor out = autograd::without_grad([&] { return gather_planes_impl(x, offsets, g); });
   autograd::record("GatherPlanesBackward", out, {&x}, {},
-                   [idx, g](const Grads& grads, const Grads&, const Node&) {
-                     return Grads{scatter_planes(grads[0], idx, g)};
+                   [offsets, g](const Grads& grads, const Grads&, const Node&) {
+                     return Grads{scatter_planes(grads[0], offsets, g)};
                    });
   return out;
 }
@@ -512,18 +529,21 @@ Tensor max_pool2d(const Tensor& x_in, int64_t kernel, std::optional<int64_t> str
   const Window g = pool_window("max_pool2d", x, kernel, stride, padding);
   const int64_t n = x.size(0), c = x.size(1), h = x.size(2), w = x.size(3);
   const int64_t oh = g.out_h(h), ow = g.out_w(w);
-  Tensor idx = empty({n, c, oh, ow}, {.dtype = DType::Int64});
   const cpu::PoolGeometry geometry{n * c, h, w, g.kh, g.kw, g.stride, g.padding, oh, ow};
+  AMP_CHECK(g.kh <= std::numeric_limits<int32_t>::max() / g.kw, "max_pool2d: windows of at most ",
+            std::numeric_limits<int32_t>::max(), " elements are supported, got ", g.kh, "x", g.kw);
+  const Storage offsets = std::make_shared<StorageImpl>(
+      static_cast<size_t>(n * c * oh * ow * cpu::pool_offset_size(geometry)), Device::cpu());
   Tensor out = autograd::without_grad([&] {
     const Tensor xc = x.contiguous();
     Tensor values = empty({n, c, oh, ow}, {.dtype = x.dtype()});
-    cpu::pool_kernels().max_pool2d(x.dtype(), xc.data_ptr(), values.data_ptr(), idx.data<int64_t>(),
+    cpu::pool_kernels().max_pool2d(x.dtype(), xc.data_ptr(), values.data_ptr(), offsets->data(),
                                    geometry);
     return values;
   });
   autograd::record("MaxPool2DWithIndicesBackward", out, {&x}, {},
-                   [idx, geometry](const Grads& grads, const Grads&, const Node&) {
-                     return Grads{scatter_planes(grads[0], idx, geometry)};
+                   [offsets, geometry](const Grads& grads, const Grads&, const Node&) {
+                     return Grads{scatter_planes(grads[0], offsets, geometry)};
                    });
   return unbatched ? out.squeeze(0) : out;
 }

@@ -26,14 +26,39 @@ struct PoolGeometry {
   int64_t planes, h, w, kh, kw, stride, padding, oh, ow;
 };
 
+// Where each window's maximum came from is kept as its offset in the window, di * kw + dj from
+// the window's corner (i * stride - padding, j * stride - padding): one byte for windows of up to
+// 256 elements (every usual pool), four above. The int64 flat indices they replace were 4x a bf16
+// output's bytes, written by the forward and read back by the backward.
+inline bool pool_offsets_are_bytes(const PoolGeometry& g) { return g.kh * g.kw <= 256; }
+inline int64_t pool_offset_size(const PoolGeometry& g) { return pool_offsets_are_bytes(g) ? 1 : 4; }
+
+// Calls f with the offsets typed: const uint8_t* or const int32_t*.
+template <class F>
+void with_pool_offsets(const PoolGeometry& g, const void* offsets, F&& f) {
+  if (pool_offsets_are_bytes(g)) {
+    f(static_cast<const uint8_t*>(offsets));
+  } else {
+    f(static_cast<const int32_t*>(offsets));
+  }
+}
+
+// The element ih * w + iw of its plane that `offset` names in window (i, j).
+inline int64_t pool_window_element(const PoolGeometry& g, int64_t i, int64_t j, int64_t offset) {
+  return (i * g.stride - g.padding + offset / g.kw) * g.w + j * g.stride - g.padding +
+         offset % g.kw;
+}
+
 struct PoolKernels {
-  // values[p, o] = the maximum of window o of plane p, idx[p, o] = its flat index ih * w + iw:
-  // the first strict maximum in row-major window order, or the last NaN (PyTorch's rule).
-  void (*max_pool2d)(DType dtype, const void* x, void* values, int64_t* idx, const PoolGeometry& g);
+  // values[p, o] = the maximum of window o of plane p, offsets[p, o] its offset in the window
+  // (uint8_t or int32_t, as pool_offsets_are_bytes says): the first strict maximum in
+  // row-major window order, or the last NaN (PyTorch's rule).
+  void (*max_pool2d)(DType dtype, const void* x, void* values, void* offsets,
+                     const PoolGeometry& g);
   // Its backward for windows that do not overlap (stride >= kh and kw, so no element is in two
-  // windows): grad_x[p, idx[p, o]] = grad_y[p, o], rounded as the sum 0 + grad_y[p, o] (-0
-  // becomes +0), and zero everywhere else.
-  void (*max_pool2d_backward)(DType dtype, const void* grad_y, const int64_t* idx, void* grad_x,
+  // windows): grad_x at window o's offset = grad_y[p, o], rounded as the sum 0 + grad_y[p, o]
+  // (-0 becomes +0), and zero everywhere else.
+  void (*max_pool2d_backward)(DType dtype, const void* grad_y, const void* offsets, void* grad_x,
                               const PoolGeometry& g);
 };
 

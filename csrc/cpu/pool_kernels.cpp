@@ -1,6 +1,7 @@
 // Max pooling (PoolKernels of csrc/cpu/kernels.h), compiled once per CPU level: each window's
-// maximum and the flat index ih * w + iw of the element it came from, by PyTorch's rule (the
-// first strict maximum in the window's row-major order, or the last NaN). 16-bit planes are
+// maximum and the offset di * kw + dj in the window of the element it came from, by PyTorch's
+// rule (the first strict maximum in the window's row-major order, or the last NaN), as a uint8_t
+// or an int32_t (pool_offsets_are_bytes). 16-bit planes are
 // widened a row at a time and their results narrowed a row at a time (convert_block.h), so the
 // scans below run over op-math values. The backward of windows that do not overlap puts each
 // gradient at its index (overlapping windows sum theirs in nn/functional_conv.cpp).
@@ -13,6 +14,7 @@
 #endif
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <limits>
 #include <type_traits>
@@ -48,46 +50,45 @@ AMP_FORCEINLINE void scan_step(A v, int64_t at, A& best_value, int64_t& best, bo
 
 // Output row i, any window and padding: rows[di] is input row i * stride - padding + di (only
 // rows inside the plane are read).
-template <class A>
-void row_by_scan(const A* const* rows, int64_t i, A* out, int64_t* idx, const PoolGeometry& g) {
+template <class A, class I>
+void row_by_scan(const A* const* rows, int64_t i, A* out, I* offsets, const PoolGeometry& g) {
   const int64_t h0 = i * g.stride - g.padding;
   const int64_t hs = std::max<int64_t>(h0, 0), he = std::min<int64_t>(h0 + g.kh, g.h);
   for (int64_t j = 0; j < g.ow; ++j) {
     const int64_t w0 = j * g.stride - g.padding;
     const int64_t ws = std::max<int64_t>(w0, 0), we = std::min<int64_t>(w0 + g.kw, g.w);
-    int64_t best = hs * g.w + ws;
+    int64_t best = (hs - h0) * g.kw + ws - w0;
     A best_value = -std::numeric_limits<A>::infinity();
     bool seen_nan = false;
     for (int64_t ih = hs; ih < he; ++ih) {
       const A* r = rows[ih - h0];
       for (int64_t iw = ws; iw < we; ++iw)
-        scan_step(r[iw], ih * g.w + iw, best_value, best, seen_nan);
+        scan_step(r[iw], (ih - h0) * g.kw + iw - w0, best_value, best, seen_nan);
     }
     out[j] = seen_nan ? std::numeric_limits<A>::quiet_NaN() : best_value;
-    idx[j] = best;
+    offsets[j] = static_cast<I>(best);
   }
 }
 
 // Output row i of the usual pool (2 x 2 windows, stride 2, no padding): the four elements of
 // each window in one pass over the row. Without NaNs this is the scan's rule; it returns whether
 // a NaN was seen, and the caller then redoes the row by the scan.
-template <class A>
-bool row_2x2(const A* r0, const A* r1, int64_t i, A* out, int64_t* idx, const PoolGeometry& g) {
-  const int64_t w = g.w, start = 2 * i * w;
+template <class A, class I>
+bool row_2x2(const A* r0, const A* r1, A* out, I* offsets, const PoolGeometry& g) {
   bool seen_nan = false;
   for (int64_t j = 0; j < g.ow; ++j) {
     const A a = r0[2 * j], b = r0[2 * j + 1], c = r1[2 * j], d = r1[2 * j + 1];
     A best = a;
-    int64_t offset = 0;
+    int offset = 0;
     offset = b > best ? 1 : offset;
     best = std::max(best, b);
-    offset = c > best ? w : offset;
+    offset = c > best ? 2 : offset;
     best = std::max(best, c);
-    offset = d > best ? w + 1 : offset;
+    offset = d > best ? 3 : offset;
     best = std::max(best, d);
     seen_nan |= (a != a) | (b != b) | (c != c) | (d != d);
     out[j] = best;
-    idx[j] = start + 2 * j + offset;
+    offsets[j] = static_cast<I>(offset);
   }
   return seen_nan;
 }
@@ -130,15 +131,13 @@ inline void store_16(Half* p, __mmask16 mask, __m512 v) {
 // row_2x2 for fp32, bf16 and fp16 with AVX-512, 16 windows a step: the even and odd columns of each
 // row split by a permute, the row's end masked. GCC vectorised the loop of row_2x2 only for rows
 // of 16 windows or more (the CNN of bench_step has rows of 13 and 5) and left a branch in its
-// scalar copy. The indices' small part is 32-bit: planes up to 2^30 columns wide.
+// scalar copy.
 template <class T>
-bool row_2x2_avx512(const T* r0, const T* r1, int64_t i, T* out, int64_t* idx,
-                    const PoolGeometry& g) {
+bool row_2x2_avx512(const T* r0, const T* r1, T* out, uint8_t* offsets, const PoolGeometry& g) {
   const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
-  const __m512i odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));
-  const __m512i one = _mm512_set1_epi32(1), below = _mm512_set1_epi32(static_cast<int32_t>(g.w)),
-                below_right = _mm512_set1_epi32(static_cast<int32_t>(g.w + 1));
-  const int64_t start = 2 * i * g.w;
+  const __m512i one = _mm512_set1_epi32(1), two = _mm512_set1_epi32(2),
+                three = _mm512_set1_epi32(3);
+  const __m512i odd = _mm512_add_epi32(even, one);
   __mmask16 seen_nan = 0;
   for (int64_t j = 0; j < g.ow; j += 16) {
     const int64_t n = std::min<int64_t>(16, g.ow - j);  // windows this step: 2n input columns
@@ -154,22 +153,14 @@ bool row_2x2_avx512(const T* r0, const T* r1, int64_t i, T* out, int64_t* idx,
     __m512i offset = _mm512_maskz_mov_epi32(take_b, one);
     const __mmask16 take_c = _mm512_cmp_ps_mask(c, best, _CMP_GT_OQ);
     best = _mm512_mask_blend_ps(take_c, best, c);
-    offset = _mm512_mask_mov_epi32(offset, take_c, below);
+    offset = _mm512_mask_mov_epi32(offset, take_c, two);
     const __mmask16 take_d = _mm512_cmp_ps_mask(d, best, _CMP_GT_OQ);
     best = _mm512_mask_blend_ps(take_d, best, d);
-    offset = _mm512_mask_mov_epi32(offset, take_d, below_right);
+    offset = _mm512_mask_mov_epi32(offset, take_d, three);
     seen_nan |=
         m & (_mm512_cmp_ps_mask(a, b, _CMP_UNORD_Q) | _mm512_cmp_ps_mask(c, d, _CMP_UNORD_Q));
     store_16(out + j, m, best);
-    // idx = start + 2 j + 2 lane + offset, the small part in 32 bits and widened.
-    const __m512i local = _mm512_add_epi32(even, offset);  // even: 2 * lane
-    const __m512i base = _mm512_set1_epi64(start + 2 * j);
-    const __m512i low =
-        _mm512_add_epi64(base, _mm512_cvtepi32_epi64(_mm512_castsi512_si256(local)));
-    const __m512i high =
-        _mm512_add_epi64(base, _mm512_cvtepi32_epi64(_mm512_extracti64x4_epi64(local, 1)));
-    _mm512_mask_storeu_epi64(idx + j, static_cast<__mmask8>(m), low);
-    _mm512_mask_storeu_epi64(idx + j + 8, static_cast<__mmask8>(m >> 8), high);
+    _mm_mask_storeu_epi8(offsets + j, m, _mm512_cvtepi32_epi8(offset));
   }
   return seen_nan != 0;
 }
@@ -177,20 +168,21 @@ bool row_2x2_avx512(const T* r0, const T* r1, int64_t i, T* out, int64_t* idx,
 
 // Whether output row i of plane xp is done by row_2x2_avx512 (fp32, bf16 and fp16 rows without
 // a NaN at the AVX-512 level); otherwise the caller does it.
-template <class T>
-bool row_2x2_in_vectors(const T* xp, int64_t i, T* out, int64_t* idx, const PoolGeometry& g) {
+template <class T, class I>
+bool row_2x2_in_vectors(const T* xp, int64_t i, T* out, I* offsets, const PoolGeometry& g) {
 #if defined(__AVX512BW__)
-  if constexpr (std::is_same_v<T, float> || std::is_same_v<T, BFloat16> ||
-                std::is_same_v<T, Half>) {
+  if constexpr (std::is_same_v<I, uint8_t> &&
+                (std::is_same_v<T, float> || std::is_same_v<T, BFloat16> ||
+                 std::is_same_v<T, Half>)) {
     const T* r0 = xp + 2 * i * g.w;
-    return g.w < (int64_t{1} << 30) && !row_2x2_avx512(r0, r0 + g.w, i, out, idx, g);
+    return !row_2x2_avx512(r0, r0 + g.w, out, offsets, g);
   }
 #endif
   return false;
 }
 
-template <class T>
-void max_pool2d_typed(const T* x, T* out, int64_t* idx, const PoolGeometry& g) {
+template <class T, class I>
+void max_pool2d_typed(const T* x, T* out, I* offsets, const PoolGeometry& g) {
   using A = opmath_t<T>;
   constexpr bool kWiden = !std::is_same_v<A, T>;
   const bool is_2x2 = g.kh == 2 && g.kw == 2 && g.stride == 2 && g.padding == 0;
@@ -204,7 +196,7 @@ void max_pool2d_typed(const T* x, T* out, int64_t* idx, const PoolGeometry& g) {
       const T* xp = x + p * g.h * g.w;
       for (int64_t i = 0; i < g.oh; ++i) {
         const int64_t o = (p * g.oh + i) * g.ow;
-        if (is_2x2 && row_2x2_in_vectors(xp, i, out + o, idx + o, g)) continue;
+        if (is_2x2 && row_2x2_in_vectors(xp, i, out + o, offsets + o, g)) continue;
         const int64_t h0 = i * g.stride - g.padding;
         for (int64_t di = 0; di < g.kh; ++di) {
           const int64_t ih = h0 + di;
@@ -222,8 +214,8 @@ void max_pool2d_typed(const T* x, T* out, int64_t* idx, const PoolGeometry& g) {
         } else {
           row_out = out + o;
         }
-        if (!is_2x2 || row_2x2(rows[0], rows[1], i, row_out, idx + o, g)) {
-          row_by_scan(rows.data(), i, row_out, idx + o, g);
+        if (!is_2x2 || row_2x2(rows[0], rows[1], row_out, offsets + o, g)) {
+          row_by_scan(rows.data(), i, row_out, offsets + o, g);
         }
         if constexpr (kWiden) narrow_block(values.data(), out + o, g.ow);
       }
@@ -231,54 +223,49 @@ void max_pool2d_typed(const T* x, T* out, int64_t* idx, const PoolGeometry& g) {
   });
 }
 
-void max_pool2d(DType dtype, const void* x, void* out, int64_t* idx, const PoolGeometry& g) {
+void max_pool2d(DType dtype, const void* x, void* out, void* offsets, const PoolGeometry& g) {
   AMP_DISPATCH_FLOATING(dtype, "max_pool2d", [&] {
-    max_pool2d_typed(static_cast<const scalar_t*>(x), static_cast<scalar_t*>(out), idx, g);
+    const auto* xt = static_cast<const scalar_t*>(x);
+    auto* outt = static_cast<scalar_t*>(out);
+    if (pool_offsets_are_bytes(g)) {
+      max_pool2d_typed(xt, outt, static_cast<uint8_t*>(offsets), g);
+    } else {
+      max_pool2d_typed(xt, outt, static_cast<int32_t*>(offsets), g);
+    }
   });
 }
 
 #if defined(__AVX512BW__)
-// bf16 and fp16 backward of output row i of the usual pool (2 x 2 windows, stride 2, no padding)
-// into input rows 2i and 2i + 1, 16 windows a step: each window's gradient goes to the lane its
-// index names (offset 0, 1, w or w + 1 from the window's corner) and zeros to the other three,
-// and the even and odd columns are interleaved by permutes. 0 + g is computed as such, so -0
-// becomes +0, and stored exactly (store_16).
+// bf16 and fp16 backward of an output row of the usual pool (2 x 2 windows, stride 2, no padding)
+// into input rows r0 and r0 + w, 16 windows a step: each window's gradient goes to the lane its
+// offset names (0, 1, 2, 3: top left, top right, bottom left, bottom right) and zeros to the other
+// three, and the even and odd columns are interleaved by permutes. 0 + g is computed as such, so
+// -0 becomes +0, and stored exactly (store_16).
 template <class T>
-void backward_row_2x2_16bit(const T* gy, const T* gy_end, const int64_t* idx, int64_t i, T* r0,
+void backward_row_2x2_16bit(const T* gy, const T* gy_end, const uint8_t* offsets, T* r0,
                             const PoolGeometry& g) {
-  const __m512i lanes_x2 =
-      _mm512_setr_epi64(0, 2, 4, 6, 8, 10, 12, 14);  // 2 * lane, for the int64 indices
   const __m512i low = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
   const __m512i high = _mm512_add_epi32(low, _mm512_set1_epi32(8));
-  const __m512i one = _mm512_set1_epi32(1), below = _mm512_set1_epi32(static_cast<int32_t>(g.w)),
-                below_right = _mm512_set1_epi32(static_cast<int32_t>(g.w + 1));
+  const __m512i one = _mm512_set1_epi32(1), two = _mm512_set1_epi32(2),
+                three = _mm512_set1_epi32(3);
   T* r1 = r0 + g.w;
-  const int64_t start = 2 * i * g.w;
   for (int64_t j = 0; j < g.ow; j += 16) {
     const int64_t n = std::min<int64_t>(16, g.ow - j);  // windows this step: 2n input columns
     const __mmask16 m = static_cast<__mmask16>((1u << n) - 1);
-    // Whole vectors are read wherever they stay inside the arrays (gy and idx have the same
-    // length), their extra lanes unused: with masked loads throughout, an fp32 version of this
-    // ran 3x slower on planes of 32 x 32 (4 KB apart), the loads apparently waiting on the row's
-    // masked stores.
+    // Whole vectors are read wherever they stay inside the arrays (gy and the offsets have the
+    // same length), their extra lanes unused: with masked loads throughout, an fp32 version of
+    // this ran 3x slower on planes of 32 x 32 (4 KB apart), the loads apparently waiting on the
+    // row's masked stores.
     const bool whole = gy + j + 16 <= gy_end;
     const __m512 v =
         _mm512_maskz_add_ps(m, _mm512_setzero_ps(), load_16(gy + j, whole ? __mmask16{0xFFFF} : m));
-    // The offset of each index from its window's corner, start + 2 (j + lane), in 32 bits.
-    const __m512i corner = _mm512_add_epi64(_mm512_set1_epi64(start + 2 * j), lanes_x2);
-    const __m512i corner8 = _mm512_add_epi64(corner, _mm512_set1_epi64(16));
-    const __m512i idx_low = whole ? _mm512_loadu_si512(idx + j)
-                                  : _mm512_maskz_loadu_epi64(static_cast<__mmask8>(m), idx + j);
-    const __m512i idx_high =
-        whole ? _mm512_loadu_si512(idx + j + 8)
-              : _mm512_maskz_loadu_epi64(static_cast<__mmask8>(m >> 8), idx + j + 8);
-    const __m256i off_low = _mm512_cvtepi64_epi32(_mm512_sub_epi64(idx_low, corner));
-    const __m256i off_high = _mm512_cvtepi64_epi32(_mm512_sub_epi64(idx_high, corner8));
-    const __m512i off = _mm512_inserti64x4(_mm512_castsi256_si512(off_low), off_high, 1);
+    const __m512i off =
+        _mm512_cvtepu8_epi32(whole ? _mm_loadu_si128(reinterpret_cast<const __m128i*>(offsets + j))
+                                   : _mm_maskz_loadu_epi8(m, offsets + j));
     const __m512 a = _mm512_maskz_mov_ps(_mm512_cmpeq_epi32_mask(off, _mm512_setzero_si512()), v);
     const __m512 b = _mm512_maskz_mov_ps(_mm512_cmpeq_epi32_mask(off, one), v);
-    const __m512 c = _mm512_maskz_mov_ps(_mm512_cmpeq_epi32_mask(off, below), v);
-    const __m512 d = _mm512_maskz_mov_ps(_mm512_cmpeq_epi32_mask(off, below_right), v);
+    const __m512 c = _mm512_maskz_mov_ps(_mm512_cmpeq_epi32_mask(off, two), v);
+    const __m512 d = _mm512_maskz_mov_ps(_mm512_cmpeq_epi32_mask(off, three), v);
     // Columns 2j + [0, 16) and 2j + [16, 32) of each row, the row's end masked.
     const __mmask16 first = static_cast<__mmask16>(n >= 8 ? 0xFFFF : (1u << (2 * n)) - 1);
     const __mmask16 second = static_cast<__mmask16>(n <= 8 ? 0 : (1u << (2 * (n - 8))) - 1);
@@ -304,17 +291,23 @@ AMP_FORCEINLINE T zero_plus(T g) {
   }
 }
 
-template <class T>
-void max_pool2d_backward_typed(const T* gy, const int64_t* idx, T* gx, const PoolGeometry& g) {
+template <class T, class I>
+void max_pool2d_backward_typed(const T* gy, const I* offsets, T* gx, const PoolGeometry& g) {
   AMP_ASSERT(g.stride >= g.kh && g.stride >= g.kw, "max_pool2d_backward: windows overlap (kernel ",
              g.kh, "x", g.kw, ", stride ", g.stride, ")");
   // 16-bit only: fp32's scatter was as fast alone and faster followed by ReLU's backward
   // (PERFORMANCE "Backward-weights split and pooling backward"). Rows of fewer than 8 windows
   // (bench_step's second pool has 5) scatter faster too.
-  [[maybe_unused]] const bool vector_2x2 = g.kh == 2 && g.kw == 2 && g.stride == 2 &&
-                                           g.padding == 0 && g.ow >= 8 && g.w < (int64_t{1} << 30);
+  [[maybe_unused]] const bool vector_2x2 =
+      g.kh == 2 && g.kw == 2 && g.stride == 2 && g.padding == 0 && g.ow >= 8;
   const int64_t plane = g.h * g.w, l = g.oh * g.ow;
   [[maybe_unused]] const T* gy_end = gy + g.planes * l;
+  // Byte offsets look up where they point from the window's corner; four-byte ones (windows of
+  // more than 256 elements, few per plane) divide.
+  std::array<int64_t, 256> from_corner{};
+  if constexpr (std::is_same_v<I, uint8_t>) {
+    for (int64_t k = 0; k < g.kh * g.kw; ++k) from_corner[k] = k / g.kw * g.w + k % g.kw;
+  }
   const int64_t grain = std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(plane + l, 1));
   parallel_for(g.planes, grain, [&](int64_t begin, int64_t end) {
     // The thread's whole range first (+0 is all zero bits in every floating type): zeroing it a
@@ -324,27 +317,39 @@ void max_pool2d_backward_typed(const T* gy, const int64_t* idx, T* gx, const Poo
     for (int64_t p = begin; p < end; ++p) {
       T* out = gx + p * plane;
       const T* gp = gy + p * l;
-      const int64_t* ip = idx + p * l;
+      const I* op = offsets + p * l;
 #if defined(__AVX512BW__)
-      if constexpr (std::is_same_v<T, BFloat16> || std::is_same_v<T, Half>) {
+      if constexpr (std::is_same_v<I, uint8_t> &&
+                    (std::is_same_v<T, BFloat16> || std::is_same_v<T, Half>)) {
         if (vector_2x2) {
           for (int64_t i = 0; i < g.oh; ++i) {
-            backward_row_2x2_16bit(gp + i * g.ow, gy_end, ip + i * g.ow, i, out + 2 * i * g.w, g);
+            backward_row_2x2_16bit(gp + i * g.ow, gy_end, op + i * g.ow, out + 2 * i * g.w, g);
           }
           continue;
         }
       }
 #endif
-      for (int64_t o = 0; o < l; ++o) out[ip[o]] = zero_plus(gp[o]);
+      for (int64_t i = 0; i < g.oh; ++i) {
+        for (int64_t j = 0; j < g.ow; ++j) {
+          const int64_t o = i * g.ow + j;
+          if constexpr (std::is_same_v<I, uint8_t>) {
+            out[pool_window_element(g, i, j, 0) + from_corner[op[o]]] = zero_plus(gp[o]);
+          } else {
+            out[pool_window_element(g, i, j, op[o])] = zero_plus(gp[o]);
+          }
+        }
+      }
     }
   });
 }
 
-void max_pool2d_backward(DType dtype, const void* grad_y, const int64_t* idx, void* grad_x,
+void max_pool2d_backward(DType dtype, const void* grad_y, const void* offsets, void* grad_x,
                          const PoolGeometry& g) {
   AMP_DISPATCH_FLOATING(dtype, "max_pool2d_backward", [&] {
-    max_pool2d_backward_typed(static_cast<const scalar_t*>(grad_y), idx,
-                              static_cast<scalar_t*>(grad_x), g);
+    const auto* gy = static_cast<const scalar_t*>(grad_y);
+    auto* gx = static_cast<scalar_t*>(grad_x);
+    with_pool_offsets(g, offsets,
+                      [&](const auto* typed) { max_pool2d_backward_typed(gy, typed, gx, g); });
   });
 }
 

@@ -426,7 +426,8 @@ BOOST_AUTO_TEST_CASE(max_pool2d_routes_gradient_to_the_argmax_and_propagates_nan
 // The kernels (a pass per row for 2 x 2 windows of stride 2, a scan per window otherwise; rows
 // with a NaN rescanned) against a scan of each window written here (PyTorch's rule: the first
 // strict maximum, or the last NaN; padding clips the window), on values with many ties and some
-// NaNs, for several kernels, strides and paddings, odd plane sizes and every floating dtype. The
+// NaNs, for several kernels, strides and paddings, odd plane sizes and every floating dtype, and
+// windows of 256 elements and more (their offsets take one byte up to 256, four above). The
 // argmax is observed through the gradient it routes, a different one per window: windows that
 // overlap sum their gradients, the others store them.
 BOOST_AUTO_TEST_CASE(max_pool2d_matches_a_reference_window_scan) {
@@ -435,7 +436,8 @@ BOOST_AUTO_TEST_CASE(max_pool2d_matches_a_reference_window_scan) {
   };
   for (const Case c :
        {Case{2, 2, 9, 11, 0}, Case{3, 2, 10, 7, 0}, Case{3, 1, 6, 9, 0}, Case{2, 3, 8, 13, 0},
-        Case{3, 2, 9, 8, 1}, Case{2, 2, 7, 9, 1}, Case{2, 2, 34, 40, 0}}) {
+        Case{3, 2, 9, 8, 1}, Case{2, 2, 7, 9, 1}, Case{2, 2, 34, 40, 0}, Case{16, 16, 34, 35, 0},
+        Case{17, 9, 26, 30, 8}, Case{17, 17, 20, 36, 0}}) {
     for (DType dtype : {DType::Float32, DType::Float64, DType::Float16, DType::BFloat16}) {
       BOOST_TEST_CONTEXT("kernel " << c.kernel << " stride " << c.stride << " padding " << c.padding
                                    << " plane " << c.h << "x" << c.w << " "

@@ -5,6 +5,8 @@
 // every other suite run once at the highest level and once with AMPCPP_CPU_LEVEL=scalar
 // (scripts/run_tests.sh), which checks each level against the suites' own references.
 #include <boost/test/unit_test.hpp>
+#include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
@@ -204,67 +206,120 @@ BOOST_AUTO_TEST_CASE(fp16_runs_give_the_same_bits_at_every_level) {
                      });
 }
 
-// The 2 x 2 stride-2 path (rows of 19 windows: one vector and a remainder) and the general scan
-// (3 x 3, stride 2, padding 1), values and indices, on values with signed zeros, infs and a NaN.
-BOOST_AUTO_TEST_CASE(max_pool2d_gives_the_same_bits_at_every_level) {
+// Every level's values and offsets against a scan of each window written here (PyTorch's rule:
+// the first strict maximum in row-major window order, or the last NaN; padding clips the window):
+// the 2 x 2 stride-2 path (rows of 19 windows: one vector and a remainder), the general scan (3 x
+// 3, stride 2, padding 1) and windows of more than 256 elements (17 x 17, four-byte offsets), on
+// values with signed zeros, infs and a NaN.
+BOOST_AUTO_TEST_CASE(max_pool2d_finds_each_windows_first_maximum_at_every_level) {
   struct Case {
     int64_t kernel, stride, padding;
   };
-  for (const Case c : {Case{2, 2, 0}, Case{3, 2, 1}}) {
+  for (const Case c : {Case{2, 2, 0}, Case{3, 2, 1}, Case{17, 9, 8}}) {
     for (DType dtype : kFloatTypes) {
       const int64_t planes = 5, h = 36, w = 38;
       const int64_t oh = (h + 2 * c.padding - c.kernel) / c.stride + 1;
       const int64_t ow = (w + 2 * c.padding - c.kernel) / c.stride + 1;
+      const int64_t outputs = planes * oh * ow;
       const amp::cpu::PoolGeometry g{planes, h, w, c.kernel, c.kernel, c.stride, c.padding, oh, ow};
       const Tensor x = awkward_values(dtype, planes * h * w, 8);
-      const std::string what =
-          std::string("max_pool2d k") + std::to_string(c.kernel) + " " + amp::dtype_name(dtype);
-      check_levels_agree(what + " values", amp::empty({planes * oh * ow}, {.dtype = dtype}),
-                         [&](const LevelTables& t, Tensor& out) {
-                           Tensor idx = amp::empty({planes * oh * ow}, {.dtype = DType::Int64});
-                           t.pool->max_pool2d(dtype, x.data_ptr(), out.data_ptr(),
-                                              idx.data<int64_t>(), g);
-                         });
-      check_levels_agree(what + " indices", amp::empty({planes * oh * ow}, {.dtype = DType::Int64}),
-                         [&](const LevelTables& t, Tensor& idx) {
-                           Tensor out = amp::empty({planes * oh * ow}, {.dtype = dtype});
-                           t.pool->max_pool2d(dtype, x.data_ptr(), out.data_ptr(),
-                                              idx.data<int64_t>(), g);
-                         });
+      const std::vector<float> v = x.to(DType::Float32).to_vector<float>();
+      std::vector<float> want_value;
+      std::vector<int64_t> want_offset;
+      for (int64_t p = 0; p < planes; ++p) {
+        for (int64_t i = 0; i < oh; ++i) {
+          for (int64_t j = 0; j < ow; ++j) {
+            int64_t best = -1, best_at = 0;
+            for (int64_t di = 0; di < c.kernel; ++di) {
+              for (int64_t dj = 0; dj < c.kernel; ++dj) {
+                const int64_t ih = i * c.stride - c.padding + di;
+                const int64_t iw = j * c.stride - c.padding + dj;
+                if (ih < 0 || ih >= h || iw < 0 || iw >= w) continue;
+                const int64_t at = (p * h + ih) * w + iw;
+                if (best < 0 || std::isnan(v[at]) ||
+                    (!std::isnan(v[best_at]) && v[at] > v[best_at])) {
+                  best = di * c.kernel + dj;
+                  best_at = at;
+                }
+              }
+            }
+            want_value.push_back(v[best_at]);
+            want_offset.push_back(best);
+          }
+        }
+      }
+      for (const LevelTables& t : runnable_levels()) {
+        BOOST_TEST_CONTEXT("max_pool2d k" << c.kernel << " s" << c.stride << " p" << c.padding
+                                          << " " << amp::dtype_name(dtype) << " at "
+                                          << amp::cpu::level_name(t.level)) {
+          Tensor out = amp::empty({outputs}, {.dtype = dtype});
+          std::vector<uint8_t> bytes(outputs);
+          std::vector<int32_t> words(outputs);
+          t.pool->max_pool2d(dtype, x.data_ptr(), out.data_ptr(),
+                             c.kernel * c.kernel <= 256 ? static_cast<void*>(bytes.data())
+                                                        : static_cast<void*>(words.data()),
+                             g);
+          const std::vector<float> got = out.to(DType::Float32).to_vector<float>();
+          const std::vector<int64_t> got_offset =
+              c.kernel * c.kernel <= 256 ? std::vector<int64_t>(bytes.begin(), bytes.end())
+                                         : std::vector<int64_t>(words.begin(), words.end());
+          int64_t wrong = 0;
+          for (int64_t k = 0; k < outputs; ++k) {
+            const bool same_value = std::isnan(want_value[k])
+                                        ? std::isnan(got[k])
+                                        : std::memcmp(&got[k], &want_value[k], 4) == 0;
+            if (!same_value || got_offset[k] != want_offset[k]) {
+              if (wrong++ == 0) {
+                BOOST_TEST_MESSAGE("window " << k << ": got " << got[k] << " at offset "
+                                             << got_offset[k] << ", expected " << want_value[k]
+                                             << " at " << want_offset[k]);
+              }
+            }
+          }
+          BOOST_TEST(wrong == 0, wrong << " of " << outputs << " windows differ");
+        }
+      }
     }
   }
 }
 
 // The backward of windows that do not overlap (2 x 2 stride 2: rows of 19 windows, one vector and
-// a remainder, and odd plane sizes; 3 x 3 stride 3) at every level against its formula: the
-// gradient rounded as 0 + g at the index, +0 elsewhere, on gradients with signed zeros, infs and
-// a NaN.
-BOOST_AUTO_TEST_CASE(max_pool2d_backward_puts_each_gradient_at_its_index_at_every_level) {
+// a remainder, and odd plane sizes; 3 x 3 stride 3; 17 x 17 stride 17, four-byte offsets) at every
+// level against its formula: the gradient rounded as 0 + g where the window's offset points, +0
+// elsewhere, on gradients with signed zeros, infs and a NaN.
+BOOST_AUTO_TEST_CASE(
+    max_pool2d_backward_puts_each_gradient_where_its_offset_points_at_every_level) {
   struct Case {
     int64_t kernel, stride, h, w;
   };
-  for (const Case c : {Case{2, 2, 36, 38}, Case{2, 2, 9, 11}, Case{3, 3, 10, 14}}) {
+  for (const Case c :
+       {Case{2, 2, 36, 38}, Case{2, 2, 9, 11}, Case{3, 3, 10, 14}, Case{17, 17, 36, 38}}) {
     for (DType dtype : kFloatTypes) {
       const int64_t planes = 5, oh = (c.h - c.kernel) / c.stride + 1;
       const int64_t ow = (c.w - c.kernel) / c.stride + 1;
+      const int64_t outputs = planes * oh * ow;
       const amp::cpu::PoolGeometry g{planes, c.h, c.w, c.kernel, c.kernel, c.stride, 0, oh, ow};
-      // Indices as the forward picks them: any element of each window.
-      std::vector<int64_t> idx(planes * oh * ow);
-      for (size_t k = 0; k < idx.size(); ++k) {
-        const int64_t o = static_cast<int64_t>(k) % (oh * ow), pick = (k * 2654435761u >> 7) % 9;
-        const int64_t di = pick / 3 % c.kernel, dj = pick % 3 % c.kernel;
-        idx[k] = (o / ow * c.stride + di) * c.w + o % ow * c.stride + dj;
-      }
-      const Tensor gy = awkward_values(dtype, planes * oh * ow, 9);
+      // Offsets as the forward picks them: any element of each window.
+      std::vector<uint8_t> bytes(outputs);
+      std::vector<int32_t> words(outputs);
+      const Tensor gy = awkward_values(dtype, outputs, 9);
       const std::vector<float> gv = gy.to(DType::Float32).to_vector<float>();
       std::vector<float> want(planes * c.h * c.w, 0.0f);
-      for (size_t k = 0; k < idx.size(); ++k) {
-        want[static_cast<int64_t>(k) / (oh * ow) * c.h * c.w + idx[k]] = 0.0f + gv[k];
+      for (int64_t k = 0; k < outputs; ++k) {
+        const int64_t o = k % (oh * ow);
+        const int64_t pick = (k * 2654435761u >> 7) % (c.kernel * c.kernel);
+        bytes[k] = static_cast<uint8_t>(pick);
+        words[k] = static_cast<int32_t>(pick);
+        const int64_t ih = o / ow * c.stride + pick / c.kernel;
+        const int64_t iw = o % ow * c.stride + pick % c.kernel;
+        want[(k / (oh * ow) * c.h + ih) * c.w + iw] = 0.0f + gv[k];
       }
+      const void* offsets = c.kernel * c.kernel <= 256 ? static_cast<const void*>(bytes.data())
+                                                       : static_cast<const void*>(words.data());
       const Tensor expected = amp::from_vector(want, {planes * c.h * c.w}).to(dtype);
       for (const LevelTables& t : runnable_levels()) {
         Tensor got = amp::full({planes * c.h * c.w}, 7.0, {.dtype = dtype});
-        t.pool->max_pool2d_backward(dtype, gy.data_ptr(), idx.data(), got.data_ptr(), g);
+        t.pool->max_pool2d_backward(dtype, gy.data_ptr(), offsets, got.data_ptr(), g);
         BOOST_TEST(same_bytes(got, expected), "max_pool2d backward k"
                                                   << c.kernel << " " << amp::dtype_name(dtype)
                                                   << " plane " << c.h << "x" << c.w << " at "
