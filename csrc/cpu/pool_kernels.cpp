@@ -302,8 +302,12 @@ void max_pool2d_backward_typed(const T* gy, const I* offsets, T* gx, const PoolG
       g.kh == 2 && g.kw == 2 && g.stride == 2 && g.padding == 0 && g.ow >= 8;
   const int64_t plane = g.h * g.w, l = g.oh * g.ow;
   [[maybe_unused]] const T* gy_end = gy + g.planes * l;
-  // Byte offsets look up where they point from the window's corner; four-byte ones (windows of
-  // more than 256 elements, few per plane) divide.
+  // Each window's corner in its plane, and for byte offsets where each offset points from the
+  // corner, so that the scatter is one flat loop per plane (nested loops over rows of 5 windows
+  // measured slower). Four-byte offsets (windows of more than 256 elements, few per plane)
+  // divide.
+  std::vector<int64_t> corners(l);
+  for (int64_t o = 0; o < l; ++o) corners[o] = pool_window_element(g, o / g.ow, o % g.ow, 0);
   std::array<int64_t, 256> from_corner{};
   if constexpr (std::is_same_v<I, uint8_t>) {
     for (int64_t k = 0; k < g.kh * g.kw; ++k) from_corner[k] = k / g.kw * g.w + k % g.kw;
@@ -329,14 +333,11 @@ void max_pool2d_backward_typed(const T* gy, const I* offsets, T* gx, const PoolG
         }
       }
 #endif
-      for (int64_t i = 0; i < g.oh; ++i) {
-        for (int64_t j = 0; j < g.ow; ++j) {
-          const int64_t o = i * g.ow + j;
-          if constexpr (std::is_same_v<I, uint8_t>) {
-            out[pool_window_element(g, i, j, 0) + from_corner[op[o]]] = zero_plus(gp[o]);
-          } else {
-            out[pool_window_element(g, i, j, op[o])] = zero_plus(gp[o]);
-          }
+      for (int64_t o = 0; o < l; ++o) {
+        if constexpr (std::is_same_v<I, uint8_t>) {
+          out[corners[o] + from_corner[op[o]]] = zero_plus(gp[o]);
+        } else {
+          out[corners[o] + op[o] / g.kw * g.w + op[o] % g.kw] = zero_plus(gp[o]);
         }
       }
     }
