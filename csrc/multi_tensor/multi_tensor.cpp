@@ -72,6 +72,15 @@ struct ListRule {
   std::initializer_list<DType> dtypes;
 };
 
+// Bumps the storage version of every tensor of lists[l] for each l in `written`, as every
+// in-place op does (Tensor::copy_): autograd then refuses a saved tensor that an optimizer
+// updated, instead of differentiating with the new values, and autocast's cast cache recasts it.
+void mark_written(const TensorLists& lists, std::initializer_list<size_t> written) {
+  for (const size_t l : written) {
+    for (const Tensor& t : lists[l]) t.storage()->bump_version();
+  }
+}
+
 void check_chunk_size(const char* op, int64_t chunk_size) {
   AMP_CHECK(chunk_size > 0, op, ": expected a positive chunk_size, got ", chunk_size);
 }
@@ -256,6 +265,7 @@ void scale(int64_t chunk_size, const Tensor& noop_flag, const TensorLists& lists
   const ListsView view =
       check_lists(kOp, chunk_size, lists, {{"in", kFloat16x}, {"out", kFloat16x}});
   int64_t* noop = flag_ptr(kOp, noop_flag, view.device);
+  mark_written(lists, {1});
   multi_tensor_kernels_for(view.device)
       .scale(view, chunk_size, noop, ScaleArgs{static_cast<float>(scale)});
 }
@@ -270,6 +280,7 @@ void axpby(int64_t chunk_size, const Tensor& noop_flag, const TensorLists& lists
   int64_t* noop = flag_ptr(kOp, noop_flag, view.device);
   AMP_CHECK(arg_to_check >= -1 && arg_to_check <= 1, kOp,
             ": expected arg_to_check -1 (x and y), 0 (x) or 1 (y), got ", arg_to_check);
+  mark_written(lists, {2});
   multi_tensor_kernels_for(view.device)
       .axpby(view, chunk_size, noop,
              AxpbyArgs{static_cast<float>(a), static_cast<float>(b), arg_to_check});
@@ -324,6 +335,8 @@ void adam(int64_t chunk_size, const Tensor& noop_flag, const TensorLists& lists,
   args.weight_decay = static_cast<float>(weight_decay);
   args.mode = mode;
   resolve_scaling(kOp, scaling, view.device, &args.inv_scale, &args.found_inf);
+  mark_written(lists, {1, 2, 3});
+  if (lists.size() == 5) mark_written(lists, {4});
   multi_tensor_kernels_for(view.device).adam(view, chunk_size, noop, args);
 }
 
@@ -367,6 +380,8 @@ void sgd(int64_t chunk_size, const Tensor& noop_flag, const TensorLists& lists, 
   args.wd_after_momentum = wd_after_momentum;
   args.scale = static_cast<float>(scale);
   resolve_scaling(kOp, scaling, view.device, &args.inv_scale, &args.found_inf);
+  mark_written(lists, {1, 2});
+  if (lists.size() == 4) mark_written(lists, {3});
   multi_tensor_kernels_for(view.device).sgd(view, chunk_size, noop, args);
 }
 
@@ -402,6 +417,7 @@ void lamb(int64_t chunk_size, const Tensor& noop_flag, const TensorLists& lists,
   s1.global_grad_norm = scalar_ptr(kOp, "global_grad_norm", global_grad_norm, view.device);
   s1.max_grad_norm = static_cast<float>(max_grad_norm);
 
+  mark_written(lists, {0, 1, 2, 3});
   // apex: per-tensor param norms, stage 1 (update into g), per-tensor update norms, stage 2.
   const auto param_norms = l2norm_of(k, view, 1, chunk_size, noop, true);
   k.lamb_stage1(view, chunk_size, noop, s1);
@@ -466,6 +482,8 @@ void novograd(int64_t chunk_size, const Tensor& noop_flag, const TensorLists& li
   k.finish_norm_blend(view.device, kind, static_cast<const float*>(p.values.data_ptr()),
                       static_cast<const int64_t*>(p.chunk_base.data_ptr()), view.ntensors,
                       args.beta2, 1.0f - args.beta2, static_cast<float*>(grad_norms.data_ptr()));
+  mark_written(lists, {1, 2});
+  grad_norms.storage()->bump_version();
   k.novograd(view, chunk_size, noop, args);
 }
 
@@ -485,6 +503,7 @@ void adagrad(int64_t chunk_size, const Tensor& noop_flag, const TensorLists& lis
   args.eps = static_cast<float>(epsilon);
   args.mode = mode;
   args.weight_decay = static_cast<float>(weight_decay);
+  mark_written(lists, {1, 2});
   multi_tensor_kernels_for(view.device).adagrad(view, chunk_size, noop, args);
 }
 
@@ -531,6 +550,10 @@ void check_and_unscale(const char* op, const std::vector<Tensor>& scaled_grads,
       work[g.dtype()].push_back(c);
       if (in_place) copy_back.emplace_back(g, c);
     }
+  }
+  found_inf.storage()->bump_version();
+  if (in_place) {
+    for (const auto& [dtype, grads] : work) mark_written({grads}, {0});
   }
   const MultiTensorKernels& k = multi_tensor_kernels_for(device);
   float* found = static_cast<float*>(found_inf.data_ptr());
@@ -579,6 +602,8 @@ Tensor update_scale_(const Tensor& scale, const Tensor& growth_tracker, const Te
             dtype_name(growth_tracker.dtype()), ".");
   AMP_CHECK(scale.dtype() == DType::Float32, kOp, ": current_scale must be a float tensor.");
   AMP_CHECK(found_inf.dtype() == DType::Float32, kOp, ": found_inf must be a float tensor.");
+  scale.storage()->bump_version();
+  growth_tracker.storage()->bump_version();
   multi_tensor_kernels_for(device).update_scale(device, static_cast<float*>(scale.data_ptr()),
                                                 static_cast<int64_t*>(growth_tracker.data_ptr()),
                                                 static_cast<const float*>(found_inf.data_ptr()),

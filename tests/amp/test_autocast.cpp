@@ -635,6 +635,13 @@ BOOST_AUTO_TEST_CASE(cache_never_returns_a_stale_cast_after_an_in_place_update_o
   const Tensor after = amp::autocast_cast::cached_cast(w, DType::Float16, DeviceType::CPU);
   BOOST_TEST(after.to_vector<double>() == std::vector<double>(4, 3.0));
   BOOST_TEST(before.to_vector<double>() == std::vector<double>(4, 1.0));
+  // A real step: SGD's fused kernel writes w in place too.
+  w.set_grad(amp::full({2, 2}, 1.0));
+  amp::optimizers::SGD sgd({w}, {.lr = 1.0, .momentum = 0.9});
+  sgd.step();
+  BOOST_TEST(
+      amp::autocast_cast::cached_cast(w, DType::Float16, DeviceType::CPU).to_vector<double>() ==
+      std::vector<double>(4, 2.0));
   amp::autocast inner(DeviceType::CPU, DType::BFloat16);
   BOOST_TEST(amp::mm(w, w).dtype() == DType::BFloat16);
 }

@@ -12,6 +12,7 @@
 #include <boost/test/unit_test.hpp>
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <random>
 #include <string>
 #include <utility>
@@ -498,6 +499,81 @@ BOOST_AUTO_TEST_CASE(l2norm_flags_non_finite_values_at_first_middle_and_last) {
   Tensor flag = mt::make_flag();
   mt::l2norm(333, flag, {{amp::full({4}, 3e38)}}, false);
   BOOST_TEST(flag_of(flag) == 1);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Versions: an op bumps the storage version of every tensor it writes, as in-place ops do, so
+// that autograd refuses a saved tensor an optimizer updated and autocast recasts it. Tensors it
+// only reads keep their version.
+
+namespace {
+
+// Fresh lists of `depth` lists of two Float32 tensors (values in [0.5, 1.5): no op flags them).
+mt::TensorLists fresh_lists(int depth) {
+  mt::TensorLists lists(depth);
+  for (auto& list : lists) {
+    for (int i = 0; i < 2; ++i) list.push_back(amp::full({5}, 0.5 + 0.25 * i));
+  }
+  return lists;
+}
+
+// Runs `op` on fresh lists and checks which lists' versions moved.
+void check_writes(const std::string& what, int depth, std::vector<bool> written,
+                  const std::function<void(const mt::TensorLists&)>& op) {
+  const mt::TensorLists lists = fresh_lists(depth);
+  std::vector<uint64_t> before;
+  for (const auto& list : lists) before.push_back(list[0].storage()->version());
+  op(lists);
+  for (int l = 0; l < depth; ++l) {
+    for (const Tensor& t : lists[l]) {
+      const bool moved = t.storage()->version() != before[l];
+      BOOST_TEST(moved == written[l],
+                 what << ": list " << l
+                      << (written[l] ? " was written but " : " was only read but ")
+                      << "its version " << (moved ? "moved" : "did not move"));
+    }
+  }
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(every_op_bumps_the_version_of_what_it_writes_and_only_that) {
+  const Tensor flag = mt::make_flag();
+  check_writes("scale", 2, {false, true},
+               [&](const mt::TensorLists& l) { mt::scale(kApexChunk, flag, l, 2.0); });
+  check_writes("axpby", 3, {false, false, true},
+               [&](const mt::TensorLists& l) { mt::axpby(kApexChunk, flag, l, 1.0, 1.0, -1); });
+  check_writes("l2norm", 1, {false},
+               [&](const mt::TensorLists& l) { mt::l2norm(kApexChunk, flag, l, true); });
+  check_writes("adam", 4, {false, true, true, true}, [&](const mt::TensorLists& l) {
+    mt::adam(kApexChunk, flag, l, 1e-3, 0.9, 0.999, 1e-8, 1, mt::AdamMode::AdamW, true, 0.0);
+  });
+  check_writes("sgd", 3, {false, true, true}, [&](const mt::TensorLists& l) {
+    mt::sgd(kApexChunk, flag, l, 0.0, 0.9, 0.0, 0.1, false, false, false, 1.0);
+  });
+  check_writes("lamb", 4, {true, true, true, true}, [&](const mt::TensorLists& l) {
+    mt::lamb(kApexChunk, flag, l, 1e-3, 0.9, 0.999, 1e-6, 1, true, 0.01, true, mt::AdamMode::AdamW,
+             amp::ones({1}), 1.0, false);
+  });
+  check_writes("novograd", 3, {false, true, true}, [&](const mt::TensorLists& l) {
+    mt::novograd(kApexChunk, flag, l, amp::ones({2}), 1e-3, 0.95, 0.98, 1e-8, 1, true, 0.0, true, 0,
+                 2);
+  });
+  check_writes("adagrad", 3, {false, true, true}, [&](const mt::TensorLists& l) {
+    mt::adagrad(kApexChunk, flag, l, 1e-2, 1e-10, mt::AdagradMode::L2, 0.0);
+  });
+  check_writes("non_finite_check_and_unscale_", 1, {true}, [&](const mt::TensorLists& l) {
+    mt::non_finite_check_and_unscale_(l[0], amp::zeros({1}), amp::full({1}, 0.5));
+  });
+  check_writes("non_finite_check_", 1, {false}, [&](const mt::TensorLists& l) {
+    mt::non_finite_check_(l[0], amp::zeros({1}), amp::full({1}, 0.5));
+  });
+  const Tensor scale = amp::full({1}, 1024.0), tracker = amp::zeros({1}, {.dtype = DType::Int64});
+  const uint64_t scale_version = scale.storage()->version();
+  const uint64_t tracker_version = tracker.storage()->version();
+  mt::update_scale_(scale, tracker, amp::zeros({1}), 2.0, 0.5, 2000);
+  BOOST_TEST(scale.storage()->version() != scale_version);
+  BOOST_TEST(tracker.storage()->version() != tracker_version);
 }
 
 // ---------------------------------------------------------------------------------------------

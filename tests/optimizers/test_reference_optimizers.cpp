@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdint>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <memory>
 #include <numbers>
@@ -271,6 +272,38 @@ BOOST_AUTO_TEST_CASE(fused_fp32_sgd_rounds_every_term_as_torchs_ops) {
         BOOST_TEST(values(a) == p[0], boost::test_tools::per_element());
         BOOST_TEST(values(b) == p[1], boost::test_tools::per_element());
       }
+    }
+  }
+}
+
+// A step writes the parameters in place, so a graph that saved one refuses it afterwards (as
+// torch: "modified by an inplace operation") instead of differentiating with the updated values,
+// whether the step ran in one fused pass (SGD without dampening) or op by op (with dampening;
+// Adam).
+BOOST_AUTO_TEST_CASE(a_graph_that_saved_a_parameter_refuses_it_after_a_step) {
+  const std::vector<std::pair<std::string, std::function<std::unique_ptr<Optimizer>(Tensor)>>>
+      optimizers{
+          {"fused SGD",
+           [](Tensor w) {
+             return std::make_unique<SGD>(std::vector<Tensor>{w},
+                                          SGDOptions{.lr = 0.1, .momentum = 0.9});
+           }},
+          {"SGD with dampening",
+           [](Tensor w) {
+             return std::make_unique<SGD>(std::vector<Tensor>{w},
+                                          SGDOptions{.lr = 0.1, .momentum = 0.9, .dampening = 0.5});
+           }},
+          {"Adam",
+           [](Tensor w) { return std::make_unique<Adam>(std::vector<Tensor>{w}, AdamOptions{}); }}};
+  for (const auto& [what, make] : optimizers) {
+    BOOST_TEST_CONTEXT(what) {
+      const Tensor w = amp::full({3, 3}, 0.5).requires_grad_(true);
+      const Tensor x = amp::full({2, 3}, 2.0).requires_grad_(true);
+      const Tensor loss = amp::sum(amp::mm(x, w));  // x's gradient needs w
+      loss.backward({}, /*retain_graph=*/true);
+      make(w)->step();
+      check_error([&] { loss.backward({}, true); },
+                  {"MmBackward", "modified by an inplace operation"});
     }
   }
 }
