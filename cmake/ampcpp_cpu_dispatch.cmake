@@ -15,6 +15,14 @@ set(AMPCPP_DISPATCHED_SOURCES
     ${CMAKE_CURRENT_SOURCE_DIR}/csrc/cpu/layout_kernels.cpp)
 list(REMOVE_ITEM AMPCPP_SOURCES ${AMPCPP_DISPATCHED_SOURCES})
 
+# The master-weight SGD loop (a 16-bit copy written in the same pass) is longer than GCC's
+# default limit for unswitching its flags out of a loop (50 insns); with the flags left in, GCC
+# does not vectorise it (fp16 12x slower; csrc/kernels/multi_tensor_functors.h, SgdOp).
+if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
+  set_source_files_properties(${CMAKE_CURRENT_SOURCE_DIR}/csrc/cpu/multi_tensor_kernels.cpp
+                              PROPERTIES COMPILE_OPTIONS --param=max-unswitch-insns=100)
+endif()
+
 # AMPCPP_CPU_SCALAR_ONLY (set by the fuzz build, cmake/ampcpp_fuzz.cmake): the scalar copy alone.
 if(CMAKE_SYSTEM_PROCESSOR MATCHES "^(x86_64|AMD64|amd64)$" AND NOT AMPCPP_CPU_SCALAR_ONLY)
   set(AMPCPP_CPU_LEVELS scalar avx2 avx512)

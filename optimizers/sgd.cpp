@@ -2,8 +2,11 @@
 // every term the same way.
 #include "optimizers/sgd.h"
 
+#include <map>
+#include <optional>
 #include <utility>
 
+#include "csrc/autocast/cast.h"
 #include "csrc/core/macros.h"
 #include "csrc/multi_tensor/multi_tensor.h"
 #include "csrc/ops/elementwise.h"
@@ -110,9 +113,11 @@ void SGD::fused_update(const std::vector<Tensor>& params, double lr, double mome
                        double weight_decay, bool nesterov) {
   namespace mt = multi_tensor;
   // Parameters without a momentum buffer yet take their first step in a launch of their own
-  // (the kernel's first_run: buffer = gradient).
+  // (the kernel's first_run: buffer = gradient). Parameters autocast casts to a 16-bit dtype
+  // get that rounding written in the same pass (the kernel's fourth list, w_out), one launch per
+  // dtype, for autocast's next cast (autocast_cast::prepared_cast_wanted).
   for (const bool first_run : {false, true}) {
-    mt::TensorLists lists(3);
+    std::map<DType, mt::TensorLists> launches;  // by rounding dtype; Float32: none
     for (const Tensor& p : params) {
       Tensor buf = p;  // without momentum the kernel reads the buffer but never writes it
       if (momentum != 0.0) {
@@ -124,14 +129,25 @@ void SGD::fused_update(const std::vector<Tensor>& params, double lr, double mome
       } else if (first_run) {
         continue;
       }
+      const std::optional<DType> rounding = autocast_cast::prepared_cast_wanted(p);
+      mt::TensorLists& lists = launches[rounding.value_or(DType::Float32)];
+      lists.resize(rounding ? 4 : 3);
       lists[0].push_back(p.grad());
       lists[1].push_back(p);
       lists[2].push_back(buf);
+      if (rounding)
+        lists[3].push_back(empty(p.sizes(), {.dtype = *rounding, .device = p.device()}));
     }
-    if (lists[0].empty()) continue;
-    mt::sgd(mt::kDefaultChunkSize, mt::make_flag(params[0].device()), lists, weight_decay, momentum,
-            /*dampening=*/0.0, lr, nesterov, first_run, /*wd_after_momentum=*/false,
-            /*scale=*/1.0);
+    for (const auto& [rounding, lists] : launches) {
+      mt::sgd(mt::kDefaultChunkSize, mt::make_flag(params[0].device()), lists, weight_decay,
+              momentum, /*dampening=*/0.0, lr, nesterov, first_run, /*wd_after_momentum=*/false,
+              /*scale=*/1.0);
+      if (lists.size() == 4) {
+        for (size_t i = 0; i < lists[1].size(); ++i) {
+          autocast_cast::set_prepared_cast(lists[1][i], lists[3][i]);
+        }
+      }
+    }
   }
 }
 

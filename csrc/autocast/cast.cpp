@@ -2,10 +2,14 @@
 
 #include <map>
 #include <mutex>
+#include <optional>
 #include <utility>
+#include <vector>
 
 #include "csrc/core/macros.h"
+#include "csrc/graph/autograd_meta.h"
 #include "csrc/graph/grad_mode.h"
+#include "csrc/graph/node.h"
 
 namespace amp::autocast_cast {
 
@@ -37,6 +41,24 @@ Tensor make_cast(const Tensor& t, DType to) {
   return t.to(to);
 }
 
+// t (a Float32 leaf that requires grad, at storage version `version`) cast to `to`: the rounding
+// the last optimizer step wrote when it rounds these values, recorded as the conversion would
+// be, otherwise converted now. Either way the next step is asked for one. Under cache_mutex.
+Tensor cast_for_cache(const Tensor& t, DType to, uint64_t version) {
+  autograd::PreparedCast& prepared = autograd::meta_of(t).prepared_cast;
+  Tensor value;
+  if (prepared.dtype == to && prepared.version == version) value = std::move(prepared.value);
+  prepared = {to, version, Tensor()};
+  if (!value.defined()) return make_cast(t, to);
+  autograd::GradModeGuard grad_on(true);
+  autograd::record(
+      "ToCopyBackward", value, {&t}, {},
+      [](const std::vector<Tensor>& grads, const std::vector<Tensor>&, const autograd::Node& node) {
+        return std::vector<Tensor>{grads[0].to(node.input_meta[0].dtype)};
+      });
+  return value;
+}
+
 // PyTorch's at::autocast::prioritize, folded from the autocast dtype over eligible inputs.
 DType prioritize(DType current, DType next, DType lower) {
   if (current == DType::Float32 || next == DType::Float32) return DType::Float32;
@@ -66,8 +88,32 @@ Tensor cached_cast(const Tensor& t, DType to, DeviceType type) {
   std::lock_guard<std::mutex> lock(cache_mutex);
   auto [it, inserted] = cache().try_emplace({t.impl(), to});
   CacheEntry& entry = it->second;
-  if (inserted || entry.version != version) entry = {t, version, make_cast(t, to)};
+  if (inserted || entry.version != version) entry = {t, version, cast_for_cache(t, to, version)};
   return entry.cast;
+}
+
+std::optional<DType> prepared_cast_wanted(const Tensor& param) {
+  autograd::AutogradMeta* meta = autograd::meta_or_null(param);
+  if (meta == nullptr) return std::nullopt;
+  std::lock_guard<std::mutex> lock(cache_mutex);
+  autograd::PreparedCast& prepared = meta->prepared_cast;
+  if (prepared.dtype == DType::Float32) return std::nullopt;
+  if (prepared.value.defined()) {  // written and never used: stop writing
+    prepared = {};
+    return std::nullopt;
+  }
+  return prepared.dtype;
+}
+
+void set_prepared_cast(const Tensor& param, Tensor value) {
+  AMP_CHECK(value.defined() && value.sizes() == param.sizes() &&
+                (value.dtype() == DType::Float16 || value.dtype() == DType::BFloat16),
+            "set_prepared_cast: expected a Float16 or BFloat16 tensor of the parameter's shape ",
+            shape_to_string(param.sizes()), ", got ",
+            value.defined() ? shape_to_string(value.sizes()) : "an undefined tensor");
+  autograd::AutogradMeta& meta = autograd::meta_of(param);
+  std::lock_guard<std::mutex> lock(cache_mutex);
+  meta.prepared_cast = {value.dtype(), param.storage()->version(), std::move(value)};
 }
 
 size_t cache_size() {

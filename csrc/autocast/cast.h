@@ -42,6 +42,20 @@ Tensor cached_cast(const Tensor& t, DType to, DeviceType type);
 size_t cache_size();
 void clear_cache();  ///< drops every cached cast
 
+/// Prepared casts: an optimizer that rewrites a Float32 parameter in one pass can write its
+/// rounding to the dtype autocast last cast it to in the same pass (SGD's fused step does), and
+/// the next region's first cast of the unchanged parameter takes that tensor instead of
+/// converting: the same values, one pass over the weights fewer per step. Each cast asks the
+/// next step for one; a rounding that no cast took by the step after is dropped and not asked for
+/// again until the parameter is cast again.
+///
+/// The dtype the next step should round `param` to, if a cast asked for one and the last one
+/// written was used; otherwise nothing (and an unused rounding is dropped).
+std::optional<DType> prepared_cast_wanted(const Tensor& param);
+/// Keeps `value`, param rounded to value.dtype() by the step that just wrote param, for the next
+/// cast (it records param's current storage version).
+void set_prepared_cast(const Tensor& param, Tensor value);
+
 namespace detail {
 
 struct Plan {

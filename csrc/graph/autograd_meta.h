@@ -17,6 +17,14 @@ using TensorHook = std::function<Tensor(const Tensor&)>;
 /// Runs with the leaf after a gradient was accumulated into its grad.
 using PostAccumulateGradHook = std::function<void(const Tensor&)>;
 
+/// A parameter rounded to a 16-bit dtype by the optimizer step that last wrote it, for
+/// autocast's next cast of it (csrc/autocast/cast.cpp, which reads and writes it under its lock).
+struct PreparedCast {
+  DType dtype = DType::Float32;  ///< the dtype autocast last cast to; Float32: none wanted
+  uint64_t version = 0;          ///< the parameter's storage version that `value` rounds
+  Tensor value;                  ///< undefined until a step writes it, and again once used
+};
+
 /// A tensor's autograd state (TensorImpl::autograd), created on first use.
 struct AutogradMeta {
   bool requires_grad = false;     ///< set on leaves; a non-leaf requires grad through grad_fn
@@ -26,7 +34,8 @@ struct AutogradMeta {
   std::weak_ptr<Node> grad_accumulator;  ///< leaves: the AccumulateGrad node, shared by all uses
   std::vector<TensorHook> hooks;         ///< leaves; non-leaf hooks live on grad_fn
   std::vector<PostAccumulateGradHook> post_accumulate_hooks;  ///< leaves
-  bool retains_grad = false;  ///< retain_grad() was called on this non-leaf
+  bool retains_grad = false;   ///< retain_grad() was called on this non-leaf
+  PreparedCast prepared_cast;  ///< leaves under autocast
 };
 
 /// The meta of a tensor, created on first use.

@@ -132,20 +132,22 @@ struct KernelsFor {
 
   static void sgd(const ListsView& v, int64_t cs, int64_t* noop, const SgdArgs& args) {
     visit_bool(args.inv_scale != nullptr, [&](auto unscale) {
-      const SgdOp<decltype(unscale)::value> op{{}, args};
-      visit_float16x(v.dtype[0], [&](auto g) {
-        using G = typename decltype(g)::type;
-        if (v.depth == 3) {
-          visit_float16x(v.dtype[1], [&](auto w) {
-            using W = typename decltype(w)::type;
-            L::template apply<G, W, W>(v, cs, noop, op);
-          });
-        } else {
-          visit_half_types(v.dtype[3], [&](auto out) {
-            using Out = typename decltype(out)::type;
-            L::template apply<G, float, float, Out>(v, cs, noop, op);
-          });
-        }
+      visit_bool(args.momentum != 0.f, [&](auto momentum) {
+        const SgdOp<decltype(unscale)::value, decltype(momentum)::value> op{{}, args};
+        visit_float16x(v.dtype[0], [&](auto g) {
+          using G = typename decltype(g)::type;
+          if (v.depth == 3) {
+            visit_float16x(v.dtype[1], [&](auto w) {
+              using W = typename decltype(w)::type;
+              L::template apply<G, W, W>(v, cs, noop, op);
+            });
+          } else {
+            visit_half_types(v.dtype[3], [&](auto out) {
+              using Out = typename decltype(out)::type;
+              L::template apply<G, float, float, Out>(v, cs, noop, op);
+            });
+          }
+        });
       });
     });
   }

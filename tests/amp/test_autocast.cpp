@@ -5,14 +5,17 @@
 // validation (ports of PyTorch's test/test_autocast.py and the autocast tests of
 // test/test_cuda.py, with the lists of torch/testing/_internal/autocast_test_lists.py). Custom
 // functions under autocast: test_autocast_custom_function.cpp.
+#include <algorithm>
 #include <boost/test/unit_test.hpp>
 #include <cmath>
 #include <fstream>
 #include <functional>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "amp/amp.h"
@@ -659,6 +662,118 @@ BOOST_AUTO_TEST_CASE(a_cast_cached_under_no_grad_still_carries_gradients_later) 
   BOOST_TEST(out.grad_fn() != nullptr);
   amp::sum(out.to(DType::Float32)).backward();
   BOOST_TEST(w.grad().defined());
+}
+
+namespace {
+
+namespace pr = amp::profiler;
+
+// The stats row of (kind, name, dtype); count 0 when absent.
+pr::OpStats stats_row(const std::vector<pr::OpStats>& stats, pr::EventKind kind,
+                      const std::string& name, const std::string& dtype) {
+  for (const auto& s : stats) {
+    if (s.kind == kind && s.name == name && s.dtype == dtype) return s;
+  }
+  return {};
+}
+
+// Three steps of a two-layer model under autocast to `dtype` with SGD (momentum: the fused path),
+// the cast cache on or off. Returns the losses and then the final weights; `last` gets the
+// profile of the last step.
+std::vector<double> train_autocast(DType dtype, bool cache_enabled,
+                                   std::vector<pr::OpStats>* last) {
+  amp::manual_seed(3);
+  std::vector<Tensor> params{amp::randn({8, 4}), amp::randn({8}), amp::randn({2, 8}),
+                             amp::randn({2})};
+  for (Tensor& p : params) p.requires_grad_();
+  amp::optimizers::SGD opt(params, {.lr = 0.05, .momentum = 0.9});
+  const Tensor x = signed_values({16, 4}, 1);
+  std::vector<double> out;
+  for (int step = 0; step < 3; ++step) {
+    std::optional<pr::profile> prof;
+    if (step == 2) prof.emplace();
+    opt.zero_grad();
+    Tensor loss;
+    {
+      amp::autocast region(DeviceType::CPU, dtype, true, cache_enabled);
+      const Tensor h = F::relu(F::linear(x, params[0], params[1]));
+      const Tensor y = F::linear(h, params[2], params[3]).to(DType::Float32);
+      loss = amp::mean(y * y);
+    }
+    loss.backward();
+    opt.step();
+    if (prof) {
+      prof->stop();
+      *last = prof->key_averages();
+    }
+    out.push_back(loss.item<double>());
+  }
+  for (const Tensor& p : params) {
+    for (double v : p.to_vector<double>()) out.push_back(v);
+  }
+  return out;
+}
+
+}  // namespace
+
+// SGD's fused step writes the 16-bit rounding of each weight autocast cast, and the next region
+// takes it instead of converting (autocast_cast::prepared_cast_wanted): the same losses and
+// weights bit for bit as without any cast cache, and from the second step on only the input (and,
+// in backward, the output's gradient) is converted, where without the cache the four weights are
+// too.
+BOOST_AUTO_TEST_CASE(sgd_writes_the_casts_the_next_region_takes_with_the_same_results) {
+  for (const DType dtype : {DType::BFloat16, DType::Float16}) {
+    BOOST_TEST_CONTEXT(amp::dtype_name(dtype)) {
+      std::vector<pr::OpStats> with_prepared, without_cache;
+      const std::vector<double> a = train_autocast(dtype, true, &with_prepared);
+      const std::vector<double> b = train_autocast(dtype, false, &without_cache);
+      BOOST_TEST(std::all_of(a.begin(), a.end(), [](double v) { return std::isfinite(v); }));
+      BOOST_TEST(a == b, boost::test_tools::per_element());
+      using K = pr::EventKind;
+      const std::string cast = std::string("Float32->") + amp::dtype_name(dtype);
+      const std::string lists = std::string("Float32,") + amp::dtype_name(dtype);
+      BOOST_TEST(stats_row(with_prepared, K::Cast, "to", cast).count == 2);
+      BOOST_TEST(stats_row(without_cache, K::Cast, "to", cast).count == 6);
+      BOOST_TEST(stats_row(with_prepared, K::Optimizer, "multi_tensor::sgd", lists).count == 1);
+      BOOST_TEST(stats_row(without_cache, K::Optimizer, "multi_tensor::sgd", "Float32").count == 1);
+    }
+  }
+}
+
+// A prepared cast is not taken once the weight changed after the step that wrote it, and a step
+// whose rounding no cast took writes none at the next step.
+BOOST_AUTO_TEST_CASE(a_prepared_cast_is_not_taken_after_an_in_place_change_and_lapses_unused) {
+  Tensor w = amp::full({2, 2}, 1.0);
+  w.requires_grad_();
+  const Tensor x = amp::full({1, 2}, 1.0);
+  amp::optimizers::SGD opt({w}, {.lr = 1.0, .momentum = 0.9});
+  auto forward_backward = [&] {
+    Tensor y;
+    {
+      amp::autocast region(DeviceType::CPU, DType::BFloat16);
+      y = amp::mm(x, w);
+    }
+    amp::sum(y.to(DType::Float32)).backward();
+    return y.to_vector<double>();
+  };
+  forward_backward();
+  opt.step();  // writes w's bf16 rounding: w = 1 - 1 = 0
+  {
+    amp::NoGradGuard no_grad;
+    w.fill_(5.0);
+  }
+  BOOST_TEST(forward_backward() == std::vector<double>(2, 10.0), boost::test_tools::per_element());
+  auto sgd_rows = [&] {
+    pr::profile prof;
+    opt.step();
+    prof.stop();
+    const auto stats = prof.key_averages();
+    return std::make_pair(
+        stats_row(stats, pr::EventKind::Optimizer, "multi_tensor::sgd", "Float32,BFloat16").count,
+        stats_row(stats, pr::EventKind::Optimizer, "multi_tensor::sgd", "Float32").count);
+  };
+  BOOST_TEST((sgd_rows() == std::make_pair<int64_t, int64_t>(1, 0)));  // the cast above asked
+  BOOST_TEST((sgd_rows() == std::make_pair<int64_t, int64_t>(0, 1)));  // nothing took it
 }
 
 BOOST_AUTO_TEST_CASE(nested_disabled_region_runs_fp32_and_state_is_restored) {
