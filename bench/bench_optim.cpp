@@ -95,6 +95,13 @@ struct PlainMasterArrays {
   void run() { bench::adam_master_loop(master.get(), g.get(), m.get(), v.get(), p.get(), kParams); }
 };
 
+template <class Low>
+struct PlainSgdMasterArrays {
+  std::unique_ptr<float[]> master = filled<float>(0.1f), m = filled<float>(0.0f);
+  std::unique_ptr<Low[]> g = filled<Low>(1e-3f), p = filled<Low>(0.1f);
+  void run() { bench::sgd_master_loop(master.get(), g.get(), m.get(), p.get(), kParams); }
+};
+
 struct Model {
   std::vector<amp::Tensor> params;
 };
@@ -150,20 +157,28 @@ int main(int argc, char** argv) {
   Model adam_fused = make_model(amp::DType::Float32);
   Model adam_half = make_model(amp::DType::Float16);
   Model adam_bf16 = make_model(amp::DType::BFloat16);
+  Model sgd_half = make_model(amp::DType::Float16);
+  Model sgd_bf16 = make_model(amp::DType::BFloat16);
   opt::SGD sgd(sgd_ref.params, {.lr = 0.01, .momentum = 0.9});
   opt::FusedSGD fused_sgd(sgd_fused.params, opt::SGDOptions{.lr = 0.01, .momentum = 0.9});
   opt::Adam adam(adam_ref.params, {.lr = 1e-3});
   opt::FusedAdam fused_adam(adam_fused.params, {.lr = 1e-3, .adam_w_mode = false});
   opt::FusedAdam fused_adam_half(adam_half.params, {.lr = 1e-3, .adam_w_mode = false});
   opt::FusedAdam fused_adam_bf16(adam_bf16.params, {.lr = 1e-3, .adam_w_mode = false});
+  opt::FusedSGD fused_sgd_half(sgd_half.params, opt::SGDOptions{.lr = 0.01, .momentum = 0.9});
+  opt::FusedSGD fused_sgd_bf16(sgd_bf16.params, opt::SGDOptions{.lr = 0.01, .momentum = 0.9});
   PlainArrays sgd_arrays, adam_arrays;
   PlainMasterArrays<amp::Half> half_arrays;
   PlainMasterArrays<amp::BFloat16> bf16_arrays;
+  PlainSgdMasterArrays<amp::Half> sgd_half_arrays;
+  PlainSgdMasterArrays<amp::BFloat16> sgd_bf16_arrays;
 
   // Bytes each update moves per parameter: SGD-momentum reads g and reads and writes p and the
   // buffer (4 + 8 + 8); Adam reads g and reads and writes p, m, v (4 + 3 * 8); Adam on 16-bit
   // parameters with fp32 masters reads g (2), writes p (2; the kernel does not read it) and reads
-  // and writes m, v and the master (3 * 8). Each step's yardstick is the plain loop after it.
+  // and writes m, v and the master (3 * 8); SGD-momentum on 16-bit parameters with masters
+  // reads g (2), writes p (2) and reads and writes the master and the buffer (2 * 8). Each
+  // step's yardstick is the plain loop after it.
   std::vector<Contestant> c = {
       {"SGD momentum (reference)", [&] { sgd.step(); }, 20, {}},
       {"FusedSGD momentum", [&] { fused_sgd.step(); }, 20, {}},
@@ -186,9 +201,13 @@ int main(int argc, char** argv) {
       {"plain loop, fp16 + masters arrays", [&] { half_arrays.run(); }, 28, {}},
       {"FusedAdam bf16 params + fp32 masters", [&] { fused_adam_bf16.step(); }, 28, {}},
       {"plain loop, bf16 + masters arrays", [&] { bf16_arrays.run(); }, 28, {}},
+      {"FusedSGD fp16 params + fp32 masters", [&] { fused_sgd_half.step(); }, 20, {}},
+      {"plain loop, SGD fp16 + masters arrays", [&] { sgd_half_arrays.run(); }, 20, {}},
+      {"FusedSGD bf16 params + fp32 masters", [&] { fused_sgd_bf16.step(); }, 20, {}},
+      {"plain loop, SGD bf16 + masters arrays", [&] { sgd_bf16_arrays.run(); }, 20, {}},
   };
   // The plain loop each row is measured against (itself for a loop).
-  const std::vector<size_t> yardstick = {2, 2, 2, 5, 5, 5, 7, 7, 9, 9};
+  const std::vector<size_t> yardstick = {2, 2, 2, 5, 5, 5, 7, 7, 9, 9, 11, 11, 13, 13};
   time_round_robin(c, /*rounds=*/5, /*calls_per_round=*/6);
   const double torch_ms = torch ? run_torch_adam() : -1;
 

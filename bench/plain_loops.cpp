@@ -88,7 +88,52 @@ void bf16_master_loop(float* __restrict master, const uint16_t* __restrict g, fl
   }
 }
 
+void fp16_sgd_master_loop(float* __restrict master, const uint16_t* __restrict g,
+                          float* __restrict m, uint16_t* __restrict p, int64_t n) {
+  const int64_t blocks = n / 8;
+#pragma omp parallel for schedule(static)
+  for (int64_t b = 0; b < blocks; ++b) {
+    const int64_t i = b * 8;
+    const __m256 gi = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(g + i)));
+    const __m256 mi =
+        _mm256_add_ps(_mm256_mul_ps(_mm256_set1_ps(0.9f), _mm256_loadu_ps(m + i)), gi);
+    _mm256_storeu_ps(m + i, mi);
+    const __m256 w =
+        _mm256_sub_ps(_mm256_loadu_ps(master + i), _mm256_mul_ps(_mm256_set1_ps(0.01f), mi));
+    _mm256_storeu_ps(master + i, w);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(p + i),
+                     _mm256_cvtps_ph(w, _MM_FROUND_TO_NEAREST_INT));
+  }
+  for (int64_t i = blocks * 8; i < n; ++i) {  // kParams is a multiple of 8: never runs there
+    m[i] = 0.9f * m[i] + _cvtsh_ss(g[i]);
+    master[i] -= 0.01f * m[i];
+    p[i] = _cvtss_sh(master[i], _MM_FROUND_TO_NEAREST_INT);
+  }
+}
+
+void bf16_sgd_master_loop(float* __restrict master, const uint16_t* __restrict g,
+                          float* __restrict m, uint16_t* __restrict p, int64_t n) {
+#pragma omp parallel for simd schedule(static)
+  for (int64_t i = 0; i < n; ++i) {
+    const float mi = 0.9f * m[i] + Bf16::load(g[i]);
+    m[i] = mi;
+    const float w = master[i] - 0.01f * mi;
+    master[i] = w;
+    p[i] = Bf16::store(w);
+  }
+}
+
 }  // namespace
+
+void sgd_master_loop(float* master, const amp::Half* g, float* m, amp::Half* p, int64_t n) {
+  fp16_sgd_master_loop(master, reinterpret_cast<const uint16_t*>(g), m,
+                       reinterpret_cast<uint16_t*>(p), n);
+}
+
+void sgd_master_loop(float* master, const amp::BFloat16* g, float* m, amp::BFloat16* p, int64_t n) {
+  bf16_sgd_master_loop(master, reinterpret_cast<const uint16_t*>(g), m,
+                       reinterpret_cast<uint16_t*>(p), n);
+}
 
 void adam_master_loop(float* master, const amp::Half* g, float* m, float* v, amp::Half* p,
                       int64_t n) {

@@ -20,4 +20,9 @@ void adam_master_loop(float* master, const amp::Half* g, float* m, float* v, amp
 void adam_master_loop(float* master, const amp::BFloat16* g, float* m, float* v, amp::BFloat16* p,
                       int64_t n);
 
+// SGD with momentum on 16-bit parameters with fp32 masters: reads the 16-bit g, the master and m;
+// writes the master, m and the 16-bit parameter (20 bytes per parameter).
+void sgd_master_loop(float* master, const amp::Half* g, float* m, amp::Half* p, int64_t n);
+void sgd_master_loop(float* master, const amp::BFloat16* g, float* m, amp::BFloat16* p, int64_t n);
+
 }  // namespace bench
