@@ -310,8 +310,8 @@ void max_pool2d_backward_typed(const T* gy, const I* offsets, T* gx, const PoolG
                 static_cast<size_t>((end - begin) * plane) * sizeof(T));
     // Each window's corner in its plane, and for byte offsets where each offset points from the
     // corner; four-byte ones (windows of more than 256 elements, few per plane) divide. Each
-    // thread keeps its own tables: the first thread's stack, shared, was written next to them
-    // (fp16 scatter 1.8x slower).
+    // thread keeps its own tables: read by both threads from the first thread's stack, they made
+    // the fp16 scatter 1.8x slower (false sharing with that thread's locals, presumably).
     std::vector<int64_t> corners(l);
     for (int64_t o = 0; o < l; ++o) corners[o] = pool_window_element(g, o / g.ow, o % g.ow, 0);
     std::array<int64_t, 256> from_corner{};
