@@ -10,9 +10,12 @@
 
 #include <algorithm>
 #include <atomic>
+#include <tuple>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
+#include "csrc/cpu/convert_block.h"
 #include "csrc/cpu/kernels.h"
 #include "csrc/cpu/parallel.h"
 #include "csrc/kernels/multi_tensor_dispatch.h"
@@ -46,6 +49,51 @@ template <class... T, class Op, size_t... I>
 AMP_FORCEINLINE int run_cpu_chunk(const Op& op, const ListsView& v, int64_t t, int64_t offset,
                                   int64_t n, std::index_sequence<I...>) {
   return run_chunk<1>(op, 0, n, (static_cast<T*>(v.ptr[I][t]) + offset)...);
+}
+
+// L if list L of T... is fp16, else -1.
+template <int L, class... T>
+constexpr int if_fp16() {
+  if constexpr (L < 0) {
+    return -1;
+  } else {
+    return std::is_same_v<std::tuple_element_t<L, std::tuple<T...>>, Half> ? L : -1;
+  }
+}
+
+// List I's pointer at `offset`, or a block for the list read (KIn) or written (KOut) in blocks.
+template <int KIn, int KOut, size_t I, class T>
+AMP_FORCEINLINE auto list_pointer(const ListsView& v, int64_t t, int64_t offset, float* in,
+                                  float* out) {
+  if constexpr (static_cast<int>(I) == KIn) {
+    return in;
+  } else if constexpr (static_cast<int>(I) == KOut) {
+    return out;
+  } else {
+    return static_cast<T*>(v.ptr[I][t]) + offset;
+  }
+}
+
+// A chunk of the master-weight forms of SGD and Adam with an fp16 copy (KOut) or, for Adam, fp16
+// gradients (KIn), in blocks: the gradients widened into floats first and the copy narrowed from
+// floats after, with F16C (convert_block.h; the same bits). Converted per element (half.h's
+// branch-free conversions, which GCC vectorises), FusedSGD and FusedAdam with fp16 masters ran at
+// 77-86% of a plain loop moving the same arrays with F16C.
+template <int KIn, int KOut, class... T, class Op, size_t... I>
+int run_cpu_chunk_in_blocks(const Op& op, const ListsView& v, int64_t t, int64_t offset, int64_t n,
+                            std::index_sequence<I...>) {
+  constexpr int64_t kBlock = 512;
+  alignas(64) float in[kBlock], out[kBlock];
+  int bad = 0;
+  for (int64_t b = 0; b < n; b += kBlock) {
+    const int64_t m = std::min(kBlock, n - b);
+    if constexpr (KIn >= 0) {
+      widen_block(static_cast<const Half*>(v.ptr[KIn][t]) + offset + b, in, m);
+    }
+    bad |= run_chunk<1>(op, 0, m, list_pointer<KIn, KOut, I, T>(v, t, offset + b, in, out)...);
+    if constexpr (KOut >= 0) narrow_block(out, static_cast<Half*>(v.ptr[KOut][t]) + offset + b, m);
+  }
+  return bad;
 }
 
 // The sum of squares or max |x| of x[0, n) over kReduceLanes lanes and a halving tree: the
@@ -88,11 +136,20 @@ struct CpuLauncher {
     if (op.skip(flag)) return;
     // Chunks report to `bad`; the flag itself is written once, after the parallel region.
     std::atomic<int> bad{0};
+    constexpr int kDepth = static_cast<int>(sizeof...(T));
+    constexpr int kIn = if_fp16<Op::input_list(kDepth), T...>();
+    constexpr int kOut = if_fp16<Op::copy_list(kDepth), T...>();
     for_each_chunk(
         v.numel, chunk_size, [&](int64_t t, int64_t, int64_t, int64_t offset, int64_t n) {
-          if (run_cpu_chunk<T...>(op.bind(t), v, t, offset, n, std::index_sequence_for<T...>{})) {
-            bad.store(1, std::memory_order_relaxed);
+          int chunk_bad;
+          if constexpr (kIn >= 0 || kOut >= 0) {
+            chunk_bad = run_cpu_chunk_in_blocks<kIn, kOut, T...>(op.bind(t), v, t, offset, n,
+                                                                 std::index_sequence_for<T...>{});
+          } else {
+            chunk_bad =
+                run_cpu_chunk<T...>(op.bind(t), v, t, offset, n, std::index_sequence_for<T...>{});
           }
+          if (chunk_bad) bad.store(1, std::memory_order_relaxed);
         });
     if (bad.load()) *flag = Flag(1);
   }

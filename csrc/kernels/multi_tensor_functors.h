@@ -101,6 +101,11 @@ struct OpBase {
   AMP_HOST_DEVICE Derived bind(int64_t /*tensor*/) const {
     return static_cast<const Derived&>(*this);
   }
+  // The list the op only reads and the one it only writes at this depth (the gradients and the
+  // 16-bit copy of a master-weight form), or -1: the CPU launcher converts fp16 ones in blocks
+  // (csrc/cpu/multi_tensor_kernels.cpp).
+  static constexpr int input_list(int /*depth*/) { return -1; }
+  static constexpr int copy_list(int /*depth*/) { return -1; }
   template <class Flag>
   AMP_HOST_DEVICE bool skip(const Flag* /*flag*/) const {
     return false;
@@ -207,6 +212,8 @@ struct AdamOp : OpBase<AdamOp<kMode, kUnscale>> {
     if constexpr (kUnscale) o.inv_scale = *a.inv_scale;
     return o;
   }
+  static constexpr int input_list(int depth) { return depth == 5 && !kUnscale ? 0 : -1; }  // g
+  static constexpr int copy_list(int depth) { return depth == 5 ? 1 : -1; }                // p
   template <class Flag>
   AMP_HOST_DEVICE bool skip(const Flag*) const {
     return a.found_inf != nullptr && *a.found_inf != 0.f;
@@ -285,6 +292,9 @@ struct SgdOp : OpBase<SgdOp<kUnscale, kMomentum>> {
     if constexpr (kUnscale) o.inv_scale = *a.inv_scale;
     return o;
   }
+  // The gradients stay per element: widened in blocks too, FusedSGD with fp16 masters measured
+  // 84-85% of its plain loop against 94-100% without.
+  static constexpr int copy_list(int depth) { return depth == 4 ? 3 : -1; }  // w_out
   AMP_HOST_DEVICE bool skip(const int64_t* noop) const {
     return *noop != 0 || (a.found_inf != nullptr && *a.found_inf != 0.f);
   }
