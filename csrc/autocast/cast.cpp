@@ -3,6 +3,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -110,7 +111,9 @@ void set_prepared_cast(const Tensor& param, Tensor value) {
                 (value.dtype() == DType::Float16 || value.dtype() == DType::BFloat16),
             "set_prepared_cast: expected a Float16 or BFloat16 tensor of the parameter's shape ",
             shape_to_string(param.sizes()), ", got ",
-            value.defined() ? shape_to_string(value.sizes()) : "an undefined tensor");
+            value.defined()
+                ? std::string(dtype_name(value.dtype())) + " " + shape_to_string(value.sizes())
+                : std::string("an undefined tensor"));
   autograd::AutogradMeta& meta = autograd::meta_of(param);
   std::lock_guard<std::mutex> lock(cache_mutex);
   meta.prepared_cast = {value.dtype(), param.storage()->version(), std::move(value)};

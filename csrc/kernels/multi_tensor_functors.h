@@ -68,21 +68,6 @@ AMP_HOST_DEVICE AMP_FORCEINLINE void store(Half* p, int64_t i, float v) {
 #endif
 }
 
-// BFloat16 on the host: the rounding of float_to_bfloat16_bits without its early return for
-// NaNs, so that GCC vectorises the loops that store it (the master-weight SGD's bf16 copy ran
-// 15x slower than the fp32 update with it).
-AMP_HOST_DEVICE AMP_FORCEINLINE void store(BFloat16* p, int64_t i, float v) {
-#if defined(__CUDA_ARCH__)
-  p[i] = convert<BFloat16>(v);
-#else
-  const uint32_t u = detail::float_bits(v);
-  const uint32_t rounded = (u + 0x7FFFu + ((u >> 16) & 1u)) >> 16;
-  const uint32_t quiet_nan = (u >> 16) | 0x0040u;
-  p[i] = BFloat16::from_bits(
-      static_cast<uint16_t>((u & 0x7FFFFFFFu) > 0x7F800000u ? quiet_nan : rounded));
-#endif
-}
-
 // Runs op over elements first, first + kStride, ... < n of one chunk. The CPU calls it with
 // kStride 1 and first 0 (a plain loop GCC vectorises); a CUDA block calls it with kStride =
 // kBlockSize and first = threadIdx.x. The op is copied into a local so that the compiler knows

@@ -774,6 +774,17 @@ BOOST_AUTO_TEST_CASE(a_prepared_cast_is_not_taken_after_an_in_place_change_and_l
   };
   BOOST_TEST((sgd_rows() == std::make_pair<int64_t, int64_t>(1, 0)));  // the cast above asked
   BOOST_TEST((sgd_rows() == std::make_pair<int64_t, int64_t>(0, 1)));  // nothing took it
+  BOOST_TEST(error_of([&] {
+               amp::autocast_cast::set_prepared_cast(w, amp::zeros({2, 2}));
+             }) ==
+             "set_prepared_cast: expected a Float16 or BFloat16 tensor of the parameter's shape "
+             "[2, 2], got Float32 [2, 2]");
+  BOOST_TEST(error_of([&] {
+               amp::autocast_cast::set_prepared_cast(w,
+                                                     amp::zeros({4}, {.dtype = DType::BFloat16}));
+             }) ==
+             "set_prepared_cast: expected a Float16 or BFloat16 tensor of the parameter's "
+             "shape [2, 2], got BFloat16 [4]");
 }
 
 BOOST_AUTO_TEST_CASE(nested_disabled_region_runs_fp32_and_state_is_restored) {
