@@ -532,8 +532,10 @@ Tensor max_pool2d(const Tensor& x_in, int64_t kernel, std::optional<int64_t> str
   const cpu::PoolGeometry geometry{n * c, h, w, g.kh, g.kw, g.stride, g.padding, oh, ow};
   AMP_CHECK(g.kh <= std::numeric_limits<int32_t>::max() / g.kw, "max_pool2d: windows of at most ",
             std::numeric_limits<int32_t>::max(), " elements are supported, got ", g.kh, "x", g.kw);
-  const Storage offsets = std::make_shared<StorageImpl>(
-      static_cast<size_t>(n * c * oh * ow * cpu::pool_offset_size(geometry)), Device::cpu());
+  const int64_t offset_bytes =
+      detail::shape_numel({n, c, oh, ow, cpu::pool_offset_size(geometry)}, "max_pool2d");
+  const Storage offsets =
+      std::make_shared<StorageImpl>(static_cast<size_t>(offset_bytes), Device::cpu());
   Tensor out = autograd::without_grad([&] {
     const Tensor xc = x.contiguous();
     Tensor values = empty({n, c, oh, ow}, {.dtype = x.dtype()});
