@@ -280,10 +280,9 @@ void execute(const Plan& plan, std::initializer_list<const void*> pointers) {
 // bf16 backward-weights with `threads` > 1 threads: oneDNN 2.6's bf16 kernel divides its work
 // between threads poorly (docs/PERFORMANCE.md, "Backward-weights split and pooling backward": on
 // bench_step's CNN, two threads ran it 1.2-1.5 times as fast as one, fp32's kernel 1.9-2.2
-// times), so each thread
-// runs a one-thread primitive on its share of the images, into fp32 partial gradients, which
-// are then summed in thread order and rounded once: what oneDNN does when it splits the batch
-// itself.
+// times), so each thread runs a one-thread primitive on its share of the images, into fp32
+// partial gradients, which are then summed in thread order and rounded once: what oneDNN does
+// when it splits the batch itself.
 void backward_weights_split_batch(const ConvGeometry& g, int threads, const void* x,
                                   const void* grad_y, void* grad_weight, void* grad_bias) {
   const int64_t weights = g.o * g.c * g.kh * g.kw, bias = grad_bias != nullptr ? g.o : 0;

@@ -21,6 +21,7 @@
 #include "nn/pooling.h"
 #include "tests/support/check_close.h"
 #include "tests/support/golden_file.h"
+#include "tests/support/max_pool_reference.h"
 
 namespace {
 
@@ -453,24 +454,10 @@ BOOST_AUTO_TEST_CASE(max_pool2d_matches_a_reference_window_scan) {
         BOOST_TEST(y.size(2) == oh);
         BOOST_TEST(y.size(3) == ow);
         std::vector<double> want_y, want_grad(n, 0.0);
-        for (int64_t p = 0; p < planes; ++p) {
-          for (int64_t i = 0; i < oh; ++i) {
-            for (int64_t j = 0; j < ow; ++j) {
-              int64_t best = -1;
-              for (int64_t di = 0; di < c.kernel; ++di) {
-                for (int64_t dj = 0; dj < c.kernel; ++dj) {
-                  const int64_t ih = i * c.stride - c.padding + di;
-                  const int64_t iw = j * c.stride - c.padding + dj;
-                  if (ih < 0 || ih >= c.h || iw < 0 || iw >= c.w) continue;
-                  const int64_t at = p * c.h * c.w + ih * c.w + iw;
-                  const bool best_is_nan = best >= 0 && std::isnan(v[best]);
-                  if (best < 0 || std::isnan(v[at]) || (!best_is_nan && v[at] > v[best])) best = at;
-                }
-              }
-              want_y.push_back(v[best]);
-              want_grad[best] += static_cast<double>(want_y.size() % 28 + 1);
-            }
-          }
+        for (const amp_test::WindowMax& m :
+             amp_test::max_pool_reference(v, planes, c.h, c.w, c.kernel, c.stride, c.padding)) {
+          want_y.push_back(v[m.at]);
+          want_grad[m.at] += static_cast<double>(want_y.size() % 28 + 1);
         }
         const std::vector<double> got = y.to_vector<double>();
         for (size_t k = 0; k < got.size(); ++k) {

@@ -20,6 +20,7 @@
 #include "csrc/kernels/elementwise_plan.h"
 #include "csrc/multi_tensor/multi_tensor.h"
 #include "csrc/ops/factories.h"
+#include "tests/support/max_pool_reference.h"
 #include "tests/support/message_has.h"
 
 namespace {
@@ -223,31 +224,9 @@ BOOST_AUTO_TEST_CASE(max_pool2d_finds_each_windows_first_maximum_at_every_level)
       const int64_t outputs = planes * oh * ow;
       const amp::cpu::PoolGeometry g{planes, h, w, c.kernel, c.kernel, c.stride, c.padding, oh, ow};
       const Tensor x = awkward_values(dtype, planes * h * w, 8);
-      const std::vector<float> v = x.to(DType::Float32).to_vector<float>();
-      std::vector<float> want_value;
-      std::vector<int64_t> want_offset;
-      for (int64_t p = 0; p < planes; ++p) {
-        for (int64_t i = 0; i < oh; ++i) {
-          for (int64_t j = 0; j < ow; ++j) {
-            int64_t best = -1, best_at = 0;
-            for (int64_t di = 0; di < c.kernel; ++di) {
-              for (int64_t dj = 0; dj < c.kernel; ++dj) {
-                const int64_t ih = i * c.stride - c.padding + di;
-                const int64_t iw = j * c.stride - c.padding + dj;
-                if (ih < 0 || ih >= h || iw < 0 || iw >= w) continue;
-                const int64_t at = (p * h + ih) * w + iw;
-                if (best < 0 || std::isnan(v[at]) ||
-                    (!std::isnan(v[best_at]) && v[at] > v[best_at])) {
-                  best = di * c.kernel + dj;
-                  best_at = at;
-                }
-              }
-            }
-            want_value.push_back(v[best_at]);
-            want_offset.push_back(best);
-          }
-        }
-      }
+      const std::vector<double> v = x.to(DType::Float64).to_vector<double>();
+      const std::vector<amp_test::WindowMax> want =
+          amp_test::max_pool_reference(v, planes, h, w, c.kernel, c.stride, c.padding);
       for (const LevelTables& t : runnable_levels()) {
         BOOST_TEST_CONTEXT("max_pool2d k" << c.kernel << " s" << c.stride << " p" << c.padding
                                           << " " << amp::dtype_name(dtype) << " at "
@@ -259,20 +238,21 @@ BOOST_AUTO_TEST_CASE(max_pool2d_finds_each_windows_first_maximum_at_every_level)
                              c.kernel * c.kernel <= 256 ? static_cast<void*>(bytes.data())
                                                         : static_cast<void*>(words.data()),
                              g);
-          const std::vector<float> got = out.to(DType::Float32).to_vector<float>();
+          const std::vector<double> got = out.to(DType::Float64).to_vector<double>();
           const std::vector<int64_t> got_offset =
               c.kernel * c.kernel <= 256 ? std::vector<int64_t>(bytes.begin(), bytes.end())
                                          : std::vector<int64_t>(words.begin(), words.end());
           int64_t wrong = 0;
           for (int64_t k = 0; k < outputs; ++k) {
-            const bool same_value = std::isnan(want_value[k])
+            const double want_value = v[want[k].at];  // bits compared: signed zeros count
+            const bool same_value = std::isnan(want_value)
                                         ? std::isnan(got[k])
-                                        : std::memcmp(&got[k], &want_value[k], 4) == 0;
-            if (!same_value || got_offset[k] != want_offset[k]) {
+                                        : std::memcmp(&got[k], &want_value, sizeof(double)) == 0;
+            if (!same_value || got_offset[k] != want[k].offset) {
               if (wrong++ == 0) {
                 BOOST_TEST_MESSAGE("window " << k << ": got " << got[k] << " at offset "
-                                             << got_offset[k] << ", expected " << want_value[k]
-                                             << " at " << want_offset[k]);
+                                             << got_offset[k] << ", expected " << want_value
+                                             << " at " << want[k].offset);
               }
             }
           }
