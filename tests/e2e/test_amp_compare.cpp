@@ -124,6 +124,11 @@ void check_run_schema(const json& run) {
   BOOST_TEST(steps == kSmallRunSteps);
   BOOST_TEST(run["samples"].get<int64_t>() == 512);
   BOOST_TEST(run["ms_per_step"].get<double>() > 0);
+  // samples/s is the mean batch over the median step.
+  BOOST_TEST(
+      nearly_equal(run["samples_per_second"].get<double>() *
+                       (1e-3 * run["ms_per_step"].get<double>() * static_cast<double>(steps)),
+                   run["samples"].get<double>()));
   BOOST_TEST(run["peak_bytes"].get<int64_t>() > 0);
   const double accuracy = run["test_accuracy"];
   BOOST_TEST((accuracy >= 0 && accuracy <= 1), "test_accuracy " << accuracy);
@@ -295,6 +300,9 @@ BOOST_AUTO_TEST_CASE(bad_command_lines_exit_with_status_2_naming_the_value) {
   check_usage_error(tmp, "--lr -0.5", {"--lr", "-0.5"});
   check_usage_error(tmp, "--epochs two", {"--epochs", "two"});
   check_usage_error(tmp, "--threads 0", {"--threads", "0"});
+  check_usage_error(tmp, "--model cnn --device cuda", {"--model cnn", "--device cpu only"});
+  check_usage_error(tmp, "--model transformer --device cuda",
+                    {"--model transformer", "scaled_dot_product_attention"});
   const fs::path file = tmp.path / "a_file";
   std::ofstream(file) << "not a directory";
   check_usage_error(tmp, "--out '" + (file / "results").string() + "'",
