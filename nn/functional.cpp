@@ -141,13 +141,24 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b) {
             shape_to_string(w.sizes()));
   AMP_CHECK(x.dim() >= 1 && x.size(x.dim() - 1) == w.size(1), "linear: input shape ",
             shape_to_string(x.sizes()), " does not end in in_features = ", w.size(1));
-  Tensor y = x.dim() == 2 ? mm(x, w.t()) : matmul(x, w.t());
   if (b.defined()) {
     AMP_CHECK(b.dim() == 1 && b.size(0) == w.size(0), "linear: expected bias of shape [", w.size(0),
               "], got ", shape_to_string(b.sizes()));
-    y = add(y, b);
   }
-  return y;
+  // As PyTorch's linear: a 2-D input, or a contiguous one of more dims folded into rows, is one
+  // addmm, which adds the bias before the product's rounding. Other inputs, and a bias of another
+  // dtype or device (add promotes it), multiply and then add.
+  const bool fused = b.defined() && x.dim() >= 2 && (x.dim() == 2 || x.is_contiguous()) &&
+                     b.dtype() == x.dtype() && b.device() == x.device();
+  if (fused) {
+    Shape out_shape = x.sizes();
+    out_shape.back() = w.size(0);
+    const Tensor rows = x.dim() == 2 ? x : x.reshape({-1, x.size(x.dim() - 1)});
+    const Tensor y = detail::addmm(b, rows, w.t());
+    return x.dim() == 2 ? y : y.reshape(out_shape);
+  }
+  const Tensor y = x.dim() == 2 ? mm(x, w.t()) : matmul(x, w.t());
+  return b.defined() ? add(y, b) : y;
 }
 
 Tensor relu(const Tensor& x) { return amp::relu(x); }

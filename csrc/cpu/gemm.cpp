@@ -82,14 +82,15 @@ std::string describe(const GemmArgs& g) {
   return detail::concat(dtype_name(g.dtype), " batch ", g.batch, " of (", g.m, " x ", g.k, ") @ (",
                         g.k, " x ", g.n, "), strides A [", g.a_batch_stride, ", ", g.a_row_stride,
                         ", ", g.a_col_stride, "] B [", g.b_batch_stride, ", ", g.b_row_stride, ", ",
-                        g.b_col_stride, "] C [", g.c_batch_stride, ", ", g.c_row_stride, ", 1]");
+                        g.b_col_stride, "] C [", g.c_batch_stride, ", ", g.c_row_stride, ", 1]",
+                        g.bias != nullptr ? " + bias" : "");
 }
 
 // ---------------------------------------------------------------------------------------------
 // Scratch memory
 
 // Per-thread scratch buffers (csrc/cpu/grow_buffer.h), freed when the thread exits.
-enum ScratchSlot { kPackA, kPackB, kWideA, kWideB, kWideC, kNumSlots };
+enum ScratchSlot { kPackA, kPackB, kWideA, kWideB, kWideC, kWideBias, kNumSlots };
 
 GrowBuffer& scratch(ScratchSlot slot) {
   thread_local GrowBuffer buffers[kNumSlots];
@@ -173,6 +174,7 @@ Operand widen(const Half* src, int64_t batch, int64_t bs, int64_t rows, int64_t 
 
 struct Key {
   DType dtype;
+  bool bias;
   int threads;  // oneDNN splits the work for the thread count it sees at creation
   std::array<int64_t, 12> geometry;  // batch, m, n, k and the strides, as in GemmArgs
   bool operator==(const Key&) const = default;
@@ -180,6 +182,7 @@ struct Key {
 
 Key make_key(const GemmArgs& g) {
   return {g.dtype,
+          g.bias != nullptr,
           omp_get_max_threads(),  // 1 inside a parallel region (OneDnnSerialInParallel)
           {g.batch, g.m, g.n, g.k, g.a_batch_stride, g.a_row_stride, g.a_col_stride,
            g.b_batch_stride, g.b_row_stride, g.b_col_stride, g.c_batch_stride, g.c_row_stride}};
@@ -194,6 +197,7 @@ struct KeyHash {
       h ^= h >> 29;
     };
     mix(static_cast<uint64_t>(key.dtype));
+    mix(static_cast<uint64_t>(key.bias));
     mix(static_cast<uint64_t>(key.threads));
     for (int64_t v : key.geometry) mix(static_cast<uint64_t>(v));
     return static_cast<size_t>(h);
@@ -203,7 +207,7 @@ struct KeyHash {
 struct Plan {
   bool per_batch = false;  // one 2-D primitive run per batch entry instead of one batched run
   bool pack = false;       // A and B are first copied into contiguous row-major scratch
-  dnnl::memory::desc a_md, b_md, c_md;
+  dnnl::memory::desc a_md, b_md, c_md, bias_md;  // bias_md: empty without a bias
   dnnl::memory::desc scratchpad_md;  // what each execution must pass as DNNL_ARG_SCRATCHPAD
   dnnl::matmul primitive;
   std::string impl;  // oneDNN's impl_info_str, e.g. "brg:avx512_core_bf16"
@@ -259,10 +263,17 @@ Candidate try_candidate(const GemmArgs& g, bool per_batch, bool pack, std::strin
     plan->a_md = operand_md(type, batched, g.batch, a_bs, g.m, g.k, la);
     plan->b_md = operand_md(type, batched, g.batch, b_bs, g.k, g.n, lb);
     plan->c_md = operand_md(type, batched, g.batch, g.c_batch_stride, g.m, g.n, lc);
+    if (g.bias != nullptr) {
+      // One row, broadcast over the rows (and the batch).
+      using dims = dnnl::memory::dims;
+      plan->bias_md = batched ? dnnl::memory::desc(dims{1, 1, g.n}, type, dims{g.n, g.n, 1})
+                              : dnnl::memory::desc(dims{1, g.n}, type, dims{g.n, 1});
+    }
     dnnl::primitive_attr attr;
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);  // see the top of the file
-    dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(plan->a_md, plan->b_md, plan->c_md), attr,
-                                    onednn_engine());
+    dnnl::matmul::primitive_desc pd(
+        dnnl::matmul::desc(plan->a_md, plan->b_md, plan->bias_md, plan->c_md), attr,
+        onednn_engine());
     plan->scratchpad_md = pd.scratchpad_desc();
     plan->impl = pd.impl_info_str();
     return {std::move(plan), std::move(pd)};
@@ -355,6 +366,9 @@ void execute(const Plan& plan, const GemmArgs& g) {
   dnnl::memory cm(plan.c_md, engine, g.c);
   std::unordered_map<int, dnnl::memory> args{
       {DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm}};
+  if (g.bias != nullptr) {
+    args.emplace(DNNL_ARG_BIAS, dnnl::memory(plan.bias_md, engine, const_cast<void*>(g.bias)));
+  }
   if (plan.scratchpad_md.get_size() > 0) {
     args.emplace(DNNL_ARG_SCRATCHPAD, onednn_thread_scratchpad(plan.scratchpad_md));
   }
@@ -428,6 +442,11 @@ void gemm_half(const GemmArgs& args) {
             .data;
   float* c32 = scratch(kWideC).get<float>(args.batch * args.m * args.n);
   w.c = c32;
+  if (args.bias != nullptr) {
+    float* bias32 = scratch(kWideBias).get<float>(args.n);
+    half_runs().widen(static_cast<const Half*>(args.bias), bias32, args.n);
+    w.bias = bias32;
+  }
   gemm_onednn(w);
   auto* c = static_cast<Half*>(args.c);
   parallel_for(args.batch * args.m, row_grain(args.n), [&](int64_t begin, int64_t end) {
@@ -478,19 +497,26 @@ void gemm_eigen(const GemmArgs& g) {
                   with_matrix(b + i * g.b_batch_stride, g.k, g.n, g.b_row_stride, g.b_col_stride,
                               [&](const auto& bm) { cm.noalias() = am * bm; });
                 });
+    if (g.bias != nullptr) {
+      cm.rowwise() += Eigen::Map<const Eigen::RowVectorXd>(static_cast<const double*>(g.bias), g.n);
+    }
   }
 }
 
 // ---------------------------------------------------------------------------------------------
 
-void zero_output(const GemmArgs& g) {
-  // Every supported dtype encodes +0.0 as all-zero bytes.
-  const size_t es = element_size(g.dtype);
+// An empty sum: zeros, or the bias in every row.
+void fill_empty_product(const GemmArgs& g) {
+  const size_t es = element_size(g.dtype), row_bytes = static_cast<size_t>(g.n) * es;
   char* c = static_cast<char*>(g.c);
   for (int64_t i = 0; i < g.batch; ++i) {
     for (int64_t r = 0; r < g.m; ++r) {
-      std::memset(c + (i * g.c_batch_stride + r * g.c_row_stride) * es, 0,
-                  static_cast<size_t>(g.n) * es);
+      char* row = c + (i * g.c_batch_stride + r * g.c_row_stride) * es;
+      if (g.bias != nullptr) {
+        std::memcpy(row, g.bias, row_bytes);
+      } else {
+        std::memset(row, 0, row_bytes);  // every supported dtype encodes +0.0 as zero bytes
+      }
     }
   }
 }
@@ -508,7 +534,7 @@ void gemm(const GemmArgs& args) {
   const OneDnnSerialInParallel serial;
   if (args.batch <= 0 || args.m <= 0 || args.n <= 0) return;
   if (args.k <= 0) {
-    zero_output(args);  // an empty sum
+    fill_empty_product(args);
     return;
   }
   try {

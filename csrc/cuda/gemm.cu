@@ -1,8 +1,9 @@
 // The CUDA matrix-product kernel behind DeviceKernels::gemm: cuBLAS's strided-batched GEMM with
 // fp32 accumulation for Float32, Float16 and BFloat16 (output rounded once into the input
-// dtype, as on the CPU) and fp64 for Float64. Layouts cuBLAS cannot express (a leading
-// dimension smaller than the matrix, sizes beyond int) go to a plain kernel with the same
-// accumulation types.
+// dtype, as on the CPU) and fp64 for Float64. A bias is first written into every row of C and
+// added by cuBLAS with beta = 1, in the compute type, before that one rounding (PyTorch's addmm).
+// Layouts cuBLAS cannot express (a leading dimension smaller than the matrix, sizes beyond int) go
+// to a plain kernel with the same accumulation types.
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
@@ -122,6 +123,32 @@ CublasTypes cublas_types(DType dtype) {
            dtype_name(dtype));
 }
 
+// C[b][i][j] = bias[j] for every row of every batch entry.
+template <class T>
+__global__ void broadcast_bias_kernel(GemmArgs g) {
+  const int64_t total = g.batch * g.m * g.n;
+  const int64_t step = static_cast<int64_t>(blockDim.x) * gridDim.x;
+  for (int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; idx < total;
+       idx += step) {
+    const int64_t j = idx % g.n, i = (idx / g.n) % g.m, b = idx / (g.n * g.m);
+    static_cast<T*>(g.c)[b * g.c_batch_stride + i * g.c_row_stride + j] =
+        static_cast<const T*>(g.bias)[j];
+  }
+}
+
+constexpr int kThreads = 256;
+
+int blocks_for(int64_t total) {
+  return static_cast<int>(std::clamp<int64_t>((total + kThreads - 1) / kThreads, 1, 65535));
+}
+
+void broadcast_bias(const GemmArgs& g) {
+  AMP_DISPATCH_FLOATING(g.dtype, "matmul", [&] {
+    broadcast_bias_kernel<scalar_t><<<blocks_for(g.batch * g.m * g.n), kThreads>>>(g);
+  });
+  AMP_CUDA_CHECK_LAUNCH("matmul (broadcast_bias_kernel)");
+}
+
 // Row-major C = A B is column-major C^T = B^T A^T: cuBLAS's first operand is B (n x k), its
 // second is A (k x m), and C^T is n x m with ld = C's row stride. Returns false when a stride
 // or size does not fit cuBLAS's int arguments.
@@ -133,9 +160,10 @@ bool try_cublas_gemm(const GemmArgs& g) {
                     g.c_row_stride <= INT_MAX;
   if (!fits) return false;
   const CublasTypes types = cublas_types(g.dtype);
+  if (g.bias != nullptr) broadcast_bias(g);
   // alpha and beta have the compute type's scalar type.
-  const float alpha32 = 1.0f, beta32 = 0.0f;
-  const double alpha64 = 1.0, beta64 = 0.0;
+  const float alpha32 = 1.0f, beta32 = g.bias != nullptr ? 1.0f : 0.0f;
+  const double alpha64 = 1.0, beta64 = g.bias != nullptr ? 1.0 : 0.0;
   const bool fp64 = types.compute == CUBLAS_COMPUTE_64F;
   const void* alpha = fp64 ? static_cast<const void*>(&alpha64) : &alpha32;
   const void* beta = fp64 ? static_cast<const void*>(&beta64) : &beta32;
@@ -147,7 +175,7 @@ bool try_cublas_gemm(const GemmArgs& g) {
   return true;
 }
 
-// One thread per output element, any strides (0 included), k == 0 giving zeros.
+// One thread per output element, any strides (0 included), k == 0 giving zeros (or the bias).
 template <class T>
 __global__ void naive_gemm_kernel(GemmArgs g) {
   using Acc = std::conditional_t<std::is_same_v<T, double>, double, float>;
@@ -162,15 +190,13 @@ __global__ void naive_gemm_kernel(GemmArgs g) {
     for (int64_t p = 0; p < g.k; ++p) {
       acc += convert<Acc>(a[p * g.a_col_stride]) * convert<Acc>(bm[p * g.b_row_stride]);
     }
+    if (g.bias != nullptr) acc += convert<Acc>(static_cast<const T*>(g.bias)[j]);
     static_cast<T*>(g.c)[b * g.c_batch_stride + i * g.c_row_stride + j] = convert<T>(acc);
   }
 }
 
 void naive_gemm(const GemmArgs& g) {
-  constexpr int kThreads = 256;
-  const int64_t total = g.batch * g.m * g.n;
-  const int blocks =
-      static_cast<int>(std::clamp<int64_t>((total + kThreads - 1) / kThreads, 1, 65535));
+  const int blocks = blocks_for(g.batch * g.m * g.n);
   AMP_DISPATCH_FLOATING(g.dtype, "matmul",
                         [&] { naive_gemm_kernel<scalar_t><<<blocks, kThreads>>>(g); });
   AMP_CUDA_CHECK_LAUNCH("matmul (naive_gemm_kernel)");

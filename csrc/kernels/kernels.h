@@ -13,9 +13,11 @@
 
 namespace amp {
 
-// C[b] = A[b] @ B[b] for b in [0, batch): A is m x k, B is k x n, C is m x n. Strides are in
-// elements; for A and B one of row/col stride is 1 (the op layer makes a copy otherwise), batch
-// strides may be 0 (broadcast). C has unit column stride.
+// C[b] = A[b] @ B[b] (+ bias) for b in [0, batch): A is m x k, B is k x n, C is m x n. Strides
+// are in elements; for A and B one of row/col stride is 1 (the op layer makes a copy otherwise),
+// batch strides may be 0 (broadcast). C has unit column stride. A bias (n contiguous values of
+// `dtype`) is added to every row in the accumulation type before the output's one rounding, as
+// PyTorch's addmm with beta 1 does (cuBLAS's beta, oneDNN's bias).
 struct GemmArgs {
   DType dtype = DType::Float32;  // of A, B and C
   int64_t batch = 1, m = 0, n = 0, k = 0;
@@ -25,6 +27,7 @@ struct GemmArgs {
   int64_t b_batch_stride = 0, b_row_stride = 0, b_col_stride = 0;
   void* c = nullptr;
   int64_t c_batch_stride = 0, c_row_stride = 0;
+  const void* bias = nullptr;  // optional
 };
 
 struct DeviceKernels {

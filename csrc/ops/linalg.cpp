@@ -7,6 +7,7 @@
 #include "csrc/ops/dispatch.h"
 #include "csrc/ops/elementwise.h"
 #include "csrc/ops/factories.h"
+#include "csrc/ops/formulas.h"
 #include "csrc/ops/profile_scope.h"
 
 namespace amp {
@@ -42,13 +43,13 @@ std::pair<int64_t, int64_t> matrix_strides(const Tensor& t) {
   return {row, col};
 }
 
-// (batch, m, k) @ (batch, k, n) with batch stride 0 allowed.
-Tensor batched_gemm(const Tensor& a_in, const Tensor& b_in) {
+// (batch, m, k) @ (batch, k, n) with batch stride 0 allowed, plus `bias` (n contiguous values of
+// the same dtype) in every row when it is defined.
+Tensor batched_gemm(const Tensor& a_in, const Tensor& b_in, const Tensor& bias = {}) {
   const Tensor a = gemm_operand(a_in), b = gemm_operand(b_in);
   const int64_t batch = a.size(0), m = a.size(1), k = a.size(2), n = b.size(2);
   Tensor out = empty({batch, m, n}, {.dtype = a.dtype(), .device = a.device()});
   if (out.numel() == 0) return out;
-  if (k == 0) return out.zero_();
   GemmArgs args;
   args.dtype = a.dtype();
   args.batch = batch;
@@ -64,7 +65,8 @@ Tensor batched_gemm(const Tensor& a_in, const Tensor& b_in) {
   args.c = out.data_ptr();
   args.c_batch_stride = m * n;
   args.c_row_stride = n;
-  kernels_for(a.device()).gemm(args);
+  args.bias = bias.defined() ? bias.data_ptr() : nullptr;
+  kernels_for(a.device()).gemm(args);  // k == 0: zeros, or the bias
   return out;
 }
 
@@ -120,6 +122,36 @@ Tensor mm(const Tensor& a, const Tensor& b) {
                    });
   return out;
 }
+
+namespace detail {
+
+Tensor addmm(const Tensor& bias, const Tensor& a, const Tensor& b) {
+  AMP_PROFILE_OP("addmm", a, b);
+  check_operands(a, b, "addmm");
+  AMP_CHECK(a.dim() == 2 && b.dim() == 2 && a.size(1) == b.size(0), "addmm: expected (m, k) and ",
+            "(k, n) matrices, got shapes ", shape_to_string(a.sizes()), " and ",
+            shape_to_string(b.sizes()));
+  AMP_CHECK(bias.defined() && bias.dim() == 1 && bias.size(0) == b.size(1) &&
+                bias.dtype() == a.dtype() && bias.device() == a.device(),
+            "addmm: expected a bias of shape [", b.size(1), "], ", dtype_name(a.dtype()), " on ",
+            to_string(a.device()), ", got ",
+            bias.defined() ? shape_to_string(bias.sizes()) + ", " + dtype_name(bias.dtype()) +
+                                 " on " + to_string(bias.device())
+                           : std::string("an undefined tensor"));
+  Tensor out = autograd::without_grad(
+      [&] { return batched_gemm(a.unsqueeze(0), b.unsqueeze(0), bias.contiguous()).squeeze(0); });
+  autograd::record(
+      "AddmmBackward", out, {&bias, &a, &b}, {{&a, false}, {&b, false}},
+      [](const Grads& g, const Grads& s, const autograd::Node& n) {
+        return Grads{
+            n.needs_input_grad(0) ? autograd::sum_to(g[0], n.input_meta[0].shape) : Tensor(),
+            n.needs_input_grad(1) ? mm_in_layout_of(s[0], g[0], s[1].t()) : Tensor(),
+            n.needs_input_grad(2) ? mm_in_layout_of(s[1], s[0].t(), g[0]) : Tensor()};
+      });
+  return out;
+}
+
+}  // namespace detail
 
 Tensor bmm(const Tensor& a, const Tensor& b) {
   AMP_AUTOCAST_ROUTE(Bmm, amp::bmm, a, b);

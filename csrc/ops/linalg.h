@@ -17,3 +17,13 @@ Tensor matmul(const Tensor& a, const Tensor& b);
 }  // namespace amp
 
 #pragma GCC visibility pop
+
+namespace amp::detail {
+
+/// a @ b + bias, the bias (1-D, one value per column) added in the accumulation type before the
+/// output's one rounding, as PyTorch's addmm (which its linear calls) does: the forward of
+/// nn::functional::linear. a is (m, k), b is (k, n); all three share dtype and device. Profiled
+/// as "addmm"; its backward node is AddmmBackward. Not public: the library's own entry point.
+Tensor addmm(const Tensor& bias, const Tensor& a, const Tensor& b);
+
+}  // namespace amp::detail

@@ -66,8 +66,9 @@ BOOST_AUTO_TEST_CASE(a_training_step_records_each_call_once_by_kind_name_and_dty
 
   using K = pr::EventKind;
   const auto stats = prof.key_averages();
-  // Forward: two Linear modules, one relu, one loss.
+  // Forward: two Linear modules (each one addmm: the product with its bias), one relu, one loss.
   BOOST_TEST(row(stats, K::Op, "linear", "Float32").count == 2);
+  BOOST_TEST(row(stats, K::Op, "addmm", "Float32").count == 2);
   BOOST_TEST(row(stats, K::Op, "relu", "Float32").count == 1);
   BOOST_TEST(row(stats, K::Op, "mse_loss", "Float32").count == 1);
   // Backward: one gradient accumulation per parameter (two weights, two biases).

@@ -383,6 +383,30 @@ BOOST_AUTO_TEST_CASE(matmul_matches_cpu_for_each_float_dtype) {
     check("stride-0 row vector", amp::full({1, 1}, 0.75, {.dtype = dtype}).expand({1, 6}),
           samples({6, 5}, dtype));
     check("k == 0", samples({3, 0}, dtype), samples({0, 4}, dtype));
+    // With a bias (the forward of linear): cuBLAS adds it with beta = 1 before the rounding.
+    const Tensor bias = samples({29}, dtype);
+    const auto with_bias = [&](const std::string& name, const Tensor& a, const Tensor& b) {
+      check_matches_cpu(amp::detail::addmm(gpu(bias), gpu(a), gpu(b)),
+                        amp::detail::addmm(bias, a, b), tol,
+                        name + " with a bias, " + std::string(dtype_name(dtype)));
+    };
+    with_bias("mm", samples({37, 64}, dtype), samples({64, 29}, dtype));
+    with_bias("mm, b transposed", samples({37, 64}, dtype), samples({29, 64}, dtype).t());
+    with_bias("k == 0", samples({3, 0}, dtype), samples({0, 29}, dtype));
+    with_bias("stride-0 row vector", amp::full({1, 1}, 0.75, {.dtype = dtype}).expand({1, 6}),
+              samples({6, 29}, dtype));
+  }
+  // One rounding on the device too: 1 + e is a tie that rounds to 1, and 1 + e + e is exact
+  // (tests/nn/test_nn_layers.cpp, linear_adds_the_bias_before_rounding_once).
+  for (const auto& [dtype, e] : {std::pair{DType::Float16, std::ldexp(1.0, -11)},
+                                 std::pair{DType::BFloat16, std::ldexp(1.0, -8)}}) {
+    const Tensor a = gpu(amp::ones({3, 2}, {.dtype = dtype}));
+    const Tensor b = gpu(amp::from_vector<double>({1.0, e}, {2, 1}, {.dtype = dtype}));
+    const Tensor bias = gpu(amp::from_vector<double>({e}, {1}, {.dtype = dtype}));
+    for (double v :
+         amp::detail::addmm(bias, a, b).to(DType::Float64).to(Device::cpu()).to_vector<double>()) {
+      BOOST_TEST(v == 1.0 + 2.0 * e, dtype_name(dtype));
+    }
   }
 }
 

@@ -241,6 +241,57 @@ BOOST_AUTO_TEST_CASE(linear_module_matches_functional_and_casts_with_to) {
   BOOST_TEST(dtype_name((*lin)(x.to(DType::BFloat16)).dtype()) == "BFloat16");
 }
 
+// linear adds its bias inside the product, in the fp32 accumulator, before the 16-bit output's
+// one rounding (PyTorch's addmm; on a GPU, cuBLAS's beta). x = [1, 1], w = [1, e], b = e, with e
+// half an ulp of 1 in the dtype: the exact result 1 + 2e is representable, while rounding
+// x @ w^T = 1 + e first gives the tie 1 (to even), and 1 + e then rounds to 1 again.
+BOOST_AUTO_TEST_CASE(linear_adds_the_bias_before_rounding_once) {
+  const std::vector<std::pair<DType, double>> half_ulps = {{DType::Float16, std::ldexp(1.0, -11)},
+                                                           {DType::BFloat16, std::ldexp(1.0, -8)}};
+  for (const auto& [dtype, e] : half_ulps) {
+    BOOST_TEST_CONTEXT(dtype_name(dtype)) {
+      const Tensor x =
+          from_vector(std::vector<double>{1.0, 1.0, 1.0, 1.0, 1.0, 1.0}, {3, 2}, {.dtype = dtype});
+      const Tensor w = from_vector(std::vector<double>{1.0, e}, {1, 2}, {.dtype = dtype});
+      const Tensor b = from_vector(std::vector<double>{e}, {1}, {.dtype = dtype});
+      for (const Tensor& input : {x, x.reshape({1, 3, 2})}) {  // rows, and rows folded from 3-D
+        const Tensor y = F::linear(input, w, b);
+        BOOST_TEST(y.dtype() == dtype);
+        for (double v : y.to(DType::Float64).to_vector<double>()) BOOST_TEST(v == 1.0 + 2.0 * e);
+      }
+    }
+  }
+}
+
+// The other paths keep their own semantics: a bias of another dtype is promoted by the add
+// after the product (as in PyTorch), a non-contiguous 3-D input multiplies through matmul, and
+// an input with no features gives the bias in every row.
+BOOST_AUTO_TEST_CASE(linear_with_a_promoted_bias_a_strided_input_or_no_features) {
+  const Tensor w = from_vector(std::vector<double>{1.0, 2.0, 3.0, 4.0}, {2, 2});
+  const Tensor x =
+      from_vector(std::vector<double>{1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0}, {2, 2, 2});
+  const Tensor b64 = from_vector(std::vector<double>{0.5, -0.5}, {2}, {.dtype = DType::Float64});
+  const Tensor y = F::linear(x.select(0, 0), w, b64);
+  BOOST_TEST(y.dtype() == DType::Float64);
+  BOOST_TEST(y.to_vector<double>() == std::vector<double>({5.5, 10.5, 11.5, 24.5}),
+             boost::test_tools::per_element());
+  // x.transpose(0, 1) is not contiguous: [[1, 2], [5, 6]], [[3, 4], [7, 8]].
+  const Tensor strided = F::linear(x.transpose(0, 1), w, b64.to(DType::Float32));
+  BOOST_TEST(strided.sizes() == Shape({2, 2, 2}), boost::test_tools::per_element());
+  BOOST_TEST(strided.to_vector<float>() ==
+                 std::vector<float>({5.5f, 10.5f, 17.5f, 38.5f, 11.5f, 24.5f, 23.5f, 52.5f}),
+             boost::test_tools::per_element());
+  for (DType dtype : {DType::Float32, DType::Float16, DType::BFloat16, DType::Float64}) {
+    BOOST_TEST_CONTEXT(dtype_name(dtype)) {
+      const Tensor none = F::linear(amp::zeros({3, 0}, {.dtype = dtype}),
+                                    amp::zeros({2, 0}, {.dtype = dtype}), b64.to(dtype));
+      BOOST_TEST(none.to(DType::Float64).to_vector<double>() ==
+                     std::vector<double>({0.5, -0.5, 0.5, -0.5, 0.5, -0.5}),
+                 boost::test_tools::per_element());
+    }
+  }
+}
+
 BOOST_AUTO_TEST_CASE(embedding_module_returns_rows_and_accumulates_repeated_indices) {
   manual_seed(0);
   auto emb = std::make_shared<nn::Embedding>(6, 3);
