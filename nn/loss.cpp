@@ -89,6 +89,16 @@ void check_class_target(const Tensor& input, const Tensor& target, const char* l
             ", got ", shape_to_string(target.sizes()));
 }
 
+// The class indices [0, classes) as a (1, classes) Int64 row on `device`. Each thread keeps the
+// last one it built: building it is a host-to-device copy, which waits for the device.
+Tensor class_index_row(int64_t classes, Device device) {
+  thread_local Tensor row;
+  if (!row.defined() || row.size(1) != classes || row.device() != device) {
+    row = arange(classes, {.dtype = DType::Int64, .device = device}).reshape({1, classes});
+  }
+  return row;
+}
+
 PickedLoss pick_nll(const Tensor& log_probs, const Tensor& target, int64_t ignore_index,
                     const char* loss) {
   const int64_t classes = log_probs.size(log_probs.dim() == 1 ? 0 : 1);
@@ -107,14 +117,23 @@ PickedLoss pick_nll(const Tensor& log_probs, const Tensor& target, int64_t ignor
   }
   const Tensor rows = class_last_rows(log_probs);
   const int64_t m = static_cast<int64_t>(t.size());
-  // The gather is an embedding lookup into the (M * C, 1) table of log-probabilities, so its
-  // backward (a scatter-add) and double backward come with it.
-  const Tensor index = from_vector(flat, {m}, {.dtype = DType::Int64});
-  const Tensor picked = embedding(index, rows.reshape({m * classes, 1})).reshape(target.sizes());
-  std::vector<int> valid_int(valid.begin(), valid.end());
-  out.valid =
-      from_vector(valid_int, target.sizes(), {.dtype = DType::Bool, .device = log_probs.device()});
-  out.loss = where(out.valid, neg(picked), zero_scalar_like(picked));
+  Tensor picked;
+  if (log_probs.device().is_cpu()) {
+    // The gather is an embedding lookup into the (M * C, 1) table of log-probabilities, so its
+    // backward (a scatter-add) and double backward come with it.
+    const Tensor index = from_vector(flat, {m}, {.dtype = DType::Int64});
+    picked = embedding(index, rows.reshape({m * classes, 1}));
+    std::vector<int> valid_int(valid.begin(), valid.end());
+    out.valid = from_vector(valid_int, target.sizes(), {.dtype = DType::Bool});
+  } else {
+    // On a GPU, a sum over the classes of the log-probabilities where the class is the target:
+    // one term and zeros, so the same values, from device ops alone. The embedding (a host
+    // kernel) would copy the table to the host and back, and each copy waits for the device.
+    const Tensor hit = eq(class_index_row(classes, log_probs.device()), target.reshape({m, 1}));
+    picked = sum(where(hit, rows, zero_scalar_like(rows)), {1});
+    out.valid = ne(target, static_cast<double>(ignore_index));
+  }
+  out.loss = where(out.valid, neg(picked.reshape(target.sizes())), zero_scalar_like(picked));
   return out;
 }
 

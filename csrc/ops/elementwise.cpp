@@ -99,8 +99,12 @@ Tensor run_binary(BinaryOp op, const Tensor& a, const Tensor& b) {
 Tensor compare_scalar(BinaryOp op, const Tensor& a, double s) {
   check_defined(a, binary_op_name(op));
   const DType dtype = is_floating_point(a.dtype()) ? a.dtype() : DType::Float32;
-  const Tensor exact = scalar_tensor(s, {.dtype = dtype, .device = a.device()});
-  const bool representable = std::isnan(s) || exact.item<double>() == s;
+  // s as the dtype holds it, rounded on the host by the conversion fill() runs on every device:
+  // reading a device scalar back would make each comparison on CUDA wait for the device.
+  double exact = s;
+  AMP_DISPATCH_FLOATING(dtype, binary_op_name(op),
+                        [&] { exact = static_cast<double>(static_cast<scalar_t>(s)); });
+  const bool representable = std::isnan(s) || exact == s;
   const DType compute = representable ? dtype : (dtype == DType::Float64 ? dtype : DType::Float32);
   return run_binary(op, a.to(compute), scalar_tensor(s, {.dtype = compute, .device = a.device()}));
 }

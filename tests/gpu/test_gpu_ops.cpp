@@ -12,7 +12,9 @@
 #include <string>
 #include <vector>
 
+#include "csrc/autograd/autograd.h"
 #include "csrc/core/allocator.h"
+#include "csrc/core/profiler.h"
 #include "csrc/core/tensor.h"
 #include "csrc/ops/elementwise.h"
 #include "csrc/ops/factories.h"
@@ -20,6 +22,7 @@
 #include "csrc/ops/reduce.h"
 #include "csrc/ops/shape_ops.h"
 #include "csrc/ops/softmax.h"
+#include "nn/functional.h"
 #include "tests/support/cuda_precondition.h"
 
 namespace {
@@ -408,6 +411,58 @@ BOOST_AUTO_TEST_CASE(matmul_matches_cpu_for_each_float_dtype) {
       BOOST_TEST(v == 1.0 + 2.0 * e, dtype_name(dtype));
     }
   }
+}
+
+// nll_loss and cross_entropy pick the targets' log-probabilities on the device (a masked sum over
+// the classes): the CPU's values and gradients bit for bit, and no copy between host and device
+// but the targets read back once for their bounds check (the CPU's gather, an embedding, would
+// copy the table to the host and back).
+BOOST_AUTO_TEST_CASE(nll_loss_picks_targets_on_the_device_with_the_cpus_values) {
+  namespace F = amp::nn::functional;
+  namespace pr = amp::profiler;
+  const std::vector<amp::Shape> shapes = {{7, 5}, {3, 4, 2, 3}, {6}};
+  for (const amp::Shape& shape : shapes) {
+    const int64_t class_dim = shape.size() == 1 ? 0 : 1, classes = shape[class_dim];
+    amp::Shape target_shape = shape;
+    target_shape.erase(target_shape.begin() + class_dim);
+    std::vector<int64_t> t(static_cast<size_t>(amp::detail::shape_numel(target_shape)));
+    for (size_t i = 0; i < t.size(); ++i) t[i] = i % 4 == 3 ? -100 : (i * 7) % classes;
+    const Tensor target = amp::from_vector(t, target_shape, {.dtype = DType::Int64});
+    const Tensor lp = amp::log_softmax(samples(shape, DType::Float32), class_dim);
+    const Tensor lp_gpu = gpu(lp).requires_grad_(true), lp_cpu = lp.clone().requires_grad_(true);
+    const Tensor loss_gpu = F::nll_loss(lp_gpu, gpu(target), F::Reduction::None);
+    const Tensor loss_cpu = F::nll_loss(lp_cpu, target, F::Reduction::None);
+    const std::string what = "nll_loss of " + describe(lp_gpu);
+    check_matches_cpu(loss_gpu, loss_cpu, kExact, what);
+    const Tensor g = samples(target_shape, DType::Float32);
+    // Equal values; a zero gradient may differ in sign (the CPU scatter-adds -0 into +0).
+    check_matches_cpu(amp::autograd::grad({loss_gpu}, {lp_gpu}, {gpu(g)})[0],
+                      amp::autograd::grad({loss_cpu}, {lp_cpu}, {g})[0],
+                      {0, std::numeric_limits<double>::denorm_min()}, what + ", gradient");
+    // cross_entropy's log_softmax runs CUDA's expf and logf: within their rounding.
+    const Tensor logits = samples(shape, DType::Float32);
+    check_matches_cpu(F::cross_entropy(gpu(logits), gpu(target), F::Reduction::Mean, 0.1),
+                      F::cross_entropy(logits, target, F::Reduction::Mean, 0.1),
+                      rounding_tolerance(DType::Float32), "cross_entropy of " + describe(logits));
+  }
+  const Tensor logits = gpu(samples({16, 10}, DType::Float32)).requires_grad_(true);
+  const Tensor labels = gpu(amp::from_vector<int64_t>(
+      {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 0, 1, 2, 3, 4, 5}, {16}, {.dtype = DType::Int64}));
+  (void)F::cross_entropy(logits, labels);  // builds this thread's class indices on the device
+  pr::profile prof;
+  F::cross_entropy(logits, labels).backward();
+  prof.stop();
+  // Copies between host and device, with the whole trace in the message when the count is off.
+  int64_t to_host = 0, to_device = 0;
+  std::ostringstream trace;
+  for (const pr::Event& e : prof.events()) {
+    trace << std::string(2 * e.depth, ' ') << e.name << " " << e.dtype << "\n";
+    if (e.kind != pr::EventKind::Cast) continue;
+    if (e.dtype == "CUDA:0->CPU") ++to_host;
+    if (e.dtype == "CPU->CUDA:0") ++to_device;
+  }
+  BOOST_TEST(to_host == 1, trace.str());
+  BOOST_TEST(to_device == 0, trace.str());
 }
 
 BOOST_AUTO_TEST_CASE(device_host_copies_round_trip) {
