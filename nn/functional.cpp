@@ -2,11 +2,12 @@
 // op pair (embedding / embedding_backward, each the other's backward).
 #include "nn/functional.h"
 
-#include <cstring>
+#include <memory>
 
 #include "csrc/autocast/cast.h"
 #include "csrc/autograd/autograd.h"
 #include "csrc/core/macros.h"
+#include "csrc/ops/dispatch.h"
 #include "csrc/ops/elementwise.h"
 #include "csrc/ops/factories.h"
 #include "csrc/ops/formulas.h"
@@ -56,46 +57,62 @@ std::vector<int64_t> host_indices(const Tensor& indices, int64_t bound, const ch
   return idx;
 }
 
+// The indices as an Int64 tensor on `device` for the row kernels: on a GPU one copy of the
+// indices instead of the table's round trip through the host.
+Tensor device_indices(const std::vector<int64_t>& idx, Device device) {
+  return from_vector(idx, {static_cast<int64_t>(idx.size())},
+                     {.dtype = DType::Int64, .device = device});
+}
+
 Tensor embedding_forward(const std::vector<int64_t>& idx, const Shape& index_shape,
                          const Tensor& weight) {
   const int64_t d = weight.size(1);
-  const Tensor w = weight.contiguous().to(Device::cpu());
+  const Tensor w = weight.contiguous();
   Shape out_shape = index_shape;
   out_shape.push_back(d);
-  Tensor out = empty(out_shape, {.dtype = weight.dtype()});
-  const size_t row_bytes = static_cast<size_t>(d) * element_size(weight.dtype());
-  const char* src = static_cast<const char*>(w.data_ptr());
-  char* dst = static_cast<char*>(out.data_ptr());
-  for (size_t r = 0; r < idx.size(); ++r) {
-    std::memcpy(dst + r * row_bytes, src + static_cast<size_t>(idx[r]) * row_bytes, row_bytes);
-  }
-  return out.to(weight.device());
+  Tensor out = empty(out_shape, {.dtype = weight.dtype(), .device = weight.device()});
+  const Tensor index = device_indices(idx, weight.device());
+  kernels_for(weight.device())
+      .gather_rows(weight.dtype(), w.data_ptr(), index.data<const int64_t>(),
+                   static_cast<int64_t>(idx.size()), d, out.data_ptr());
+  return out;
 }
 
-template <class Acc>
-void accumulate_rows(const std::vector<int64_t>& idx, const Tensor& grad, Tensor& acc, int64_t d) {
-  const Acc* g = grad.data<const Acc>();
-  Acc* a = acc.data<Acc>();
-  for (size_t r = 0; r < idx.size(); ++r) {
-    Acc* row = a + idx[r] * d;
-    const Acc* src = g + static_cast<int64_t>(r) * d;
-    for (int64_t j = 0; j < d; ++j) row[j] += src[j];
-  }
-}
-
+// Each weight row sums the gradient rows that looked it up, in their order, in fp32 (fp64 for
+// Float64), rounded once. The rows are grouped on the host (a counting sort of the indices) and
+// summed by the device's kernel.
 Tensor embedding_backward_impl(const std::vector<int64_t>& idx, const Tensor& grad,
                                int64_t num_weights) {
-  const int64_t d = grad.size(grad.dim() - 1);
-  // Rows hit by several indices accumulate in fp32 (fp64 for Float64), rounded once.
-  const DType acc_dtype = grad.dtype() == DType::Float64 ? DType::Float64 : DType::Float32;
-  const Tensor g = grad.to(acc_dtype).contiguous().to(Device::cpu());
-  Tensor acc = zeros({num_weights, d}, {.dtype = acc_dtype});
-  if (acc_dtype == DType::Float64) {
-    accumulate_rows<double>(idx, g, acc, d);
-  } else {
-    accumulate_rows<float>(idx, g, acc, d);
-  }
-  return acc.to(grad.dtype()).to(grad.device());
+  const int64_t d = grad.size(grad.dim() - 1), m = static_cast<int64_t>(idx.size());
+  // One transfer: num_weights + 1 group starts, then the m positions grouped by weight row.
+  std::vector<int64_t> groups(static_cast<size_t>(num_weights + 1 + m), 0);
+  int64_t* starts = groups.data();
+  int64_t* positions = starts + num_weights + 1;
+  for (int64_t i : idx) ++starts[i + 1];
+  for (int64_t w = 0; w < num_weights; ++w) starts[w + 1] += starts[w];
+  std::vector<int64_t> next(starts, starts + num_weights);
+  for (int64_t r = 0; r < m; ++r) positions[next[static_cast<size_t>(idx[r])]++] = r;
+  const Tensor on_device = from_vector(groups, {static_cast<int64_t>(groups.size())},
+                                       {.dtype = DType::Int64, .device = grad.device()});
+  const Tensor g = grad.contiguous();
+  Tensor out = empty({num_weights, d}, {.dtype = grad.dtype(), .device = grad.device()});
+  const int64_t* group_data = on_device.data<const int64_t>();
+  kernels_for(grad.device())
+      .sum_row_groups(grad.dtype(), g.data_ptr(), group_data, group_data + num_weights + 1,
+                      num_weights, d, out.data_ptr());
+  return out;
+}
+
+// embedding_backward after its checks, with the indices already on the host: the op and its
+// node, whose backward is the embedding again.
+Tensor embedding_backward_recorded(const Tensor& grad, const Tensor& indices,
+                                   const std::vector<int64_t>& idx, int64_t num_weights) {
+  Tensor out = without_grad([&] { return embedding_backward_impl(idx, grad, num_weights); });
+  const Tensor index = indices;
+  record(
+      "EmbeddingDenseBackwardBackward", out, {&grad}, {},
+      [index](const Grads& g, const Grads&, const Node&) { return Grads{embedding(index, g[0])}; });
+  return out;
 }
 
 }  // namespace
@@ -105,13 +122,15 @@ Tensor embedding(const Tensor& indices, const Tensor& weight) {
   check_floating(weight, "embedding", "weight");
   AMP_CHECK(weight.dim() == 2, "embedding: expected a 2-D weight (num_embeddings, dim), got shape ",
             shape_to_string(weight.sizes()));
-  const std::vector<int64_t> idx = host_indices(indices, weight.size(0), "embedding");
-  Tensor out = without_grad([&] { return embedding_forward(idx, indices.sizes(), weight); });
+  auto idx = std::make_shared<const std::vector<int64_t>>(
+      host_indices(indices, weight.size(0), "embedding"));
+  Tensor out = without_grad([&] { return embedding_forward(*idx, indices.sizes(), weight); });
   const int64_t num_weights = weight.size(0);
   const Tensor index = indices;
+  // The backward reuses the checked host indices: on a GPU, no second read of them.
   record("EmbeddingBackward", out, {&weight}, {},
-         [index, num_weights](const Grads& g, const Grads&, const Node&) {
-           return Grads{embedding_backward(g[0], index, num_weights)};
+         [index, idx, num_weights](const Grads& g, const Grads&, const Node&) {
+           return Grads{embedding_backward_recorded(g[0], index, *idx, num_weights)};
          });
   return out;
 }
@@ -123,13 +142,8 @@ Tensor embedding_backward(const Tensor& grad, const Tensor& indices, int64_t num
                 Shape(grad.sizes().begin(), grad.sizes().end() - 1) == expected,
             "embedding_backward: expected grad of shape indices ", shape_to_string(indices.sizes()),
             " + [dim], got ", shape_to_string(grad.sizes()));
-  const std::vector<int64_t> idx = host_indices(indices, num_weights, "embedding_backward");
-  Tensor out = without_grad([&] { return embedding_backward_impl(idx, grad, num_weights); });
-  const Tensor index = indices;
-  record(
-      "EmbeddingDenseBackwardBackward", out, {&grad}, {},
-      [index](const Grads& g, const Grads&, const Node&) { return Grads{embedding(index, g[0])}; });
-  return out;
+  return embedding_backward_recorded(
+      grad, indices, host_indices(indices, num_weights, "embedding_backward"), num_weights);
 }
 
 Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b) {

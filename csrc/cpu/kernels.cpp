@@ -9,6 +9,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <cstring>
 #include <type_traits>
 #include <vector>
 
@@ -155,11 +156,49 @@ void softmax_kernel(bool log, DType dtype, const void* in, void* out, int64_t ro
   });
 }
 
+// Rows per parallel task so each task moves about kElementwiseGrain elements.
+int64_t row_grain(int64_t width) {
+  return std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(width, 1));
+}
+
+void gather_rows_kernel(DType dtype, const void* table, const int64_t* index, int64_t rows,
+                        int64_t width, void* out) {
+  const size_t row_bytes = static_cast<size_t>(width) * element_size(dtype);
+  const char* src = static_cast<const char*>(table);
+  char* dst = static_cast<char*>(out);
+  parallel_for(rows, row_grain(width), [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      std::memcpy(dst + r * row_bytes, src + index[r] * row_bytes, row_bytes);
+    }
+  });
+}
+
+void sum_row_groups_kernel(DType dtype, const void* in, const int64_t* starts,
+                           const int64_t* positions, int64_t groups, int64_t width, void* out) {
+  AMP_DISPATCH_FLOATING(dtype, "embedding_backward", [&] {
+    using Acc = acc_t<scalar_t>;
+    const auto* x = static_cast<const scalar_t*>(in);
+    auto* y = static_cast<scalar_t*>(out);
+    parallel_for(groups, row_grain(width), [&](int64_t begin, int64_t end) {
+      std::vector<Acc> acc(static_cast<size_t>(width));
+      for (int64_t g = begin; g < end; ++g) {
+        std::fill(acc.begin(), acc.end(), Acc(0));
+        for (int64_t p = starts[g]; p < starts[g + 1]; ++p) {
+          const scalar_t* row = x + positions[p] * width;
+          for (int64_t j = 0; j < width; ++j) acc[j] += convert<Acc>(row[j]);
+        }
+        for (int64_t j = 0; j < width; ++j) y[g * width + j] = convert<scalar_t>(acc[j]);
+      }
+    });
+  });
+}
+
 }  // namespace
 
 const DeviceKernels& kernels() {
-  static const DeviceKernels table{unary_kernel, binary_kernel, where_kernel,   copy_kernel,
-                                   fill_kernel,  reduce_kernel, softmax_kernel, gemm};
+  static const DeviceKernels table{
+      unary_kernel,  binary_kernel,  where_kernel, copy_kernel,        fill_kernel,
+      reduce_kernel, softmax_kernel, gemm,         gather_rows_kernel, sum_row_groups_kernel};
   return table;
 }
 

@@ -319,12 +319,64 @@ void softmax_kernel(bool log, DType dtype, const void* in, void* out, int64_t ro
   });
 }
 
+// ---------------------------------------------------------------------------------------------
+// Embedding rows, as the CPU's gather_rows_kernel and sum_row_groups_kernel.
+
+template <class T>
+__global__ void gather_rows_kernel(const T* table, const int64_t* index, int64_t rows,
+                                   int64_t width, T* out) {
+  const int64_t total = rows * width;
+  const int64_t step = static_cast<int64_t>(blockDim.x) * gridDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < total;
+       i += step) {
+    out[i] = table[index[i / width] * width + i % width];
+  }
+}
+
+void gather_rows(DType dtype, const void* table, const int64_t* index, int64_t rows, int64_t width,
+                 void* out) {
+  if (rows == 0 || width == 0) return;
+  AMP_DISPATCH_FLOATING(dtype, "embedding", [&] {
+    gather_rows_kernel<scalar_t><<<blocks_for(rows * width), kThreads>>>(
+        static_cast<const scalar_t*>(table), index, rows, width, static_cast<scalar_t*>(out));
+    AMP_CUDA_CHECK_LAUNCH("embedding (gather_rows_kernel)");
+  });
+}
+
+// One block per group (grid-stride), its threads over the columns: each output element sums
+// its group's rows in order, as the CPU loop does, so the bits are the same.
+template <class T>
+__global__ void sum_row_groups_kernel(const T* in, const int64_t* starts, const int64_t* positions,
+                                      int64_t groups, int64_t width, T* out) {
+  using Acc = acc_t<T>;
+  for (int64_t g = blockIdx.x; g < groups; g += gridDim.x) {
+    const int64_t begin = starts[g], end = starts[g + 1];
+    for (int64_t j = threadIdx.x; j < width; j += blockDim.x) {
+      Acc acc = 0;
+      for (int64_t p = begin; p < end; ++p) acc += convert<Acc>(in[positions[p] * width + j]);
+      out[g * width + j] = convert<T>(acc);
+    }
+  }
+}
+
+void sum_row_groups(DType dtype, const void* in, const int64_t* starts, const int64_t* positions,
+                    int64_t groups, int64_t width, void* out) {
+  if (groups == 0 || width == 0) return;
+  AMP_DISPATCH_FLOATING(dtype, "embedding_backward", [&] {
+    sum_row_groups_kernel<scalar_t>
+        <<<blocks_for_rows(groups), kThreads>>>(static_cast<const scalar_t*>(in), starts, positions,
+                                                groups, width, static_cast<scalar_t*>(out));
+    AMP_CUDA_CHECK_LAUNCH("embedding_backward (sum_row_groups_kernel)");
+  });
+}
+
 }  // namespace
 
 const DeviceKernels& kernels() {
   require_available("CUDA kernel");
   static const DeviceKernels table{unary_kernel, binary_kernel, where_kernel,   copy_kernel,
-                                   fill_kernel,  reduce_kernel, softmax_kernel, gemm};
+                                   fill_kernel,  reduce_kernel, softmax_kernel, gemm,
+                                   gather_rows,  sum_row_groups};
   return table;
 }
 

@@ -48,6 +48,16 @@ struct DeviceKernels {
   // Softmax or log-softmax of each row of a contiguous rows x cols matrix.
   void (*softmax)(bool log, DType dtype, const void* in, void* out, int64_t rows, int64_t cols);
   void (*gemm)(const GemmArgs& args);
+  // out[r, :] = table[index[r], :] for r < rows, rows of `width` elements of a floating dtype;
+  // index (Int64, on the device) holds values already checked against the table's rows.
+  void (*gather_rows)(DType dtype, const void* table, const int64_t* index, int64_t rows,
+                      int64_t width, void* out);
+  // out[g, :] = the sum of in[positions[p], :] over p in [starts[g], starts[g + 1]), added in
+  // that order from zero in fp32 (fp64 for Float64) and rounded once, for every g < groups
+  // (starts has groups + 1 entries; both on the device): an embedding's backward, each weight
+  // row summing the gradient rows that looked it up, in their order.
+  void (*sum_row_groups)(DType dtype, const void* in, const int64_t* starts,
+                         const int64_t* positions, int64_t groups, int64_t width, void* out);
 };
 
 // The output dtype of a reduction of a tensor of `in_dtype`.

@@ -465,6 +465,43 @@ BOOST_AUTO_TEST_CASE(nll_loss_picks_targets_on_the_device_with_the_cpus_values) 
   BOOST_TEST(to_device == 0, trace.str());
 }
 
+// embedding and its backward run on the device (the gather_rows and sum_row_groups kernels): the
+// CPU's bits, repeated indices summed in their order, and the table never copied to the host.
+BOOST_AUTO_TEST_CASE(embedding_runs_on_the_device_with_the_cpus_bits) {
+  namespace F = amp::nn::functional;
+  namespace pr = amp::profiler;
+  std::vector<int64_t> ids;
+  for (int64_t i = 0; i < 40; ++i) ids.push_back((i * 7) % 11);  // rows 0-10 repeated
+  const Tensor index = amp::from_vector(ids, {5, 8}, {.dtype = DType::Int64});
+  for (DType dtype : kFloatDTypes) {
+    const std::string what = std::string("embedding, ") + amp::dtype_name(dtype);
+    const Tensor w = samples({13, 6}, dtype);  // rows 11 and 12 are never looked up
+    const Tensor w_gpu = gpu(w).requires_grad_(true), w_cpu = w.clone().requires_grad_(true);
+    const Tensor y_gpu = F::embedding(gpu(index), w_gpu), y_cpu = F::embedding(index, w_cpu);
+    check_matches_cpu(y_gpu, y_cpu, kExact, what);
+    const Tensor g = samples({5, 8, 6}, dtype);
+    check_matches_cpu(amp::autograd::grad({y_gpu}, {w_gpu}, {gpu(g)})[0],
+                      amp::autograd::grad({y_cpu}, {w_cpu}, {g})[0], kExact, what + ", gradient");
+  }
+  const Tensor w = gpu(samples({13, 6}, DType::Float32)).requires_grad_(true);
+  const Tensor index_gpu = gpu(index);
+  pr::profile prof;
+  amp::sum(F::embedding(index_gpu, w)).backward();
+  prof.stop();
+  // The indices read once for their bounds check; the indices, and the backward's grouping of
+  // them, each copied up once.
+  int64_t to_host = 0, to_device = 0;
+  std::ostringstream trace;
+  for (const pr::Event& e : prof.events()) {
+    trace << std::string(2 * e.depth, ' ') << e.name << " " << e.dtype << "\n";
+    if (e.kind != pr::EventKind::Cast) continue;
+    if (e.dtype == "CUDA:0->CPU") ++to_host;
+    if (e.dtype == "CPU->CUDA:0") ++to_device;
+  }
+  BOOST_TEST(to_host == 1, trace.str());
+  BOOST_TEST(to_device == 2, trace.str());
+}
+
 BOOST_AUTO_TEST_CASE(device_host_copies_round_trip) {
   for (DType dtype : kAllDTypes) {
     const Tensor x = samples({3, 1000}, DType::Float32).to(dtype);
