@@ -84,16 +84,18 @@ Tensor embedding_forward(const std::vector<int64_t>& idx, const Shape& index_sha
 Tensor embedding_backward_impl(const std::vector<int64_t>& idx, const Tensor& grad,
                                int64_t num_weights) {
   const int64_t d = grad.size(grad.dim() - 1), m = static_cast<int64_t>(idx.size());
-  // One transfer: num_weights + 1 group starts, then the m positions grouped by weight row.
-  std::vector<int64_t> groups(static_cast<size_t>(num_weights + 1 + m), 0);
-  int64_t* starts = groups.data();
+  // One host tensor, copied once: num_weights + 1 group starts, then the m positions grouped by
+  // weight row (a counting sort, stable).
+  const Tensor groups = zeros({num_weights + 1 + m}, {.dtype = DType::Int64});
+  int64_t* starts = groups.data<int64_t>();
   int64_t* positions = starts + num_weights + 1;
   for (int64_t i : idx) ++starts[i + 1];
   for (int64_t w = 0; w < num_weights; ++w) starts[w + 1] += starts[w];
-  std::vector<int64_t> next(starts, starts + num_weights);
-  for (int64_t r = 0; r < m; ++r) positions[next[static_cast<size_t>(idx[r])]++] = r;
-  const Tensor on_device = from_vector(groups, {static_cast<int64_t>(groups.size())},
-                                       {.dtype = DType::Int64, .device = grad.device()});
+  // Placing each position advances its row's start to the next row's; shifting back restores.
+  for (int64_t r = 0; r < m; ++r) positions[starts[idx[static_cast<size_t>(r)]]++] = r;
+  for (int64_t w = num_weights; w > 0; --w) starts[w] = starts[w - 1];
+  starts[0] = 0;
+  const Tensor on_device = groups.to(grad.device());
   const Tensor g = grad.contiguous();
   Tensor out = empty({num_weights, d}, {.dtype = grad.dtype(), .device = grad.device()});
   const int64_t* group_data = on_device.data<const int64_t>();
