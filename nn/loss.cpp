@@ -131,7 +131,9 @@ PickedLoss pick_nll(const Tensor& log_probs, const Tensor& target, int64_t ignor
     // kernel) would copy the table to the host and back, and each copy waits for the device.
     const Tensor hit = eq(class_index_row(classes, log_probs.device()), target.reshape({m, 1}));
     picked = sum(where(hit, rows, zero_scalar_like(rows)), {1});
-    out.valid = ne(target, static_cast<double>(ignore_index));
+    // Compared as Int64 (a double scalar would compare in fp32, inexact above 2^24).
+    out.valid = ne(target, full({}, static_cast<double>(ignore_index),
+                                {.dtype = DType::Int64, .device = target.device()}));
   }
   out.loss = where(out.valid, neg(picked.reshape(target.sizes())), zero_scalar_like(picked));
   return out;
