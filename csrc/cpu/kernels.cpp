@@ -13,6 +13,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "csrc/cpu/convert_block.h"
 #include "csrc/cpu/elementwise_loop.h"
 #include "csrc/cpu/gemm.h"
 #include "csrc/cpu/parallel.h"
@@ -193,12 +194,49 @@ void sum_row_groups_kernel(DType dtype, const void* in, const int64_t* starts,
   });
 }
 
+// Columns per step: the partial sums stay in a few vector registers while the rows stream by.
+constexpr int64_t kColumnBlock = 64;
+
+// acc[j] += row[j] for j < n: 16-bit rows are widened with vector instructions first.
+template <class T, class Acc>
+void add_row(Acc* acc, const T* row, int64_t n) {
+  for (int64_t j = 0; j < n; ++j) acc[j] += row[j];
+}
+template <class T>
+requires std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>
+void add_row(float* acc, const T* row, int64_t n) {
+  float wide[kColumnBlock];
+  widen_block(row, wide, n);
+  for (int64_t j = 0; j < n; ++j) acc[j] += wide[j];
+}
+
+void sum_columns_kernel(DType dtype, const void* in, int64_t rows, int64_t cols, void* out) {
+  AMP_DISPATCH_FLOATING(dtype, "sum", [&] {
+    using Acc = acc_t<scalar_t>;
+    const auto* x = static_cast<const scalar_t*>(in);
+    auto* y = static_cast<scalar_t*>(out);
+    const int64_t blocks = (cols + kColumnBlock - 1) / kColumnBlock;
+    const int64_t grain =
+        std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(rows * kColumnBlock, 1));
+    parallel_for(blocks, grain, [&](int64_t begin, int64_t end) {
+      Acc acc[kColumnBlock];
+      for (int64_t b = begin; b < end; ++b) {
+        const int64_t c0 = b * kColumnBlock, n = std::min(kColumnBlock, cols - c0);
+        std::fill(acc, acc + n, Acc(0));
+        for (int64_t i = 0; i < rows; ++i) add_row(acc, x + i * cols + c0, n);
+        for (int64_t j = 0; j < n; ++j) y[c0 + j] = convert<scalar_t>(acc[j]);
+      }
+    });
+  });
+}
+
 }  // namespace
 
 const DeviceKernels& kernels() {
   static const DeviceKernels table{
-      unary_kernel,  binary_kernel,  where_kernel, copy_kernel,        fill_kernel,
-      reduce_kernel, softmax_kernel, gemm,         gather_rows_kernel, sum_row_groups_kernel};
+      unary_kernel,       binary_kernel,         where_kernel,      copy_kernel,
+      fill_kernel,        reduce_kernel,         softmax_kernel,    gemm,
+      gather_rows_kernel, sum_row_groups_kernel, sum_columns_kernel};
   return table;
 }
 

@@ -370,13 +370,36 @@ void sum_row_groups(DType dtype, const void* in, const int64_t* starts, const in
   });
 }
 
+// One thread per column, adding its rows in order as the CPU kernel does (same bits); threads
+// next to each other read neighbouring columns of a row.
+template <class T>
+__global__ void sum_columns_kernel(const T* in, int64_t rows, int64_t cols, T* out) {
+  using Acc = acc_t<T>;
+  const int64_t step = static_cast<int64_t>(blockDim.x) * gridDim.x;
+  for (int64_t j = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; j < cols;
+       j += step) {
+    Acc acc = 0;
+    for (int64_t i = 0; i < rows; ++i) acc += convert<Acc>(in[i * cols + j]);
+    out[j] = convert<T>(acc);
+  }
+}
+
+void sum_columns(DType dtype, const void* in, int64_t rows, int64_t cols, void* out) {
+  if (cols == 0) return;
+  AMP_DISPATCH_FLOATING(dtype, "sum", [&] {
+    sum_columns_kernel<scalar_t><<<blocks_for(cols), kThreads>>>(
+        static_cast<const scalar_t*>(in), rows, cols, static_cast<scalar_t*>(out));
+    AMP_CUDA_CHECK_LAUNCH("sum (sum_columns_kernel)");
+  });
+}
+
 }  // namespace
 
 const DeviceKernels& kernels() {
   require_available("CUDA kernel");
-  static const DeviceKernels table{unary_kernel, binary_kernel, where_kernel,   copy_kernel,
-                                   fill_kernel,  reduce_kernel, softmax_kernel, gemm,
-                                   gather_rows,  sum_row_groups};
+  static const DeviceKernels table{unary_kernel, binary_kernel,  where_kernel,   copy_kernel,
+                                   fill_kernel,  reduce_kernel,  softmax_kernel, gemm,
+                                   gather_rows,  sum_row_groups, sum_columns};
   return table;
 }
 

@@ -58,6 +58,11 @@ struct DeviceKernels {
   // row summing the gradient rows that looked it up, in their order.
   void (*sum_row_groups)(DType dtype, const void* in, const int64_t* starts,
                          const int64_t* positions, int64_t groups, int64_t width, void* out);
+  // out[j] = the sum of in[i, j] over i < rows, for j < cols, of a contiguous rows x cols matrix
+  // of a floating dtype: added in row order from zero in fp32 (fp64 for Float64) and rounded
+  // once, so every device and CPU level gives the same bits. A sum over leading dims (a bias
+  // gradient).
+  void (*sum_columns)(DType dtype, const void* in, int64_t rows, int64_t cols, void* out);
 };
 
 // The output dtype of a reduction of a tensor of `in_dtype`.

@@ -18,12 +18,16 @@ namespace amp {
 
 namespace {
 
-// Whether reduce() sums `x` over its reduced dims with the GEMM: a contiguous floating tensor
-// reduced over its leading dims only, by a sum, or by a mean where the accumulator is the
-// element type (a 16-bit mean divides the fp32 sum before its one rounding; the GEMM would
-// round the sum first). The GEMM accumulates in fp32 (fp64 for Float64) in its own order, so
-// the last bits may differ from the row kernel's (docs/numerics.md, "Reductions").
-bool sums_leading_dims_by_gemm(ReduceOp op, const Tensor& x, const std::vector<bool>& reduced) {
+// Outputs from which a sum over leading dims runs the sum_columns kernel (one column per thread
+// on a GPU, 64-column blocks per task on the CPU) rather than the GEMM with a row of ones.
+constexpr int64_t kColumnsPerKernelSum = 64;
+
+// Whether reduce() sums `x` over its leading dims in place (sum_columns or the GEMM): a
+// contiguous floating tensor reduced over its leading dims only, by a sum, or by a mean where
+// the accumulator is the element type (a 16-bit mean divides the fp32 sum before its one
+// rounding; these round the sum first). Both accumulate in fp32 (fp64 for Float64) in another
+// order than the row kernel, so the last bits may differ (docs/numerics.md, "Reductions").
+bool sums_leading_dims(ReduceOp op, const Tensor& x, const std::vector<bool>& reduced) {
   const bool sum_like =
       op == ReduceOp::Sum ||
       (op == ReduceOp::Mean && (x.dtype() == DType::Float32 || x.dtype() == DType::Float64));
@@ -72,13 +76,20 @@ Tensor reduce(ReduceOp op, const Tensor& x, Shape dims, bool keepdim) {
               shape_to_string(x.sizes()), " reduced over ", shape_to_string(dims),
               " (there is no identity for ", name, ")");
   }
-  if (sums_leading_dims_by_gemm(op, x, reduced) && rows > 1 && cols > 1) {
-    // A (1 x cols) @ (cols x rows) product with a row of ones reads x once where it lies;
-    // moving the reduced dims last would first copy it transposed (a linear layer's bias
-    // gradient, a sum over the batch). Not an autocast op: the sum keeps x's dtype.
-    const autocast_state::ExcludeGuard not_autocast;
-    Tensor sums =
-        mm(ones({1, cols}, {.dtype = x.dtype(), .device = x.device()}), x.reshape({cols, rows}));
+  if (sums_leading_dims(op, x, reduced) && rows > 1 && cols > 1) {
+    // Summed where x lies: moving the reduced dims last would first copy it transposed (a
+    // linear layer's bias gradient, a sum over the batch). With many outputs, each sums its
+    // column in row order (the sum_columns kernel); with few, a (1 x cols) @ (cols x rows)
+    // product with a row of ones keeps every thread busy. Neither is an autocast op.
+    Tensor sums;
+    if (rows >= kColumnsPerKernelSum) {
+      sums = empty({rows}, {.dtype = x.dtype(), .device = x.device()});
+      kernels_for(x.device()).sum_columns(x.dtype(), x.data_ptr(), cols, rows, sums.data_ptr());
+    } else {
+      const autocast_state::ExcludeGuard not_autocast;
+      sums =
+          mm(ones({1, cols}, {.dtype = x.dtype(), .device = x.device()}), x.reshape({cols, rows}));
+    }
     if (op == ReduceOp::Mean) sums = div(sums, static_cast<double>(cols));
     return sums.reshape(keepdim ? keep_shape : out_shape);
   }

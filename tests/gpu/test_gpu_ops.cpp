@@ -502,6 +502,22 @@ BOOST_AUTO_TEST_CASE(embedding_runs_on_the_device_with_the_cpus_bits) {
   BOOST_TEST(to_device == 2, trace.str());
 }
 
+// Sums over leading dims with 64 outputs or more run the sum_columns kernel, which adds each
+// column in row order on every device: the CPU's bits.
+BOOST_AUTO_TEST_CASE(sums_over_leading_dims_match_cpu_bit_for_bit) {
+  for (DType dtype : kFloatDTypes) {
+    const Tensor x = samples({300, 130}, dtype), y = samples({4, 5, 70}, dtype);
+    check_matches_cpu(amp::sum(gpu(x), {0}), amp::sum(x, {0}), kExact,
+                      "sum over dim 0 of " + describe(x));
+    check_matches_cpu(amp::sum(gpu(y), {0, 1}), amp::sum(y, {0, 1}), kExact,
+                      "sum over dims 0, 1 of " + describe(y));
+    if (dtype == DType::Float32 || dtype == DType::Float64) {  // 16-bit means use the row kernel
+      check_matches_cpu(amp::mean(gpu(y), {0, 1}), amp::mean(y, {0, 1}), kExact,
+                        "mean over dims 0, 1 of " + describe(y));
+    }
+  }
+}
+
 BOOST_AUTO_TEST_CASE(device_host_copies_round_trip) {
   for (DType dtype : kAllDTypes) {
     const Tensor x = samples({3, 1000}, DType::Float32).to(dtype);

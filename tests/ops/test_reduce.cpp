@@ -195,14 +195,16 @@ BOOST_DATA_TEST_CASE(reduction_over_dims_matches_float64_reference_with_and_with
   }
 }
 
-// A sum over the leading dims of a contiguous tensor runs as a GEMM with a row of ones
-// (csrc/ops/reduce.cpp): its accumulation is one fp32 (fp64) chain per output in the worst case,
-// so the bound is n * u * sum|x| instead of the row kernel's (n/8 + 4) * u * sum|x|; 16-bit
-// results are still within 1 ulp of the rounding of the exact sum.
+// A sum over the leading dims of a contiguous tensor runs where the tensor lies
+// (csrc/ops/reduce.cpp): the sum_columns kernel for 64 outputs or more, a GEMM with a row of ones
+// for fewer. Either accumulates one fp32 (fp64) chain per output in the worst case, so the bound
+// is n * u * sum|x| instead of the row kernel's (n/8 + 4) * u * sum|x|; 16-bit results are still
+// within 1 ulp of the rounding of the exact sum.
 BOOST_AUTO_TEST_CASE(sum_over_the_leading_dims_of_a_tall_tensor_matches_float64_reference) {
   amp::manual_seed(16);
   for (DType d : floating_dtypes()) {
-    for (const Shape& shape : {Shape{3001, 7}, Shape{40, 50, 3}}) {
+    for (const Shape& shape :
+         {Shape{3001, 7}, Shape{40, 50, 3}, Shape{300, 130}, Shape{4, 5, 70}}) {
       const Tensor x = uniform(shape, d, 0.5, 1.5);
       const Shape dims = shape.size() == 2 ? Shape{0} : Shape{0, 1};
       for (bool mean : {false, true}) {
@@ -225,6 +227,33 @@ BOOST_AUTO_TEST_CASE(sum_over_the_leading_dims_of_a_tall_tensor_matches_float64_
       }
     }
   }
+}
+
+// With 64 outputs or more, each column is added in row order from zero in fp32 (the
+// sum_columns kernel, the same order on every device and CPU level). Column j holds a 1 and a
+// thousand 2^-24: with the 1 first (even j) every small term rounds away and the sum is 1; with
+// it last (odd j) the small terms add up exactly first. A float loop in that order is the
+// reference.
+BOOST_AUTO_TEST_CASE(sum_over_leading_dims_with_many_outputs_adds_each_column_in_row_order) {
+  const int64_t rows = 1001, cols = 67;
+  std::vector<double> v(static_cast<size_t>(rows * cols));
+  const double small = std::ldexp(1.0, -24);
+  for (int64_t j = 0; j < cols; ++j) {
+    for (int64_t i = 0; i < rows; ++i) {
+      const bool big = j % 2 == 0 ? i == 0 : i == rows - 1;
+      v[static_cast<size_t>(i * cols + j)] = big ? 1.0 : small;
+    }
+  }
+  const Tensor x = amp::from_vector(v, {rows, cols});
+  const std::vector<double> y = amp::sum(x, {0}).to_vector<double>();
+  for (int64_t j = 0; j < cols; ++j) {
+    float expected = 0.0f;
+    for (int64_t i = 0; i < rows; ++i)
+      expected += static_cast<float>(v[static_cast<size_t>(i * cols + j)]);
+    BOOST_TEST(y[static_cast<size_t>(j)] == static_cast<double>(expected), "column " << j);
+  }
+  BOOST_TEST(y[0] == 1.0);
+  BOOST_TEST(y[1] > 1.0);
 }
 
 // The GEMM that sums leading dims is not an autocast op: under bf16 autocast a Float32 sum stays
