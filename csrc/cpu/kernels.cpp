@@ -129,6 +129,11 @@ void reduce_long_rows(ReduceOp op, const T* x, void* out, int64_t rows, int64_t 
   }
 }
 
+// Rows per parallel task so each task moves about kElementwiseGrain elements.
+int64_t row_grain(int64_t width) {
+  return std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(width, 1));
+}
+
 void reduce_kernel(ReduceOp op, DType in_dtype, const void* in, void* out, int64_t rows,
                    int64_t cols) {
   AMP_DISPATCH_ALL(in_dtype, reduce_op_name(op), [&] {
@@ -139,8 +144,7 @@ void reduce_kernel(ReduceOp op, DType in_dtype, const void* in, void* out, int64
       reduce_long_rows(op, x, out, rows, cols, threads);
       return;
     }
-    const int64_t grain = std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(cols, 1));
-    parallel_for(rows, grain, [&](int64_t begin, int64_t end) {
+    parallel_for(rows, row_grain(cols), [&](int64_t begin, int64_t end) {
       for (int64_t r = begin; r < end; ++r) rows::reduce_row(op, x + r * cols, cols, out, r);
     });
   });
@@ -150,16 +154,10 @@ void softmax_kernel(bool log, DType dtype, const void* in, void* out, int64_t ro
   AMP_DISPATCH_FLOATING(dtype, log ? "log_softmax" : "softmax", [&] {
     const auto* x = static_cast<const scalar_t*>(in);
     auto* y = static_cast<scalar_t*>(out);
-    const int64_t grain = std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(cols, 1));
-    parallel_for(rows, grain, [&](int64_t begin, int64_t end) {
+    parallel_for(rows, row_grain(cols), [&](int64_t begin, int64_t end) {
       for (int64_t r = begin; r < end; ++r) rows::softmax(x + r * cols, y + r * cols, cols, log);
     });
   });
-}
-
-// Rows per parallel task so each task moves about kElementwiseGrain elements.
-int64_t row_grain(int64_t width) {
-  return std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(width, 1));
 }
 
 void gather_rows_kernel(DType dtype, const void* table, const int64_t* index, int64_t rows,
@@ -216,9 +214,7 @@ void sum_columns_kernel(DType dtype, const void* in, int64_t rows, int64_t cols,
     const auto* x = static_cast<const scalar_t*>(in);
     auto* y = static_cast<scalar_t*>(out);
     const int64_t blocks = (cols + kColumnBlock - 1) / kColumnBlock;
-    const int64_t grain =
-        std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(rows * kColumnBlock, 1));
-    parallel_for(blocks, grain, [&](int64_t begin, int64_t end) {
+    parallel_for(blocks, row_grain(rows * kColumnBlock), [&](int64_t begin, int64_t end) {
       Acc acc[kColumnBlock];
       for (int64_t b = begin; b < end; ++b) {
         const int64_t c0 = b * kColumnBlock, n = std::min(kColumnBlock, cols - c0);

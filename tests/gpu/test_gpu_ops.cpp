@@ -102,6 +102,21 @@ void check_matches_cpu(const Tensor& got, const Tensor& expected, Tolerance tol,
   }
 }
 
+// The profiled copies between host and device (casts CUDA:0->CPU and CPU->CUDA:0) against the
+// counts expected, with the whole trace in the message when a count is off.
+void check_copies(const amp::profiler::profile& prof, int64_t to_host, int64_t to_device) {
+  int64_t host = 0, device = 0;
+  std::ostringstream trace;
+  for (const amp::profiler::Event& e : prof.events()) {
+    trace << std::string(2 * e.depth, ' ') << e.name << " " << e.dtype << "\n";
+    if (e.kind != amp::profiler::EventKind::Cast) continue;
+    if (e.dtype == "CUDA:0->CPU") ++host;
+    if (e.dtype == "CPU->CUDA:0") ++device;
+  }
+  BOOST_TEST(host == to_host, trace.str());
+  BOOST_TEST(device == to_device, trace.str());
+}
+
 // Runs `op` on CPU inputs and on copies of them on CUDA, and compares the results.
 void check_unary(const std::string& what, const Tensor& x,
                  const std::function<Tensor(const Tensor&)>& op, Tolerance tol) {
@@ -452,17 +467,7 @@ BOOST_AUTO_TEST_CASE(nll_loss_picks_targets_on_the_device_with_the_cpus_values) 
   pr::profile prof;
   F::cross_entropy(logits, labels).backward();
   prof.stop();
-  // Copies between host and device, with the whole trace in the message when the count is off.
-  int64_t to_host = 0, to_device = 0;
-  std::ostringstream trace;
-  for (const pr::Event& e : prof.events()) {
-    trace << std::string(2 * e.depth, ' ') << e.name << " " << e.dtype << "\n";
-    if (e.kind != pr::EventKind::Cast) continue;
-    if (e.dtype == "CUDA:0->CPU") ++to_host;
-    if (e.dtype == "CPU->CUDA:0") ++to_device;
-  }
-  BOOST_TEST(to_host == 1, trace.str());
-  BOOST_TEST(to_device == 0, trace.str());
+  check_copies(prof, /*to_host=*/1, /*to_device=*/0);
 }
 
 // embedding and its backward run on the device (the gather_rows and sum_row_groups kernels): the
@@ -490,16 +495,7 @@ BOOST_AUTO_TEST_CASE(embedding_runs_on_the_device_with_the_cpus_bits) {
   prof.stop();
   // The indices read once for their bounds check; the indices, and the backward's grouping of
   // them, each copied up once.
-  int64_t to_host = 0, to_device = 0;
-  std::ostringstream trace;
-  for (const pr::Event& e : prof.events()) {
-    trace << std::string(2 * e.depth, ' ') << e.name << " " << e.dtype << "\n";
-    if (e.kind != pr::EventKind::Cast) continue;
-    if (e.dtype == "CUDA:0->CPU") ++to_host;
-    if (e.dtype == "CPU->CUDA:0") ++to_device;
-  }
-  BOOST_TEST(to_host == 1, trace.str());
-  BOOST_TEST(to_device == 2, trace.str());
+  check_copies(prof, /*to_host=*/1, /*to_device=*/2);
 }
 
 // Sums over leading dims with 64 outputs or more run the sum_columns kernel, which adds each
