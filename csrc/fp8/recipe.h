@@ -28,7 +28,7 @@ enum class Pass { Forward, Backward };
 /// 2^margin, with amax the largest of the last `amax_history_len` steps' amaxes ("max") or the
 /// newest one ("most_recent"); updated once per step (update_delayed_scaling).
 struct DelayedScaling {
-  Format format = Format::HYBRID;
+  Format format = Format::HYBRID;         ///< fp8 formats of the two passes
   int margin = 0;                         ///< scale is divided by 2^margin (headroom)
   int amax_history_len = 1024;            ///< steps remembered, >= 1
   std::string amax_compute_algo = "max";  ///< "max" or "most_recent"
@@ -36,17 +36,18 @@ struct DelayedScaling {
 
 /// Per-tensor scales from the tensor's own amax just before the cast (TE's Float8CurrentScaling).
 struct CurrentScaling {
-  Format format = Format::HYBRID;
+  Format format = Format::HYBRID;    ///< fp8 formats of the two passes
   bool power_of_two_scales = false;  ///< round each scale down to a power of two
   float amax_epsilon = 0.0f;         ///< amaxes below it are raised to it (TE's amax_epsilon)
 };
 
 /// One power-of-two E8M0 scale per block of `block` consecutive elements (OCP MX, MXFP8).
 struct MXBlockScaling {
-  Format format = Format::E4M3;
-  int block = 32;
+  Format format = Format::E4M3;  ///< fp8 formats of the two passes (elements)
+  int block = 32;                ///< elements per shared E8M0 scale (OCP MX: 32)
 };
 
+/// Any of the recipes: what amp::fp8 takes where a recipe is chosen.
 using Recipe = std::variant<DelayedScaling, CurrentScaling, MXBlockScaling>;
 
 /// The largest finite value of the fp8 format that `format` uses for tensors of `pass`: 448
