@@ -1,6 +1,8 @@
 # Every top-level Boost.Test suite of tests/, with its ctest label (unit, golden, gpu, e2e). A suite
 # is named after its file: tests/<area>/test_<suite>.cpp holds BOOST_AUTO_TEST_SUITE(<suite>).
 ampcpp_add_suite(half unit)
+ampcpp_add_suite(float8 unit)
+ampcpp_add_suite(fp8_scaling unit)
 ampcpp_add_suite(profiler unit)
 ampcpp_add_suite(tensor unit)
 ampcpp_add_suite(factories unit)
