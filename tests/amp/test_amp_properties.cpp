@@ -280,14 +280,17 @@ BOOST_AUTO_TEST_CASE(disable_model_cast_is_reported_as_apexs_cast_model_type_fal
   for (const char* level : {"O2", "O3"}) {
     BOOST_TEST_CONTEXT(level) {
       Setup s;
-      CoutCapture out;
-      const Properties p =
-          amp::initialize(*s.model, s.optimizer, level, {.disable_model_cast = true});
+      Properties p;
+      std::string text;
+      {
+        CoutCapture out;  // Boost.Test logs to stdout too: check after the capture ends
+        p = amp::initialize(*s.model, s.optimizer, level, {.disable_model_cast = true});
+        text = out.text();
+      }
       BOOST_TEST(!p.cast_model_type.has_value());
       BOOST_TEST(p.model_cast_disabled);
       BOOST_TEST(!amp::properties().cast_model_type.has_value());
       BOOST_TEST(s.model->weight.dtype() == DType::Float32);
-      const std::string text = out.text();
       const size_t after = text.find("After processing overrides");
       BOOST_TEST_REQUIRE(after != std::string::npos);
       BOOST_TEST(text.find("cast_model_type        : false\n", after) != std::string::npos);
@@ -307,9 +310,13 @@ BOOST_AUTO_TEST_CASE(the_tables_print_on_rank_0_only_when_distributed_is_initial
   // Without init_process_group (this process), every process prints, as apex.
   BOOST_TEST_REQUIRE(!amp::distributed::is_initialized());
   Setup s;
-  CoutCapture out;
-  amp::initialize(*s.model, s.optimizer, "O2");
-  BOOST_TEST(out.text().find("Selected optimization level O2") == 0u);
+  std::string text;
+  {
+    CoutCapture out;
+    amp::initialize(*s.model, s.optimizer, "O2");
+    text = out.text();
+  }
+  BOOST_TEST(text.find("Selected optimization level O2") == 0u);
 }
 
 BOOST_AUTO_TEST_CASE(verbosity_0_prints_nothing) {
