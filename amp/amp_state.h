@@ -26,6 +26,9 @@ namespace amp::detail {
 struct OptimizerStash {
   // delay_unscale left the gradients scaled; the next scale_loss does not stash them again.
   bool params_have_scaled_gradients = false;
+  // A scale_loss block on this optimizer is open: a second one before it ends is an error
+  // (the inner block's stash and unscale would undo the outer block's, silently).
+  bool in_scale_loss_block = false;
   // Set after an overflow: the next step() is skipped, printing this loss scaler's id.
   std::optional<int> skip_next_step_loss_id;
   // The gradient before the scale_loss block of each parameter that is its own master (every

@@ -357,6 +357,9 @@ bool GradScaler::step(optimizers::Optimizer& optimizer) {
   const std::vector<double> host =
       cat({found_inf.reshape({1}), scale_.reshape({1})}).to(Device::cpu()).to_vector<double>();
   warn_if_scale_degenerate(host[1]);
+  // The scale this step unscaled by is the one the last update left (min_scale, when set, is a
+  // normal fp32 number, so a bounded scale always recovers).
+  collapse_.observe(host[1]);
   bool stepped = false;
   if (host[0] == 0.0) {
     optimizer.step();

@@ -35,6 +35,7 @@
 #include <utility>
 #include <vector>
 
+#include "amp/scale_collapse.h"
 #include "csrc/core/device.h"
 #include "csrc/core/tensor.h"
 #include "csrc/io/state_dict.h"
@@ -220,6 +221,8 @@ class GradScaler {
   std::unordered_map<const optimizers::Optimizer*, GradScalerStepReport> last_step_per_optimizer_;
   bool warned_min_scale_ = false;
   bool warned_degenerate_scale_ = false;
+  // Warns while the scale cannot recover (amp/scale_collapse.h).
+  detail::ScaleCollapseWatch collapse_{"amp::GradScaler", "GradScalerOptions::min_scale"};
 };
 
 }  // namespace amp

@@ -7,6 +7,8 @@
 #include <set>
 #include <sstream>
 #include <unordered_map>
+#include <utility>
+#include <vector>
 
 #include "amp/amp_state.h"
 #include "csrc/autocast/autocast_state.h"
@@ -238,7 +240,7 @@ Properties initialize(const std::vector<nn::Module*>& models,
 
   // Everything that can fail is checked before anything changes.
   const Properties props = detail::resolve_properties(opt_level, overrides);
-  const bool cast_model = props.cast_model_type.has_value() && !overrides.disable_model_cast;
+  const bool cast_model = props.cast_model_type.has_value();  // nullopt for disable_model_cast
   const bool masters_on = props.master_weights.value_or(false);
   if (!overrides.allow_incoming_model_not_fp32) {
     for (const nn::Module* m : models) check_model_fp32(*m);
@@ -249,6 +251,11 @@ Properties initialize(const std::vector<nn::Module*>& models,
   if (!fast_path) {
     for (const Optimizer* o : optimizers) check_optimizer_dtypes(*o);
   }
+  // The scalers are made here too, so that nothing that can throw (bad_alloc included) comes
+  // after the first change.
+  std::vector<LossScaler> loss_scalers(
+      static_cast<size_t>(overrides.num_losses),
+      LossScaler(props.loss_scale, overrides.min_loss_scale, overrides.max_loss_scale));
 
   // Master weights start from the Float32 values, before the model is cast.
   std::unordered_map<const TensorImpl*, Tensor> fp32_values;
@@ -287,9 +294,7 @@ Properties initialize(const std::vector<nn::Module*>& models,
   state.initialized = true;
   state.properties = props;
   state.verbosity = overrides.verbosity;
-  state.loss_scalers.assign(
-      static_cast<size_t>(overrides.num_losses),
-      LossScaler(props.loss_scale, overrides.min_loss_scale, overrides.max_loss_scale));
+  state.loss_scalers = std::move(loss_scalers);
   autocast_cast::clear_cache();
   autocast_state::set_process_casting(
       {props.patch_functions, device.type, props.low_precision_dtype});

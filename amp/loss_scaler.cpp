@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 #include <utility>
 
 #include "csrc/core/macros.h"
@@ -103,13 +102,6 @@ bool LossScaler::update_scale() {
     const bool floored = min_loss_scale_.has_value() && *min_loss_scale_ != 0.0;
     scale_ = floored ? std::max(*min_loss_scale_, scale_ / 2.0) : scale_ / 2.0;
     unskipped_ = 0;
-    if (scale_ < std::numeric_limits<float>::min() && !warned_degenerate_) {
-      warned_degenerate_ = true;
-      warn("amp: a dynamic loss scale fell to ", optimizers::detail::python_repr(scale_),
-           ", below the smallest normal fp32 number: 1/scale no longer fits in fp32, so every "
-           "step is skipped until the scale recovers. The model or the loss likely produces "
-           "inf/NaN at any scale; set Overrides::min_loss_scale to keep a floor.");
-    }
   } else {
     ++unskipped_;
   }
@@ -117,6 +109,7 @@ bool LossScaler::update_scale() {
     scale_ = std::min(max_loss_scale_, scale_ * 2.0);
     unskipped_ = 0;
   }
+  if (dynamic_) collapse_.observe(scale_, min_loss_scale_);
   return should_skip;
 }
 

@@ -18,7 +18,11 @@
 /// - beyond apex: a gradient is never made non-finite by the unscaling itself. When the scale is
 ///   below 1 (1/scale > 1, so a finite gradient can overflow once divided), the unscaled values
 ///   are checked too and an overflow there counts as an overflow; with a scale of 1 or more no
-///   division can overflow and the extra check is skipped.
+///   division can overflow and the extra check is skipped;
+/// - beyond apex: without a floor, overflows at every scale halve the scale until 1/scale no
+///   longer fits in fp32 and then to 0, where it stays; from the first such scale every step is
+///   skipped and the run cannot recover. amp::warn says so then, when the scale reaches 0, and
+///   after 10, 100, 1000, ... such steps (amp/scale_collapse.h); min_loss_scale prevents it.
 #pragma once
 #pragma GCC visibility push(default)  // public API (docs/building.md)
 
@@ -28,6 +32,7 @@
 #include <vector>
 
 #include "amp/properties.h"
+#include "amp/scale_collapse.h"
 #include "csrc/core/device.h"
 #include "csrc/core/tensor.h"
 
@@ -77,7 +82,8 @@ class LossScaler {
   int64_t scale_window_ = 2000;
   int64_t unskipped_ = 0;
   bool has_overflow_ = false;
-  bool warned_degenerate_ = false;
+  // Warns while the scale cannot recover (amp/scale_collapse.h).
+  detail::ScaleCollapseWatch collapse_{"amp::LossScaler", "Overrides::min_loss_scale"};
   std::map<Device, Tensor> flags_;  // multi_tensor noop/overflow flags
 };
 

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "csrc/core/macros.h"
+#include "csrc/distributed/distributed.h"
 #include "optimizers/optimizer.h"
 
 namespace amp {
@@ -76,9 +77,15 @@ void check_static_scale(double scale) {
             optimizers::detail::python_repr(scale));
 }
 
+bool this_rank_prints() {
+  const bool initialized = distributed::is_initialized();
+  return detail::prints_on_this_rank(initialized, initialized ? distributed::world_size() : 1,
+                                     initialized ? distributed::rank() : 0);
+}
+
 class Printer {
  public:
-  explicit Printer(int verbosity) : on_(verbosity > 0) {}
+  explicit Printer(int verbosity) : on_(verbosity > 0 && this_rank_prints()) {}
   void line(const std::string& text) {
     if (on_) std::cout << text << "\n";
   }
@@ -139,7 +146,7 @@ std::string Properties::to_string() const {
   };
   row("enabled", value_string(enabled));
   row("opt_level", opt_level.empty() ? "nullopt" : opt_level);
-  row("cast_model_type", value_string(cast_model_type));
+  row("cast_model_type", model_cast_disabled ? "false" : value_string(cast_model_type));
   row("patch_functions", value_string(patch_functions));
   row("keep_batchnorm_fp32", value_string(keep_batchnorm_fp32));
   row("master_weights", value_string(master_weights));
@@ -156,6 +163,10 @@ bool Properties::dynamic_loss_scale() const {
 
 namespace detail {
 
+bool prints_on_this_rank(bool distributed_initialized, int world_size, int rank) {
+  return !distributed_initialized || world_size <= 1 || rank == 0;
+}
+
 LossScale checked_loss_scale(const LossScale& loss_scale) {
   const std::string* text = std::get_if<std::string>(&loss_scale);
   if (text != nullptr && *text == "dynamic") return loss_scale;
@@ -169,7 +180,8 @@ Properties resolve_properties(const std::string& opt_level, const Overrides& o) 
   AMP_CHECK(level.has_value(), "Unexpected optimization level ", opt_level,
             ". Options are 'O0', 'O1', 'O2', 'O3'.  Note that in `O0`, `O1`, etc., the prefix O "
             "is the letter O, not the number zero.");
-  AMP_CHECK(o.num_losses >= 1, "amp::initialize: expected num_losses >= 1, got ", o.num_losses);
+  AMP_CHECK(o.num_losses >= 1 && o.num_losses <= kMaxNumLosses,
+            "amp::initialize: expected num_losses in [1, ", kMaxNumLosses, "], got ", o.num_losses);
   AMP_CHECK(o.verbosity >= 0, "amp::initialize: expected verbosity >= 0, got ", o.verbosity);
   AMP_CHECK(std::isfinite(o.max_loss_scale) && o.max_loss_scale > 0,
             "amp::initialize: expected a finite max_loss_scale > 0, got ",
@@ -205,6 +217,11 @@ Properties resolve_properties(const std::string& opt_level, const Overrides& o) 
   print.line("Processing user overrides (additional kwargs that are not None)...");
   if (o.enabled) p.enabled = *o.enabled;
   if (o.cast_model_type) set_cast_model_type(p, o.cast_model_type);
+  if (o.disable_model_cast) {
+    // apex's cast_model_type=False, which its setter accepts at every opt level.
+    p.cast_model_type = std::nullopt;
+    p.model_cast_disabled = true;
+  }
   if (o.patch_functions) set_patch_functions(p, *o.patch_functions);
   if (o.keep_batchnorm_fp32) set_keep_batchnorm_fp32(p, o.keep_batchnorm_fp32);
   if (o.master_weights) set_master_weights(p, o.master_weights);

@@ -30,6 +30,9 @@ namespace amp {
 /// "dynamic", a number written as a string ("128.0"), or a number: a static scale.
 using LossScale = std::variant<std::string, double>;
 
+/// The largest Overrides::num_losses amp::initialize accepts.
+inline constexpr int kMaxNumLosses = 65536;
+
 /// Overrides of the opt level's properties; std::nullopt = "not overridden" (apex's None).
 struct Overrides {
   std::optional<bool> enabled = {};              ///< false: amp changes nothing
@@ -40,7 +43,8 @@ struct Overrides {
   std::optional<LossScale> loss_scale = {};      ///< "dynamic" or a static scale
   /// Every model's outputs are cast to this dtype (apex: regardless of opt level).
   std::optional<DType> cast_model_outputs = {};
-  /// One loss scaler per loss_id of amp::scale_loss.
+  /// One loss scaler per loss_id of amp::scale_loss, at most kMaxNumLosses (apex has no bound
+  /// and fails allocating for absurd counts).
   int num_losses = 1;
   /// 0: silent; 1: the property tables and overflow messages on stdout (apex's prints).
   int verbosity = 1;
@@ -71,6 +75,9 @@ struct Properties {
   LossScale loss_scale = 1.0;          ///< "dynamic" or the static scale
   /// Beyond apex: the 16-bit dtype O1 casts to and O2/O3 cast the model to.
   DType low_precision_dtype = DType::Float16;
+  /// Overrides::disable_model_cast was set: the model keeps its dtypes, cast_model_type is
+  /// nullopt, and the table prints "cast_model_type : false" (apex's cast_model_type=False).
+  bool model_cast_disabled = false;
 
   /// apex's table: one line per option, "<name padded to 22> : <value>", values spelled the C++
   /// way (true, Float16, nullopt, dynamic, 1.0).
@@ -85,10 +92,15 @@ namespace detail {
 // finite fp32 reciprocal); amp::Error with Python's float() wording otherwise.
 LossScale checked_loss_scale(const LossScale& loss_scale);
 
+// apex's maybe_print(..., rank0=True), which prints the property tables: with the distributed
+// package initialised and more than one process, rank 0 only.
+bool prints_on_this_rank(bool distributed_initialized, int world_size, int rank);
+
 // The properties of `opt_level` with `overrides` applied in apex's order (enabled, opt_level,
 // cast_model_type, patch_functions, keep_batchnorm_fp32, master_weights, loss_scale), each
 // checked against the opt level with apex's messages (amp::Error). With verbosity > 0 it prints
-// apex's "Selected optimization level" block to stdout as it goes.
+// apex's "Selected optimization level" block to stdout as it goes (rank 0 only when
+// amp::distributed is initialised with more than one process, as apex).
 Properties resolve_properties(const std::string& opt_level, const Overrides& overrides);
 
 }  // namespace detail

@@ -11,6 +11,27 @@
 
 namespace amp {
 
+namespace {
+
+// An empty list would leave the gradients multiplied by the scale (nothing unscales them), and
+// an optimizer listed twice would be unscaled twice and lose its accumulated gradients.
+void check_optimizer_list(const std::vector<optimizers::Optimizer*>& optimizers) {
+  AMP_CHECK(!optimizers.empty(),
+            "amp::scale_loss: expected at least one optimizer, got an empty "
+            "list (the gradients would stay multiplied by the loss scale)");
+  for (size_t i = 0; i < optimizers.size(); ++i) {
+    AMP_CHECK(optimizers[i] != nullptr, "amp::scale_loss: optimizer ", i, " is null");
+    for (size_t j = 0; j < i; ++j) {
+      AMP_CHECK(optimizers[j] != optimizers[i],
+                "amp::scale_loss: expected each optimizer once, "
+                "got the same optimizer at positions ",
+                j, " and ", i);
+    }
+  }
+}
+
+}  // namespace
+
 ScaledLoss::ScaledLoss(ScaledLoss&& other) noexcept
     : scaled_(std::move(other.scaled_)),
       mode_(other.mode_),
@@ -28,6 +49,7 @@ ScaledLoss::ScaledLoss(ScaledLoss&& other) noexcept
 ScaledLoss::~ScaledLoss() noexcept(false) {
   if (!active_) return;
   active_ = false;
+  release_optimizers();
   if (std::uncaught_exceptions() > uncaught_exceptions_) {
     abandon();
     return;
@@ -38,6 +60,12 @@ ScaledLoss::~ScaledLoss() noexcept(false) {
 void ScaledLoss::backward(bool retain_graph) {
   AMP_CHECK(active_, "ScaledLoss.backward: this scaled loss was moved from");
   scaled_.backward(Tensor(), retain_graph);
+}
+
+void ScaledLoss::release_optimizers() noexcept {
+  detail::AmpState& state = detail::amp_state();
+  std::lock_guard<std::mutex> lock(state.mutex);
+  for (auto& stash : stashes_) stash->in_scale_loss_block = false;
 }
 
 void ScaledLoss::finish() {
@@ -73,6 +101,11 @@ void ScaledLoss::abandon() noexcept {
   if (clear_cast_cache_) autocast_cast::clear_cache();
 }
 
+void ScaledLoss::open_block() noexcept {
+  for (auto& stash : stashes_) stash->in_scale_loss_block = true;
+  active_ = true;
+}
+
 ScaledLoss scale_loss(const Tensor& loss, optimizers::Optimizer& optimizer, int loss_id,
                       bool delay_unscale) {
   return scale_loss(loss, std::vector<optimizers::Optimizer*>{&optimizer}, loss_id, delay_unscale);
@@ -87,6 +120,7 @@ ScaledLoss scale_loss(const Tensor& loss, const std::vector<optimizers::Optimize
             "amp::initialize(model, optimizer, opt_level) must be called before "
             "amp::scale_loss.");
   AMP_CHECK(loss.defined(), "amp::scale_loss: expected a defined loss tensor");
+  check_optimizer_list(optimizers);
   // `out` becomes active last: if anything here throws, its destructor (which takes the lock
   // held here) does nothing.
   ScaledLoss out;
@@ -102,10 +136,18 @@ ScaledLoss scale_loss(const Tensor& loss, const std::vector<optimizers::Optimize
             "amp::scale_loss: loss_id ", loss_id, " is out of range: amp::initialize created ",
             state.loss_scalers.size(), " loss scaler(s) (Overrides::num_losses)");
   for (size_t i = 0; i < optimizers.size(); ++i) {
-    AMP_CHECK(optimizers[i] != nullptr, "amp::scale_loss: optimizer ", i, " is null");
     std::shared_ptr<detail::OptimizerStash> stash = detail::find_stash(state, *optimizers[i]);
     AMP_CHECK(stash != nullptr, "amp::scale_loss: optimizer ", i,
               " was not passed through amp::initialize");
+    // apex gives a nested block on one optimizer 1x (O1) or 3x (O2) the gradient where 2x is
+    // right: the inner block's exit clears what the outer block stashed.
+    AMP_CHECK(!stash->in_scale_loss_block,
+              "amp::scale_loss: expected no open scale_loss block on "
+              "optimizer ",
+              i,
+              ", got one still open: nested scale_loss blocks on one optimizer "
+              "are not supported (end the first block before starting the next; blocks one after "
+              "another accumulate gradients)");
     out.optimizers_.push_back(optimizers[i]);
     out.stashes_.push_back(std::move(stash));
   }
@@ -118,7 +160,7 @@ ScaledLoss scale_loss(const Tensor& loss, const std::vector<optimizers::Optimize
   if (!state.properties.master_weights.value_or(false) && !scaler.dynamic() && scale == 1.0) {
     out.mode_ = ScaledLoss::Mode::FastPath;
     out.scaled_ = loss.to(DType::Float32);
-    out.active_ = true;
+    out.open_block();
     return out;
   }
   out.mode_ = ScaledLoss::Mode::Scaled;
@@ -130,7 +172,7 @@ ScaledLoss scale_loss(const Tensor& loss, const std::vector<optimizers::Optimize
       out.prepared_[i] = true;
     }
   }
-  out.active_ = true;
+  out.open_block();
   return out;
 }
 

@@ -68,6 +68,12 @@ class ScaledLoss {
     Scaled,
   };
   ScaledLoss() = default;
+  // Marks the optimizers' blocks open (a nested block on one of them is an error) and this
+  // object active.
+  void open_block() noexcept;
+  // Marks them closed again (first thing on exit, so that a failing exit does not leave them
+  // open).
+  void release_optimizers() noexcept;
   void finish();
   void abandon() noexcept;
 
@@ -86,7 +92,10 @@ class ScaledLoss {
 /// apex's amp.scale_loss(loss, optimizer, loss_id, delay_unscale): returns the loss as Float32
 /// times the loss scale of scaler `loss_id`. amp::Error when amp::initialize was not called,
 /// the loss is undefined or (amp enabled) not floating point, loss_id is out of
-/// [0, num_losses), or an optimizer is null or was not passed through amp::initialize.
+/// [0, num_losses), or an optimizer is null or was not passed through amp::initialize; and
+/// (beyond apex, which gives silently wrong gradients there) for an empty optimizer list, an
+/// optimizer listed twice, or an optimizer whose previous scale_loss block is still open
+/// (nested blocks).
 ScaledLoss scale_loss(const Tensor& loss, optimizers::Optimizer& optimizer, int loss_id = 0,
                       bool delay_unscale = false);
 /// The same for several optimizers: every optimizer owning parameters this backward produces

@@ -19,6 +19,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -110,6 +111,7 @@ class profile {
 
 namespace detail {
 extern std::atomic<bool> g_recording;
+struct ThreadScopes;  // the open scopes of one thread (csrc/core/profiler.cpp)
 }  // namespace detail
 
 /// Whether a profile is recording now.
@@ -125,7 +127,10 @@ void record_complete(EventKind kind, std::string name, std::string dtype, int64_
 
 /// Times the enclosing scope as one event when a profile is recording at construction. `name`
 /// is a string or a callable returning one, and `dtype` a callable returning the dtype label;
-/// the callables run only when recording, so a scope costs a branch when off:
+/// the callables run only when recording, so a scope costs a branch when off. A scope may end
+/// out of order (a scope held in a std::optional or unique_ptr) or on another thread than the one
+/// that opened it: the event keeps the opening thread and depth, and its duration counts as a
+/// child's of the scope enclosing it when it ends, if that one is still open.
 ///
 ///   profiler::RecordScope scope(profiler::EventKind::Op, "mm", [&] { return dtype_name(a); });
 ///   profiler::RecordScope scope(profiler::EventKind::Backward, [&] { return node.name(); });
@@ -151,7 +156,6 @@ class RecordScope {
   RecordScope& operator=(const RecordScope&) = delete;
 
  private:
-  friend void record_complete(EventKind, std::string, std::string, int64_t, int64_t);
   template <class Name>
   static std::string resolve(Name& name) {
     if constexpr (std::is_invocable_v<Name&>) {
@@ -165,10 +169,9 @@ class RecordScope {
 
   bool active_ = false;
   EventKind kind_ = EventKind::Op;
-  int depth_ = 0;
+  uint64_t id_ = 0;  // this scope's entry in its opening thread's open scopes
+  std::shared_ptr<detail::ThreadScopes> scopes_;
   int64_t start_ns_ = 0;
-  int64_t children_ns_ = 0;
-  RecordScope* parent_ = nullptr;
   std::string name_, dtype_;
 };
 

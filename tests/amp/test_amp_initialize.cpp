@@ -4,6 +4,7 @@
 // casting, and that every error leaves the objects and amp's state as they were. Expected values
 // come from the fp32 objects before initialize.
 #include <boost/test/unit_test.hpp>
+#include <limits>
 #include <memory>
 #include <thread>
 #include <vector>
@@ -352,6 +353,50 @@ BOOST_FIXTURE_TEST_CASE(bad_options, FreshAmpState) {
   // The optimizer was not consumed by the failed calls.
   amp::initialize(*net, opt, "O2", quiet());
   BOOST_TEST(opt.master_weights().size() == 4u);
+}
+
+BOOST_FIXTURE_TEST_CASE(a_failing_initialize_changes_nothing_and_a_later_one_works, FreshAmpState) {
+  // An earlier valid initialize whose state must survive the failing one.
+  auto first = std::make_shared<Net>();
+  amp::optimizers::SGD first_opt(first->parameters(), {.lr = 0.1});
+  amp::Overrides two = quiet();
+  two.num_losses = 2;
+  amp::initialize(*first, first_opt, "O1", two);
+  const amp::StateDict amp_before = amp::state_dict();
+
+  auto net = std::make_shared<Net>();
+  amp::optimizers::SGD opt(net->parameters(), {.lr = 0.1, .momentum = 0.9});
+  const amp::StateDict model_before = snapshot(*net);
+  const std::vector<Tensor> params_before = opt.param_groups()[0].params;
+  amp::Overrides huge = quiet();
+  huge.num_losses = std::numeric_limits<int>::max();  // apex: std::bad_alloc after the casts
+  check_error([&] { amp::initialize(*net, opt, "O2", huge); },
+              {"amp::initialize: expected num_losses in [1, 65536], got 2147483647"});
+  huge.num_losses = amp::kMaxNumLosses + 1;
+  check_error([&] { amp::initialize(*net, opt, "O2", huge); }, {"expected num_losses in"});
+
+  // The model, the optimizer and amp's state are as they were.
+  check_same(model_before, snapshot(*net));
+  for (const auto& [name, p] : net->named_parameters()) {
+    BOOST_TEST_CONTEXT(name) { BOOST_TEST((p.dtype() == DType::Float32)); }
+  }
+  const std::vector<Tensor>& params_after = opt.param_groups()[0].params;
+  BOOST_TEST_REQUIRE(params_after.size() == params_before.size());
+  for (size_t i = 0; i < params_after.size(); ++i)
+    BOOST_TEST(params_after[i].is_same(params_before[i]));
+  BOOST_TEST(opt.master_weights().empty());
+  BOOST_TEST(amp::properties().opt_level == "O1");
+  BOOST_TEST(amp::autocast_state::process_casting().enabled);
+  check_same(amp_before, amp::state_dict());
+
+  // The optimizer was not consumed: a valid call works and replaces amp's state.
+  amp::Overrides three = quiet();
+  three.num_losses = 3;
+  amp::initialize(*net, opt, "O2", three);
+  BOOST_TEST(opt.master_weights().size() == 4u);
+  BOOST_TEST((net->fc1->weight.dtype() == DType::Float16));
+  BOOST_TEST(amp::properties().opt_level == "O2");
+  BOOST_TEST(amp::state_dict().size() == 6u);  // loss_scale and unskipped of 3 scalers
 }
 
 BOOST_FIXTURE_TEST_CASE(null_and_empty_arguments, FreshAmpState) {

@@ -214,7 +214,7 @@ BOOST_AUTO_TEST_CASE(a_loss_scale_that_is_not_a_usable_number_is_rejected) {
 
 BOOST_AUTO_TEST_CASE(other_bad_options_are_rejected_and_change_nothing) {
   check_rejected_without_change("O2", {.num_losses = 0},
-                                {"amp::initialize: expected num_losses >= 1, got 0"});
+                                {"amp::initialize: expected num_losses in [1, 65536], got 0"});
   check_rejected_without_change("O2", {.max_loss_scale = 0.0},
                                 {"amp::initialize: expected a finite max_loss_scale > 0"});
   check_rejected_without_change("O2", {.min_loss_scale = 1e9},
@@ -274,6 +274,49 @@ BOOST_AUTO_TEST_CASE(the_o1_table_spells_apexs_none_as_nullopt) {
   BOOST_TEST(text.find("master_weights         : nullopt\n") != std::string::npos);
   BOOST_TEST(text.find("Selected optimization level O1:  Insert automatic casts around Pytorch "
                        "functions and Tensor methods.\n\n") == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(disable_model_cast_is_reported_as_apexs_cast_model_type_false) {
+  for (const char* level : {"O2", "O3"}) {
+    BOOST_TEST_CONTEXT(level) {
+      Setup s;
+      Properties p;
+      std::string text;
+      {
+        CoutCapture out;  // Boost.Test logs to stdout too: check after the capture ends
+        p = amp::initialize(*s.model, s.optimizer, level, {.disable_model_cast = true});
+        text = out.text();
+      }
+      BOOST_TEST(!p.cast_model_type.has_value());
+      BOOST_TEST(p.model_cast_disabled);
+      BOOST_TEST(!amp::properties().cast_model_type.has_value());
+      BOOST_TEST(s.model->weight.dtype() == DType::Float32);
+      const size_t after = text.find("After processing overrides");
+      BOOST_TEST_REQUIRE(after != std::string::npos);
+      BOOST_TEST(text.find("cast_model_type        : false\n", after) != std::string::npos);
+      // The defaults table still shows the preset's dtype.
+      BOOST_TEST(text.find("cast_model_type        : Float16\n") < after);
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(the_tables_print_on_rank_0_only_when_distributed_is_initialised) {
+  using amp::detail::prints_on_this_rank;
+  BOOST_TEST(prints_on_this_rank(false, 1, 0));
+  BOOST_TEST(prints_on_this_rank(true, 1, 0));
+  BOOST_TEST(prints_on_this_rank(true, 4, 0));
+  BOOST_TEST(!prints_on_this_rank(true, 4, 1));
+  BOOST_TEST(!prints_on_this_rank(true, 2, 1));
+  // Without init_process_group (this process), every process prints, as apex.
+  BOOST_TEST_REQUIRE(!amp::distributed::is_initialized());
+  Setup s;
+  std::string text;
+  {
+    CoutCapture out;
+    amp::initialize(*s.model, s.optimizer, "O2");
+    text = out.text();
+  }
+  BOOST_TEST(text.find("Selected optimization level O2") == 0u);
 }
 
 BOOST_AUTO_TEST_CASE(verbosity_0_prints_nothing) {

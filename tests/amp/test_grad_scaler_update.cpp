@@ -386,6 +386,57 @@ BOOST_AUTO_TEST_CASE(min_scale_keeps_the_scale_normal_where_pytorch_collapses_to
   BOOST_TEST(cerr.count("reached min_scale") == 1);
 }
 
+BOOST_AUTO_TEST_CASE(a_collapsed_scale_warns_that_it_is_0_and_will_stay_0_and_repeats_rarely) {
+  // fp32 scale: 2^16 backs off to 2^-128, whose reciprocal overflows fp32, in 144 updates and to
+  // 0 in 166. Step k reads the scale of k - 1 updates: the watch warns at the 1st unrecoverable
+  // step (145), the 10th (154), the first at 0 (167, the 23rd) and the 100th (244).
+  std::vector<std::string> collapse;
+  std::vector<int> at;
+  int iteration = 0;
+  amp::ScopedWarningHandler capture([&](const std::string& m) {
+    if (m.find("cannot recover") == std::string::npos) return;
+    collapse.push_back(m);
+    at.push_back(iteration);
+  });
+  auto scaler = ready_scaler();
+  const Tensor p = param({0, 0});
+  amp::optimizers::SGD opt({p}, {.lr = 0.0});
+  for (iteration = 1; iteration <= 250; ++iteration) iterate(*scaler, opt, p, true);
+  BOOST_TEST(scaler->get_scale() == 0.0);
+  const std::vector<int> expected_at{145, 154, 167, 244};
+  BOOST_TEST(at == expected_at, boost::test_tools::per_element());
+  BOOST_TEST_REQUIRE(collapse.size() == 4u);
+  BOOST_TEST(collapse[0].find("amp::GradScaler: the loss scale is 2.938735877055719e-39, too "
+                              "small for 1/scale to fit in fp32") != std::string::npos);
+  BOOST_TEST(collapse[2].find("the loss scale is 0 and will stay 0") != std::string::npos);
+  for (const std::string& m : collapse) {
+    BOOST_TEST(m.find("Set GradScalerOptions::min_scale") != std::string::npos);
+  }
+  // Clean gradients cannot bring it back: 1/0 makes every gradient inf or NaN.
+  set_grad(p, {1.0, 2.0});
+  BOOST_TEST(!scaler->step(opt));
+  scaler->update();
+  BOOST_TEST(scaler->get_scale() == 0.0);
+}
+
+BOOST_AUTO_TEST_CASE(with_min_scale_200_overflows_then_clean_gradients_train_again) {
+  std::vector<std::string> warnings;
+  amp::ScopedWarningHandler capture([&](const std::string& m) { warnings.push_back(m); });
+  auto scaler = ready_scaler({.min_scale = 1.0});
+  const Tensor p = param({0, 0});
+  amp::optimizers::SGD opt({p}, {.lr = 0.5});
+  for (int i = 0; i < 200; ++i) iterate(*scaler, opt, p, true);
+  BOOST_TEST(scaler->get_scale() == 1.0);
+  for (int i = 0; i < 2; ++i) {
+    set_grad(p, {1.0, -2.0});  // "scaled" by 1: the step sees the same gradient
+    BOOST_TEST(scaler->step(opt));
+    scaler->update();
+  }
+  const std::vector<double> expected{-1.0, 2.0};  // two steps of -0.5 * grad
+  BOOST_TEST(p.to_vector<double>() == expected, boost::test_tools::per_element());
+  for (const std::string& m : warnings) BOOST_TEST(m.find("cannot recover") == std::string::npos);
+}
+
 BOOST_AUTO_TEST_CASE(max_scale_clamps_growth) {
   auto scaler = ready_scaler({.init_scale = 4.0, .growth_interval = 1, .max_scale = 10.0});
   const Tensor p = param({0, 0});

@@ -4,6 +4,7 @@
 #include <boost/test/unit_test.hpp>
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -140,7 +141,7 @@ BOOST_AUTO_TEST_CASE(a_scale_below_one_never_turns_finite_gradients_into_inf) {
   BOOST_TEST(s.loss_scale() == std::ldexp(1.0, -21));
 }
 
-BOOST_AUTO_TEST_CASE(a_collapsed_scale_skips_every_step_and_warns_once) {
+BOOST_AUTO_TEST_CASE(a_collapsed_scale_skips_every_step_and_says_it_is_0_and_will_stay_0) {
   LossScaler s(LossScale("dynamic"));
   s.load(std::numeric_limits<double>::denorm_min(), 0);
   std::vector<std::string> warnings;
@@ -154,8 +155,101 @@ BOOST_AUTO_TEST_CASE(a_collapsed_scale_skips_every_step_and_warns_once) {
     BOOST_TEST(s.update_scale());
   }
   BOOST_TEST(s.loss_scale() == 0.0);
+  BOOST_TEST_REQUIRE(warnings.size() == 1u);  // the first step reached 0; not repeated yet
+  BOOST_TEST(warnings[0].find("the loss scale is 0 and will stay 0") != std::string::npos);
+  BOOST_TEST(warnings[0].find("cannot recover") != std::string::npos);
+  BOOST_TEST(warnings[0].find("Set Overrides::min_loss_scale") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(without_a_floor_overflows_reach_0_and_the_warning_repeats_rarely) {
+  // apex keeps the scale in a double: 65536 = 2^16 halves to 2^-128 in 144 overflows, the first
+  // scale whose reciprocal (2^128) overflows fp32; 2^-1074 (the smallest double) after 1090 and 0
+  // after 1091. Warnings: at the 1st unrecoverable update (overflow 144), the 10th (153), the
+  // 100th (243), when 0 is reached (1091, the 948th) and the 1000th (1143).
+  LossScaler s(LossScale("dynamic"));
+  std::vector<std::string> warnings;
+  std::vector<int> at;
+  int overflow = 0;
+  amp::ScopedWarningHandler capture([&](const std::string& m) {
+    warnings.push_back(m);
+    at.push_back(overflow);
+  });
+  for (overflow = 1; overflow <= 1200; ++overflow) BOOST_TEST_REQUIRE(exit_with_grad(s, kInf));
+  BOOST_TEST(s.loss_scale() == 0.0);
+  const std::vector<int> expected_at{144, 153, 243, 1091, 1143};
+  BOOST_TEST(at == expected_at, boost::test_tools::per_element());
+  BOOST_TEST_REQUIRE(warnings.size() == 5u);
+  BOOST_TEST(warnings[0].find("the loss scale is 2.938735877055719e-39, too small for 1/scale to "
+                              "fit in fp32: the run cannot recover") != std::string::npos);
+  BOOST_TEST(warnings[0].find("until it is 0, where it will stay 0") != std::string::npos);
+  BOOST_TEST(warnings[3].find("the loss scale is 0 and will stay 0") != std::string::npos);
+  BOOST_TEST(warnings[4].find("1000 step(s) in a row") != std::string::npos);
+  for (const std::string& w : warnings) {
+    BOOST_TEST(w.find("Set Overrides::min_loss_scale") != std::string::npos);
+  }
+  // Finite gradients change nothing now: every step is skipped, the scale stays 0.
+  for (int i = 0; i < 5; ++i) BOOST_TEST(exit_with_grad(s, 1.0));
+  BOOST_TEST(s.loss_scale() == 0.0);
+}
+
+BOOST_AUTO_TEST_CASE(with_a_floor_200_overflows_then_finite_gradients_train_again) {
+  LossScaler s(LossScale("dynamic"), 1.0);
+  std::vector<std::string> warnings;
+  amp::ScopedWarningHandler capture([&](const std::string& m) { warnings.push_back(m); });
+  for (int i = 0; i < 200; ++i) BOOST_TEST_REQUIRE(exit_with_grad(s, kInf));
+  BOOST_TEST(s.loss_scale() == 1.0);
+  s.clear_overflow_state();
+  const Tensor g = tensor({0.5, -3.0}, DType::Float16);
+  const Tensor out = amp::zeros({2});
+  s.unscale({g}, {out});
+  BOOST_TEST(!s.update_scale());  // the step runs, on gradients unscaled by 1
+  const std::vector<double> expected{0.5, -3.0};
+  BOOST_TEST(amp_test::values(out) == expected, boost::test_tools::per_element());
+  BOOST_TEST(warnings.empty());
+}
+
+BOOST_FIXTURE_TEST_CASE(o2_with_min_loss_scale_trains_again_after_200_overflows,
+                        amp_test::FreshAmpState) {
+  amp::manual_seed(3);
+  auto model = std::make_shared<amp::nn::Linear>(2, 1);
+  amp::optimizers::SGD opt(model->parameters(), {.lr = 0.5});
+  amp::initialize(*model, opt, "O2", amp_test::quiet({.min_loss_scale = 1.0}));
+  const Tensor x = amp::ones({1, 2});
+  const auto train_step = [&](double loss_factor) {
+    opt.zero_grad();
+    const Tensor loss = (*model)(x).sum() * loss_factor;
+    {
+      auto scaled = amp::scale_loss(loss, opt);
+      scaled.backward();
+    }
+    opt.step();
+  };
+  for (int i = 0; i < 200; ++i) train_step(kInf);  // every gradient inf: every step skipped
+  BOOST_TEST(amp::state_dict().at("loss_scaler0.loss_scale").item<double>() == 1.0);
+  const std::vector<Tensor> masters = amp::master_params(opt);
+  BOOST_TEST_REQUIRE(masters.size() == 2u);
+  std::vector<std::vector<double>> before;
+  for (const Tensor& m : masters) before.push_back(amp_test::values(m));
+  for (int i = 0; i < 3; ++i) train_step(1.0);
+  // d(sum(w.x + b))/dw = x = 1 and /db = 1: three SGD steps of lr 0.5 move every master by -1.5.
+  for (size_t k = 0; k < masters.size(); ++k) {
+    const std::vector<double> after = amp_test::values(masters[k]);
+    for (size_t i = 0; i < after.size(); ++i) {
+      BOOST_TEST(after[i] - before[k][i] == -1.5, boost::test_tools::tolerance(1e-6));
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(a_floor_whose_reciprocal_overflows_fp32_is_named_as_too_small) {
+  LossScaler s(LossScale("dynamic"), 1e-300);
+  std::vector<std::string> warnings;
+  amp::ScopedWarningHandler capture([&](const std::string& m) { warnings.push_back(m); });
+  s.load(1e-300, 0);
+  exit_with_grad(s, kInf);
+  BOOST_TEST(s.loss_scale() == 1e-300);
   BOOST_TEST_REQUIRE(warnings.size() == 1u);
-  BOOST_TEST(warnings[0].find("set Overrides::min_loss_scale") != std::string::npos);
+  BOOST_TEST(warnings[0].find("Raise Overrides::min_loss_scale (now 1e-300) to at least "
+                              "1.1754943508222875e-38") != std::string::npos);
 }
 
 BOOST_AUTO_TEST_CASE(bad_arguments_raise) {

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "amp/amp.h"
@@ -235,6 +236,113 @@ BOOST_AUTO_TEST_CASE(the_chrome_trace_is_json_with_one_complete_event_per_event)
     found_user = found_user || e.at("name") == "quote \" and \\ backslash";
   }
   BOOST_TEST(found_user);
+}
+
+const pr::Event& event_named(const std::vector<pr::Event>& events, const std::string& name) {
+  for (const auto& e : events) {
+    if (e.name == name) return e;
+  }
+  BOOST_FAIL("no event named " << name);
+  return events.front();
+}
+
+BOOST_AUTO_TEST_CASE(a_scope_ended_out_of_order_is_recorded_and_leaves_the_stack_sound) {
+  pr::profile prof;
+  auto outer = std::make_unique<pr::record_function>("outer");
+  auto inner = std::make_unique<pr::record_function>("inner");
+  outer.reset();  // ends while "inner", opened inside it, is still open
+  std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  inner.reset();
+  { pr::record_function after("after"); }  // nothing is open any more
+  prof.stop();
+  const auto& events = prof.events();
+  BOOST_TEST_REQUIRE(events.size() == 3u);
+  const pr::Event& o = event_named(events, "outer");
+  const pr::Event& i = event_named(events, "inner");
+  const pr::Event& a = event_named(events, "after");
+  BOOST_TEST(o.depth == 0);
+  BOOST_TEST(i.depth == 1);
+  BOOST_TEST(a.depth == 0);
+  BOOST_TEST(o.self_ns == o.duration_ns);  // inner had not ended inside it
+  BOOST_TEST(i.self_ns == i.duration_ns);
+  BOOST_TEST(a.self_ns == a.duration_ns);
+  BOOST_TEST(i.duration_ns >= 2'000'000);
+}
+
+BOOST_AUTO_TEST_CASE(a_scope_ended_on_another_thread_keeps_the_thread_that_opened_it) {
+  pr::profile prof;
+  auto handed = std::make_unique<pr::record_function>("handed over");
+  std::thread other([&] {
+    handed.reset();
+    pr::record_function own("other thread");
+  });
+  other.join();
+  {
+    pr::record_function outer("main again");
+    pr::record_function inner("nested");
+  }
+  prof.stop();
+  const auto& events = prof.events();
+  BOOST_TEST_REQUIRE(events.size() == 4u);
+  const pr::Event& h = event_named(events, "handed over");
+  const pr::Event& o = event_named(events, "other thread");
+  const pr::Event& m = event_named(events, "main again");
+  const pr::Event& n = event_named(events, "nested");
+  BOOST_TEST(h.thread == m.thread);
+  BOOST_TEST(o.thread != m.thread);
+  BOOST_TEST(h.depth == 0);
+  BOOST_TEST(o.depth == 0);
+  BOOST_TEST(m.depth == 0);
+  BOOST_TEST(n.depth == 1);
+  BOOST_TEST(m.self_ns == m.duration_ns - n.duration_ns);
+}
+
+BOOST_AUTO_TEST_CASE(names_of_any_length_fit_the_table) {
+  const std::string name = std::string(1000, 'x') + "<end of a long name>";
+  pr::profile prof;
+  { pr::record_function r(name); }
+  prof.stop();
+  const std::string table = prof.table();
+  const size_t at = table.find(name);
+  BOOST_TEST_REQUIRE(at != std::string::npos);
+  // The row goes on to the count column after the whole name; every table line is as wide.
+  const size_t row_end = table.find('\n', at);
+  const size_t row_start = table.rfind('\n', at) + 1;
+  const std::string row_text = table.substr(row_start, row_end - row_start);
+  BOOST_TEST(row_text.find("user") == 0u);
+  BOOST_TEST(row_text.find("         1  ") != std::string::npos);
+  const size_t header_end = table.find('\n');
+  BOOST_TEST(row_text.size() == header_end);
+}
+
+BOOST_AUTO_TEST_CASE(names_that_are_not_utf8_give_valid_json_with_replacement_characters) {
+  const std::string fffd = "\xEF\xBF\xBD";  // U+FFFD in UTF-8
+  const std::vector<std::pair<std::string, std::string>> names = {
+      {"bad \xFF byte", "bad " + fffd + " byte"},
+      {"cut \xC3", "cut " + fffd},                                             // truncated sequence
+      {"surrogate \xED\xA0\x80", "surrogate " + fffd + fffd + fffd},           // U+D800
+      {"overlong \xC0\xAF", "overlong " + fffd + fffd},                        // '/' in two bytes
+      {"too high \xF4\x90\x80\x80", "too high " + fffd + fffd + fffd + fffd},  // U+110000
+      {"valid \xC3\xA9 \xE2\x9C\x93 \xF0\x9F\x98\x80",
+       "valid \xC3\xA9 \xE2\x9C\x93 \xF0\x9F\x98\x80"},
+      {"control \x01 tab \t", "control \x01 tab \t"},
+  };
+  pr::profile prof;
+  for (const auto& [raw, shown] : names) pr::record_function r(raw);
+  prof.stop();
+  const auto path = std::filesystem::temp_directory_path() / "ampcpp_profiler_utf8.json";
+  prof.export_chrome_trace(path.string());
+  std::ifstream in(path);
+  nlohmann::json trace;
+  BOOST_CHECK_NO_THROW(trace = nlohmann::json::parse(in));  // strict: rejects invalid UTF-8
+  std::filesystem::remove(path);
+  const auto& events = trace.at("traceEvents");
+  BOOST_TEST_REQUIRE(events.size() == names.size());
+  for (size_t i = 0; i < names.size(); ++i) {
+    BOOST_TEST(events[i].at("name").get<std::string>() == names[i].second, "name " << i);
+  }
+  // The events themselves keep the bytes they were given.
+  BOOST_TEST(prof.events()[0].name == names[0].first);
 }
 
 BOOST_AUTO_TEST_CASE(misuse_raises) {
