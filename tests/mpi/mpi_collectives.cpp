@@ -441,6 +441,33 @@ int run_destroy_in_flight() {
   return 0;
 }
 
+// destroy_process_group with a collective in flight that the peer never joins: rank 0 must
+// return within its drain timeout and the Work must raise on wait() instead of touching a
+// communicator that was left alone. Rank 0 then ends without MPI_Finalize (the launcher reports
+// it; ctest passes on rank 0's summary line), while rank 1 stays out of MPI until killed.
+int run_destroy_abandons() {
+  using Clock = std::chrono::steady_clock;
+  dist::init_process_group({.timeout_seconds = 1});
+  my_rank = dist::rank();
+  if (my_rank != 0) {
+    std::this_thread::sleep_for(std::chrono::seconds(30));  // mpirun ends it after rank 0 exits
+    return 0;
+  }
+  amp::Tensor t = amp::ones({8});
+  dist::Work work = dist::all_reduce(t, dist::ReduceOp::Sum, /*async_op=*/true);
+  const auto start = Clock::now();
+  dist::destroy_process_group();
+  const double waited = std::chrono::duration<double>(Clock::now() - start).count();
+  check(waited >= 0.9 && waited < 2.0,
+        "destroy_abandons: destroy must give up after its 1 s timeout, returned after " +
+            std::to_string(waited) + " s");
+  check(!dist::is_initialized(), "destroy_abandons: not initialised after destroy");
+  check_error([&] { work.wait(); },
+              {"all_reduce", "destroyed before this collective completed", "timeout_seconds = 1"},
+              "destroy_abandons: the abandoned Work's wait()");
+  return 0;
+}
+
 // Rank 1 dies (as a crash would end it) while rank 0 waits in an all_reduce with a long
 // timeout: the launcher must end rank 0 too, long before that timeout (ctest allows 20 s).
 int run_peer_dies() {
@@ -466,9 +493,11 @@ int main(int argc, char** argv) {
     run_peer_dies();
   } else if (scenario == "destroy_in_flight") {
     run_destroy_in_flight();
+  } else if (scenario == "destroy_abandons") {
+    run_destroy_abandons();
   } else {
-    std::cerr << "usage: mpi_collectives collectives|timeout|peer_dies|destroy_in_flight [world "
-                 "size]\n";
+    std::cerr << "usage: mpi_collectives "
+                 "collectives|timeout|peer_dies|destroy_in_flight|destroy_abandons [world size]\n";
     return 2;
   }
   std::cout << "[rank " << my_rank << "] " << scenario << ": " << checks - failures << " of "
