@@ -41,8 +41,10 @@ struct DistributedDataParallel::Reducer {
   std::vector<std::string> names;  // their names, "module." prefixed
   std::vector<int64_t> bucket_of;  // per parameter; -1 when it does not require grad
   std::vector<Bucket> buckets;
-  std::vector<bool> ready;   // per parameter, in this backward
-  bool sync = true;          // false inside no_sync()
+  std::vector<bool> ready;  // per parameter, in this backward
+  // Live NoSync guards: a count, not a saved flag, so that guards destroyed in any order leave
+  // synchronisation off exactly while one of them lives.
+  int64_t no_sync_guards = 0;
   bool in_backward = false;  // a hook ran in the current backward and queued finish()
   size_t next_bucket = 0;    // the next bucket to launch, in index order
   // Keeps the launched buckets' reductions moving while backward computes (declared last: its
@@ -65,7 +67,7 @@ struct DistributedDataParallel::Reducer {
   }
 
   void on_gradient(const std::shared_ptr<Reducer>& self, int64_t index) {
-    if (!sync) return;
+    if (no_sync_guards > 0) return;
     if (!in_backward) start_backward(self);
     AMP_CHECK(!ready[index], "DistributedDataParallel: parameter '", names[index],
               "' was marked ready twice in one backward; a parameter must receive its gradient "
@@ -218,6 +220,47 @@ void verify_same_model(const std::vector<Tensor>& params) {
   }
 }
 
+// The range of gradient_predivide_factor and of world_size / factor (DDPOptions). Factors in use
+// lie between 1 and world_size; 2^-16 and 2^16 leave ample room around them while rejecting what
+// breaks every gradient: inf (gradients / inf = 0, then 0 / (world_size / inf) = NaN), NaN, and
+// tiny factors such as 1e-300 (gradients / 1e-300 = inf).
+constexpr double kMinDivisor = 1.0 / 65536, kMaxDivisor = 65536;
+
+void check_predivide_factor(double factor, int world_size) {
+  AMP_CHECK(factor >= kMinDivisor && factor <= kMaxDivisor,
+            "DistributedDataParallel: expected gradient_predivide_factor in [2^-16, 2^16] (a "
+            "finite factor that neither overflows nor zeroes the gradients), got ",
+            factor);
+  const double after = world_size / factor;
+  AMP_CHECK(after >= kMinDivisor && after <= kMaxDivisor,
+            "DistributedDataParallel: expected world_size / gradient_predivide_factor in [2^-16, "
+            "2^16] (the division after the sum), got ",
+            world_size, " / ", factor, " = ", after);
+}
+
+// What the module's state_dict() reports in place of its own parameters and buffers (a state-dict
+// hook put it there: amp::initialize O2 reports each 16-bit parameter's Float32 master weight)
+// becomes rank 0's on every rank: broadcast, then loaded through load_state_dict(), whose hooks
+// put each value back where it came from (amp's reloads the masters). So DDP reaches the masters
+// without knowing their owner, and they stay exact Float32 values, never made from 16-bit ones.
+void broadcast_reported_state(Module& module) {
+  NoGradGuard no_grad;
+  std::map<std::string, Tensor> own;
+  for (auto& [name, p] : module.named_parameters()) own.emplace(name, p);
+  for (auto& [name, b] : module.named_buffers()) own.emplace(name, b);
+  StateDict reported;
+  for (const auto& [key, value] : module.state_dict()) {
+    auto it = own.find(key);
+    const bool is_own = it != own.end() && value.dtype() == it->second.dtype() &&
+                        value.data_ptr() == it->second.data_ptr();
+    if (is_own) continue;  // broadcast with the parameters and buffers
+    Tensor copy = value.detach().contiguous().clone();
+    dist::broadcast(copy, 0);
+    reported.emplace(key, copy);
+  }
+  if (!reported.empty()) module.load_state_dict(reported, /*strict=*/false);
+}
+
 void broadcast_from_rank0(const std::vector<Tensor>& tensors) {
   NoGradGuard no_grad;
   for (const Tensor& t : tensors) {
@@ -237,9 +280,7 @@ DistributedDataParallel::DistributedDataParallel(std::shared_ptr<Module> module,
   AMP_CHECK(module_ != nullptr, "DistributedDataParallel: expected a module, got null");
   AMP_CHECK(options_.bucket_cap_mb > 0, "DistributedDataParallel: expected bucket_cap_mb > 0, got ",
             options_.bucket_cap_mb);
-  AMP_CHECK(options_.gradient_predivide_factor > 0,
-            "DistributedDataParallel: expected gradient_predivide_factor > 0, got ",
-            options_.gradient_predivide_factor);
+  check_predivide_factor(options_.gradient_predivide_factor, dist::world_size());
   register_module("module", module_);
 
   auto reducer = std::make_shared<Reducer>();
@@ -256,6 +297,9 @@ DistributedDataParallel::DistributedDataParallel(std::shared_ptr<Module> module,
             "parameter that requires grad (there is nothing to average otherwise), got ",
             params.size(), " parameters, none requiring grad");
   verify_same_model(params);
+  // The reported state first: loading it also writes the parameters (rounded from the masters),
+  // and the parameters' own broadcast then leaves rank 0's exact 16-bit values.
+  broadcast_reported_state(*module_);
   broadcast_from_rank0(params);
   broadcast_from_rank0(buffers());
 
@@ -314,15 +358,15 @@ std::vector<std::vector<int64_t>> DistributedDataParallel::bucket_indices() cons
 DistributedDataParallel::NoSync DistributedDataParallel::no_sync() { return NoSync(reducer_); }
 
 DistributedDataParallel::NoSync::NoSync(std::shared_ptr<Reducer> reducer)
-    : reducer_(std::move(reducer)), previous_(reducer_->sync) {
-  reducer_->sync = false;
+    : reducer_(std::move(reducer)) {
+  ++reducer_->no_sync_guards;
 }
 
 DistributedDataParallel::NoSync::NoSync(NoSync&& other) noexcept
-    : reducer_(std::move(other.reducer_)), previous_(other.previous_) {}
+    : reducer_(std::move(other.reducer_)) {}
 
 DistributedDataParallel::NoSync::~NoSync() {
-  if (reducer_) reducer_->sync = previous_;
+  if (reducer_) --reducer_->no_sync_guards;
 }
 
 }  // namespace amp::nn::parallel

@@ -41,13 +41,17 @@ struct DDPOptions {
   /// once when copied back; otherwise each bucket is reduced in its gradients' dtype.
   bool allreduce_always_fp32 = false;
   /// Gradients are divided by this before the sum over ranks and by world_size / factor after
-  /// (apex's option, against overflow of large sums in Float16); > 0.
+  /// (apex's option, against overflow of large sums in Float16). Both this and world_size /
+  /// factor must lie in [2^-16, 2^16] (useful factors lie between 1 and world_size; inf, NaN
+  /// or 1e-300 would make every gradient NaN or inf).
   double gradient_predivide_factor = 1.0;
 };
 
 /// torch.nn.parallel.DistributedDataParallel on amp::distributed's process group: construction
-/// broadcasts rank 0's parameters and buffers (after checking that every rank's model has the same
-/// parameter shapes and dtypes); every backward through the wrapped module then leaves each
+/// gives every rank rank 0's parameters and buffers (after checking that every rank's model has
+/// the same parameter shapes and dtypes), and also rank 0's values of whatever the module's
+/// state_dict() reports in their place: after amp::initialize O2, the Float32 master weights
+/// (docs/distributed.md, "With amp"). Every backward through the wrapped module then leaves each
 /// gradient averaged over the ranks. The wrapped module is this module's child "module", so
 /// parameters(), state_dict() and train()/eval() reach it (names gain the prefix "module.").
 /// Wrap after amp::initialize (amp::initialize rejects a DistributedDataParallel).
@@ -69,10 +73,11 @@ class DistributedDataParallel : public Module {
   std::vector<std::vector<int64_t>> bucket_indices() const;
 
   /// While alive, backward does not all-reduce: gradients accumulate locally, and the first
-  /// backward after it reduces the accumulated sums (torch's no_sync()).
+  /// backward after it reduces the accumulated sums (torch's no_sync()). Guards nest and may be
+  /// destroyed in any order: synchronisation resumes when the last live one is destroyed.
   class NoSync {
    public:
-    ~NoSync();  ///< restores synchronisation as it was when no_sync() was called
+    ~NoSync();  ///< resumes synchronisation when no other guard of this wrapper is alive
     NoSync(NoSync&& other) noexcept;  ///< takes over other's restore
     NoSync(const NoSync&) = delete;
     NoSync& operator=(const NoSync&) = delete;
@@ -82,7 +87,6 @@ class DistributedDataParallel : public Module {
     friend class DistributedDataParallel;
     explicit NoSync(std::shared_ptr<Reducer> reducer);
     std::shared_ptr<Reducer> reducer_;  // null once moved from
-    bool previous_ = true;
   };
   /// The guard for gradient accumulation without communication; keep it in a named variable.
   [[nodiscard]] NoSync no_sync();

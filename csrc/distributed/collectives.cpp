@@ -51,6 +51,14 @@ void check_list_size(const char* op, const char* what, size_t got, int size) {
             " to hold world_size() = ", size, " tensors, got ", got);
 }
 
+// First of all (before the group is looked at): an enum value outside Sum, Avg, Max, as a cast
+// from an integer makes, would otherwise reach the transport and be reduced as a Sum.
+void check_reduce_op_value(const char* op, ReduceOp reduce) {
+  const auto value = static_cast<int64_t>(reduce);
+  AMP_CHECK(reduce == ReduceOp::Sum || reduce == ReduceOp::Avg || reduce == ReduceOp::Max, op,
+            ": expected ReduceOp::Sum, ReduceOp::Avg or ReduceOp::Max, got ReduceOp(", value, ")");
+}
+
 void check_reduce_op(const char* op, ReduceOp reduce, DType dtype) {
   AMP_CHECK(reduce != ReduceOp::Avg || is_floating_point(dtype), op,
             ": expected a floating-point tensor for ReduceOp::Avg, got ", dtype_name(dtype));
@@ -219,6 +227,7 @@ void barrier() {
 
 Work all_reduce(Tensor& tensor, ReduceOp reduce, bool async_op) {
   constexpr const char* op = "all_reduce";
+  check_reduce_op_value(op, reduce);
   detail::require_usable(op);
   check_tensor(op, "tensor", tensor, true);
   check_reduce_op(op, reduce, tensor.dtype());
@@ -320,6 +329,7 @@ Work all_gather(std::vector<Tensor>& outputs, const Tensor& input, bool async_op
 Work reduce_scatter(Tensor& output, const std::vector<Tensor>& inputs, ReduceOp reduce,
                     bool async_op) {
   constexpr const char* op = "reduce_scatter";
+  check_reduce_op_value(op, reduce);
   detail::require_usable(op);
   check_tensor(op, "output", output, true);
   check_reduce_op(op, reduce, output.dtype());

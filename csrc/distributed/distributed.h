@@ -41,8 +41,10 @@ enum class ReduceOp {
 
 /// Options of init_process_group.
 struct InitOptions {
-  std::string backend = "mpi";   ///< "mpi" (CPU tensors) or "nccl" (CUDA tensors, and CPU over MPI)
-  double timeout_seconds = 300;  ///< per collective, from its launch; > 0
+  std::string backend = "mpi";  ///< "mpi" (CPU tensors) or "nccl" (CUDA tensors, and CPU over MPI)
+  /// Per collective, from its launch; in [0.001, 31536000] (1 ms to 365 days), else
+  /// init_process_group raises amp::Error naming the option and the range.
+  double timeout_seconds = 300;
   /// Before each collective, one small all-reduce checks that every rank called the same
   /// collective with the same shape, dtype and arguments, so a mismatch raises amp::Error on
   /// every rank (MPI leaves it undefined: wrong results, a crash or a hang). Costs one latency.
@@ -63,8 +65,11 @@ int rank();             ///< 0 before init_process_group
 int world_size();       ///< 1 before init_process_group
 void barrier();         ///< with the timeout, as a collective
 /// Leaves the group (and finalises MPI when init_process_group initialised it). Collectives
-/// after this throw until the next init_process_group; MPI itself can be initialised only once
-/// per process.
+/// still in flight (asynchronous ones not waited for, their Work kept or dropped) are waited for
+/// first, up to timeout_seconds, so that their results arrive and the communicator is never freed
+/// under them; one a peer never joins is abandoned (its Work's wait() raises amp::Error) and the
+/// communicator is then left alone. Collectives after this throw until the next
+/// init_process_group; MPI itself can be initialised only once per process.
 void destroy_process_group();
 
 /// Whether this build has the backend ("mpi", "nccl").
@@ -76,6 +81,7 @@ struct WorkState;
 
 /// The handle of a collective. Synchronous calls return one already completed; an asynchronous
 /// call's results are in its tensors only after wait() returns (or is_completed() says true).
+/// Dropping it early is safe: the process group keeps the collective until it completes.
 class Work {
  public:
   Work() = default;  ///< completed
@@ -92,7 +98,7 @@ class Work {
 
 /// In place: every rank ends with the reduction of all ranks' `tensor`. Float16 and BFloat16 are
 /// reduced in Float32 and rounded once at the end; Avg divides the sum by world_size() (floating
-/// point only).
+/// point only). A ReduceOp value other than Sum, Avg or Max raises amp::Error.
 Work all_reduce(Tensor& tensor, ReduceOp op = ReduceOp::Sum, bool async_op = false);
 /// Every rank ends with rank `src`'s `tensor`.
 Work broadcast(Tensor& tensor, int src, bool async_op = false);

@@ -62,7 +62,9 @@ MPI_Datatype mpi_type(WireType type) {
 }
 
 MPI_Op mpi_op(ReduceOp op) {
-  AMP_ASSERT(op != ReduceOp::Avg, "Avg is reduced as Sum and divided by the caller");
+  AMP_ASSERT(op == ReduceOp::Sum || op == ReduceOp::Max,
+             "Avg is reduced as Sum and divided by the caller; other values are rejected by the "
+             "collectives' argument checks");
   return op == ReduceOp::Max ? MPI_MAX : MPI_SUM;
 }
 

@@ -1,6 +1,8 @@
 // amp::distributed's process group: joining, leaving, rank and size
 // (csrc/distributed/distributed.h).
 #include <cstdlib>
+#include <functional>
+#include <string>
 #include <thread>
 
 #include "csrc/core/cuda_backend.h"
@@ -79,8 +81,7 @@ void init_process_group(const InitOptions& options) {
               ": expected no process group, got one already initialised (call "
               "destroy_process_group first)");
   }
-  AMP_CHECK(options.timeout_seconds > 0, op, ": expected timeout_seconds > 0, got ",
-            options.timeout_seconds);
+  detail::check_timeout_seconds(op, options.timeout_seconds);
   AMP_CHECK(options.backend == "mpi" || options.backend == "nccl", op,
             ": expected backend \"mpi\" or \"nccl\", got \"", options.backend, "\"");
   const bool nccl = options.backend == "nccl";
@@ -121,28 +122,45 @@ int world_size() {
   return g.initialized ? g.size : 1;
 }
 
-// After a timeout the abandoned collectives get one more timeout to complete: when the stalled
-// peer caught up, the group leaves cleanly; otherwise the communicator is left alone and MPI is
-// not finalised (either could wait forever), and the launcher reports this rank as having ended
-// without MPI_Finalize.
+// Collectives still in flight (asynchronous ones not waited for, or whose Work was dropped) are
+// waited for first: freeing the communicator under a pending MPI request is undefined (Open MPI
+// crashes). They and the collectives abandoned after a timeout get one more timeout to complete:
+// when every peer joined them, the group leaves cleanly; otherwise the communicator is left alone
+// and MPI is not finalised (either could wait forever), the Works left behind raise on wait(),
+// and the launcher reports this rank as having ended without MPI_Finalize.
 void destroy_process_group() {
+  constexpr const char* op = "destroy_process_group";
   detail::GroupState& g = detail::group();
   std::vector<std::shared_ptr<detail::WorkState>> abandoned;
+  std::vector<std::shared_ptr<detail::WorkState>> in_flight;
   {
     std::lock_guard<std::mutex> lock(g.mutex);
-    AMP_CHECK(g.initialized,
-              "destroy_process_group: expected an initialised process group, "
-              "got none");
+    AMP_CHECK(g.initialized, op, ": expected an initialised process group, got none");
     abandoned.swap(g.abandoned);
+    in_flight.swap(g.in_flight);
+    g.last_launched.reset();
   }
-  const auto deadline =
-      detail::Clock::now() + std::chrono::duration_cast<detail::Clock::duration>(
-                                 std::chrono::duration<double>(g.options.timeout_seconds));
+  const auto deadline = detail::Clock::now() + detail::timeout_duration(g.options.timeout_seconds);
   bool clean = true;
-  for (const auto& work : abandoned) {
-    while (!detail::advance_abandoned(*work) && clean) {
+  const auto drain = [&](const std::function<bool()>& completed) {
+    while (clean && !completed()) {
       if (detail::Clock::now() >= deadline) clean = false;
       std::this_thread::sleep_for(std::chrono::microseconds(100));
+    }
+  };
+  for (const auto& work : in_flight) drain([&work] { return detail::settle(*work); });
+  for (const auto& work : abandoned) drain([&work] { return detail::advance_abandoned(*work); });
+  if (!clean) {
+    const std::string why = amp::detail::concat(
+        ": the process group was destroyed before this collective completed (a peer did not "
+        "join it within timeout_seconds = ",
+        g.options.timeout_seconds, " s)");
+    for (const auto& work : in_flight) {
+      std::lock_guard<std::mutex> lock(work->mutex);
+      if (work->done) continue;
+      work->done = true;
+      work->error = std::string(work->op) + why;
+      abandoned.push_back(work);
     }
   }
   detail::nccl_leave(clean);

@@ -2,11 +2,24 @@
 // (csrc/distributed/work.h).
 #include "csrc/distributed/work.h"
 
+#include <cmath>
 #include <thread>
 
 #include "csrc/core/macros.h"
 
 namespace amp::distributed::detail {
+
+void check_timeout_seconds(const char* op, double seconds) {
+  AMP_CHECK(seconds >= kMinTimeoutSeconds && seconds <= kMaxTimeoutSeconds, op,
+            ": expected timeout_seconds in [", kMinTimeoutSeconds, ", ", kMaxTimeoutSeconds,
+            "] (1 ms to 365 days), got ", seconds);
+}
+
+Clock::duration timeout_duration(double seconds) {
+  AMP_ASSERT(std::isfinite(seconds) && seconds <= kMaxTimeoutSeconds, "timeout ", seconds,
+             " s checked by init_process_group");
+  return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+}
 
 namespace {
 
@@ -24,6 +37,10 @@ bool advance(WorkState& work) {
     }
     work.finish();
     work.done = true;
+    // The stages hold the tensors and staging buffers; a completed work may stay referenced (by
+    // the group until its next launch, by a Work the caller keeps) and should not hold them.
+    work.stages.clear();
+    work.finish = nullptr;
     return true;
   }
 }
@@ -63,6 +80,18 @@ bool poll(const std::shared_ptr<WorkState>& work) {
 
 }  // namespace
 
+bool settle(WorkState& work) {
+  std::lock_guard<std::mutex> lock(work.mutex);
+  if (work.done) return true;
+  try {
+    return advance(work);
+  } catch (const Error& e) {
+    work.done = true;
+    work.error = e.what();
+    return true;
+  }
+}
+
 bool advance_abandoned(WorkState& work) {
   std::lock_guard<std::mutex> lock(work.mutex);
   try {
@@ -79,6 +108,11 @@ Work launch(std::shared_ptr<WorkState> work, bool async_op) {
     std::lock_guard<std::mutex> lock(g.mutex);
     previous = g.last_launched.lock();
     g.last_launched = work;
+    std::erase_if(g.in_flight, [](const std::shared_ptr<WorkState>& w) {
+      std::lock_guard<std::mutex> work_lock(w->mutex);
+      return w->done;
+    });
+    g.in_flight.push_back(work);
   }
   if (previous) {
     // Its remaining stages but the last are short (the consistency check): this waits a latency.
@@ -88,8 +122,7 @@ Work launch(std::shared_ptr<WorkState> work, bool async_op) {
     };
     while (!at_last_stage() && !poll(previous)) std::this_thread::yield();
   }
-  work->deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                      std::chrono::duration<double>(g.options.timeout_seconds));
+  work->deadline = Clock::now() + timeout_duration(g.options.timeout_seconds);
   poll(work);  // starts the first stage now, so the transfer runs while the caller works
   Work handle(std::move(work));
   if (!async_op) handle.wait();

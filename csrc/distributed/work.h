@@ -5,6 +5,8 @@
 // stage starts when the previous one has completed (the consistency check, then the data);
 // `finish` runs once after the last (copying results out of staging buffers). Every wait polls
 // against the deadline fixed at launch, so no call blocks for longer than the timeout.
+//
+// Lock order: GroupState::mutex before a WorkState::mutex, never the other way round.
 #pragma once
 
 #include <chrono>
@@ -20,6 +22,17 @@
 namespace amp::distributed::detail {
 
 using Clock = std::chrono::steady_clock;
+
+// The range of InitOptions::timeout_seconds. Below a millisecond a collective times out before
+// its peers can answer; above a year the deadline (launch + timeout, in the clock's int64
+// nanoseconds) would come near overflowing, and inf or NaN would convert to nonsense.
+constexpr double kMinTimeoutSeconds = 1e-3;
+constexpr double kMaxTimeoutSeconds = 365.0 * 24 * 3600;
+
+// amp::Error naming `op` and the allowed range unless `seconds` lies in it (NaN does not).
+void check_timeout_seconds(const char* op, double seconds);
+// `seconds` (checked by check_timeout_seconds) as the clock's duration.
+Clock::duration timeout_duration(double seconds);
 
 struct WorkState {
   const char* op = "";
@@ -41,6 +54,10 @@ struct GroupState {
   std::string failure;  // why the group is unusable (a timeout), empty while it is usable
   // Collectives that timed out: their buffers must live as long as MPI may still write them.
   std::vector<std::shared_ptr<WorkState>> abandoned;
+  // Collectives launched and not yet seen completed: the group holds them so that their buffers
+  // outlive MPI's use of them even when the caller dropped the Work, and destroy_process_group
+  // waits for them before it frees the communicator.
+  std::vector<std::shared_ptr<WorkState>> in_flight;
   // The collective launched last (see launch in work.cpp).
   std::weak_ptr<WorkState> last_launched;
   std::mutex mutex;
@@ -60,5 +77,8 @@ Work launch(std::shared_ptr<WorkState> work, bool async_op);
 
 // Moves an abandoned work on, ignoring its deadline; true once it completed (or failed).
 bool advance_abandoned(WorkState& work);
+// Moves a work in flight on, ignoring its deadline; true once it completed or failed (the
+// failure is recorded for its wait()). A work that was abandoned counts as done here.
+bool settle(WorkState& work);
 
 }  // namespace amp::distributed::detail

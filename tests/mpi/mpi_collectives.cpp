@@ -10,6 +10,10 @@
 //                                 both leave cleanly once rank 1 caught up
 //   mpi_collectives peer_dies     rank 1 exits during the job: mpirun must end rank 0, which
 //                                 waits in an all_reduce, and fail the job naming rank 1
+//   mpi_collectives destroy_in_flight  destroy_process_group with asynchronous collectives in
+//                                 flight (one waited for later, one whose Work was dropped) and
+//                                 the peer joining them late: destroy must wait for them, and
+//                                 their results must be complete afterwards
 //
 // Each rank prints one line per failed check ("[rank r] FAIL ...") and a summary, and exits
 // non-zero when a check failed; mpirun then exits non-zero too.
@@ -18,6 +22,7 @@
 #include <cstdlib>
 #include <functional>
 #include <iostream>
+#include <limits>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -235,6 +240,17 @@ void test_bad_input(int size) {
               "reduce_scatter with an input of another dtype");
   check_error([&] { dist::reduce_scatter(t, one); }, {"reduce_scatter", "got 1"},
               "reduce_scatter with too few inputs");
+  // A value outside the enum (a cast from an integer) used to be reduced as a Sum.
+  amp::Tensor summed = amp::ones({3});
+  check_error([&] { dist::all_reduce(summed, static_cast<dist::ReduceOp>(3)); },
+              {"all_reduce", "ReduceOp::Sum, ReduceOp::Avg or ReduceOp::Max", "got ReduceOp(3)"},
+              "all_reduce with a ReduceOp outside the enum");
+  check(summed.to_vector<double>() == std::vector<double>{1, 1, 1},
+        "a rejected all_reduce leaves its tensor alone");
+  std::vector<amp::Tensor> two{amp::zeros({3}), amp::zeros({3})};
+  check_error([&] { dist::reduce_scatter(t, two, static_cast<dist::ReduceOp>(-1)); },
+              {"reduce_scatter", "got ReduceOp(-1)"},
+              "reduce_scatter with a ReduceOp outside the enum");
 }
 
 // Different arguments on different ranks: the consistency check raises on every rank, and the
@@ -285,8 +301,12 @@ void test_before_init_and_options() {
   }
   check_error([&] { dist::init_process_group({.backend = "gloo"}); }, {"\"gloo\""},
               "init with an unknown backend");
-  check_error([&] { dist::init_process_group({.timeout_seconds = 0}); }, {"timeout_seconds > 0"},
-              "init with a zero timeout");
+  for (double seconds : {0.0, 1e-300, 1e10, std::numeric_limits<double>::infinity(),
+                         std::numeric_limits<double>::quiet_NaN()}) {
+    check_error([&] { dist::init_process_group({.timeout_seconds = seconds}); },
+                {"init_process_group", "timeout_seconds in [0.001, 3.1536e+07]"},
+                "init with timeout_seconds " + (std::ostringstream() << seconds).str());
+  }
 }
 
 int run_collectives(int expected_size) {
@@ -376,6 +396,78 @@ int run_timeout() {
   return 0;
 }
 
+// destroy_process_group while collectives are in flight on rank 0 and rank 1 has not even launched
+// them yet: freeing the communicator under a pending MPI request crashed inside Open MPI (at
+// wait() or at exit). destroy must wait for both, the one rank 0 keeps a Work for and the one
+// whose Work it dropped, and their tensors must hold the sums afterwards.
+int run_destroy_in_flight() {
+  using Clock = std::chrono::steady_clock;
+  dist::init_process_group({.timeout_seconds = 30});
+  my_rank = dist::rank();
+  const int size = dist::world_size();
+  constexpr int64_t n = 1 << 16;
+  const std::vector<double> sum =
+      reduce_over_ranks(size, n, amp::DType::Float32, dist::ReduceOp::Sum);
+  const std::vector<double> sum_of_second =
+      reduce_over_ranks(size, n, amp::DType::Float32, dist::ReduceOp::Sum, 1);
+  amp::Tensor kept = tensor_of(values(my_rank, n, amp::DType::Float32), {n}, amp::DType::Float32);
+  amp::Tensor dropped =
+      tensor_of(values(my_rank, n, amp::DType::Float32, 1), {n}, amp::DType::Float32);
+  const auto start = Clock::now();
+  if (my_rank != 0) std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  dist::Work work = dist::all_reduce(kept, dist::ReduceOp::Sum, /*async_op=*/true);
+  dist::all_reduce(dropped, dist::ReduceOp::Sum, /*async_op=*/true);  // its Work is dropped
+  dist::destroy_process_group();
+  const double waited = std::chrono::duration<double>(Clock::now() - start).count();
+  check(!dist::is_initialized(), "destroy_in_flight: not initialised after destroy");
+  if (my_rank == 0) {
+    check(waited >= 0.4,
+          "destroy_in_flight: rank 0's destroy must wait for its peer, returned after " +
+              std::to_string(waited) + " s");
+  }
+  check(work.is_completed(), "destroy_in_flight: the kept Work is complete after destroy");
+  check(error_of([&] { work.wait(); }).empty(),
+        "destroy_in_flight: wait() after destroy returns without an error");
+  // Compared element by element, reporting the first difference (the tensors are long).
+  const auto check_sum = [](const amp::Tensor& got, const std::vector<double>& want,
+                            const std::string& what) {
+    const std::vector<double> g = got.to_vector<double>();
+    size_t i = 0;
+    while (i < g.size() && g[i] == want[i]) ++i;
+    check(i == g.size(), what + ": element " + std::to_string(i) + " differs from the sum");
+  };
+  check_sum(kept, sum, "destroy_in_flight: the kept all_reduce");
+  check_sum(dropped, sum_of_second, "destroy_in_flight: the all_reduce whose Work was dropped");
+  return 0;
+}
+
+// destroy_process_group with a collective in flight that the peer never joins: rank 0 must
+// return within its drain timeout and the Work must raise on wait() instead of touching a
+// communicator that was left alone. Rank 0 then ends without MPI_Finalize (the launcher reports
+// it; ctest passes on rank 0's summary line), while rank 1 stays out of MPI until killed.
+int run_destroy_abandons() {
+  using Clock = std::chrono::steady_clock;
+  dist::init_process_group({.timeout_seconds = 1});
+  my_rank = dist::rank();
+  if (my_rank != 0) {
+    std::this_thread::sleep_for(std::chrono::seconds(30));  // mpirun ends it after rank 0 exits
+    return 0;
+  }
+  amp::Tensor t = amp::ones({8});
+  dist::Work work = dist::all_reduce(t, dist::ReduceOp::Sum, /*async_op=*/true);
+  const auto start = Clock::now();
+  dist::destroy_process_group();
+  const double waited = std::chrono::duration<double>(Clock::now() - start).count();
+  check(waited >= 0.9 && waited < 2.0,
+        "destroy_abandons: destroy must give up after its 1 s timeout, returned after " +
+            std::to_string(waited) + " s");
+  check(!dist::is_initialized(), "destroy_abandons: not initialised after destroy");
+  check_error([&] { work.wait(); },
+              {"all_reduce", "destroyed before this collective completed", "timeout_seconds = 1"},
+              "destroy_abandons: the abandoned Work's wait()");
+  return 0;
+}
+
 // Rank 1 dies (as a crash would end it) while rank 0 waits in an all_reduce with a long
 // timeout: the launcher must end rank 0 too, long before that timeout (ctest allows 20 s).
 int run_peer_dies() {
@@ -399,8 +491,13 @@ int main(int argc, char** argv) {
     run_timeout();
   } else if (scenario == "peer_dies") {
     run_peer_dies();
+  } else if (scenario == "destroy_in_flight") {
+    run_destroy_in_flight();
+  } else if (scenario == "destroy_abandons") {
+    run_destroy_abandons();
   } else {
-    std::cerr << "usage: mpi_collectives collectives|timeout|peer_dies [world size]\n";
+    std::cerr << "usage: mpi_collectives "
+                 "collectives|timeout|peer_dies|destroy_in_flight|destroy_abandons [world size]\n";
     return 2;
   }
   std::cout << "[rank " << my_rank << "] " << scenario << ": " << checks - failures << " of "

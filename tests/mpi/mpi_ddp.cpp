@@ -6,8 +6,13 @@
 //                     one process on the whole batch (mean loss); ranks bit-identical
 //   mpi_ddp bf16_autocast, apex_o2   the same under bf16 autocast and after amp::initialize O2
 //                     (fp16 model, fp32 masters, scale_loss), within tolerances of the dtype
+//   mpi_ddp amp_per_rank_init  amp::initialize O2 and O3 (Float16, BFloat16) on each rank's own
+//                     initial weights, then the wrap: rank 0's model and fp32 masters on every
+//                     rank, bit-identical after every SGD-momentum step, and equal to one process
+//                     on the whole batch within the dtype's tolerance
 //   mpi_ddp no_sync   two micro-batches accumulated under no_sync() then a synchronised one, 3
-//                     steps, against the same reference; grads inside no_sync stay local
+//                     steps, against the same reference; grads inside no_sync stay local; two
+//                     guards destroyed out of order
 //   mpi_ddp grad_scaler  GradScaler with an inf injected on rank 1 only: every rank skips that step
 //   mpi_ddp fp16_grad_scaler  the same under fp16 autocast, within fp16's tolerance
 //   mpi_ddp unused    find_unused_parameters true (unused everywhere, unused on one rank) and false
@@ -151,10 +156,10 @@ constexpr double kLr = 0.5;
 struct Recipe {
   std::string name;
   Tolerance tol;
-  // Whether each rank starts from its own initial weights, so that DDP's broadcast matters. O2
-  // makes the fp32 masters at amp::initialize, before wrapping, from each rank's own weights, and
-  // the broadcast reaches the 16-bit model only: under O2 every rank starts from rank 0's weights
-  // (docs/distributed.md, "DistributedDataParallel").
+  // Whether each rank starts from its own initial weights, so that DDP's broadcast matters.
+  // apex_o2 starts every rank from rank 0's weights, so that its check of the construction can
+  // compare with the fp32 weights as the others do; amp_per_rank_init covers O2 and O3 from
+  // weights that differ per rank.
   bool per_rank_init = true;
   // On the bare model and its optimizer before DDP wraps the model (amp::initialize).
   std::function<void(amp::nn::Module&, amp::optimizers::Optimizer&)> prepare =
@@ -277,6 +282,143 @@ void test_train(int rank, int size, const Recipe& recipe) {
     std::cout << name << ": max |DDP - single process| = " << max_abs_diff(got, want)
               << ", half batch alone differs by " << alone_diff << std::endl;
   }
+}
+
+// amp::initialize, then the wrap, each rank from its own initial weights (apex's documented
+// order). amp makes the fp32 masters at initialize from each rank's own weights; the wrap must
+// give every rank rank 0's masters as well as its 16-bit model, else each rank's step() writes its
+// own masters back and the ranks train different models (issue 29 item 1). The masters must be
+// rank 0's exact fp32 initial weights, never values rounded through 16 bits.
+struct AmpCase {
+  std::string level;  // "O2" (fp32 masters) or "O3" (none)
+  DType dtype;        // the model's 16-bit dtype
+  Tolerance tol;
+  std::string name() const { return "amp_per_rank_init " + level + " " + amp::dtype_name(dtype); }
+};
+
+constexpr int kMomentumSteps = 4;
+constexpr double kMomentumLr = 0.1, kMomentum = 0.9;
+
+// Static loss scale 128 (a power of two: scaling and unscaling are exact) for both dtypes, so
+// that no step is skipped on either side (a dynamic scale starts at 2^16 and would skip steps
+// depending on each half batch's largest gradient).
+void amp_case_prepare(const AmpCase& c, amp::nn::Module& model, amp::optimizers::Optimizer& opt) {
+  amp::Overrides overrides;
+  overrides.loss_scale = amp::LossScale(128.0);
+  overrides.verbosity = 0;
+  overrides.low_precision_dtype = c.dtype;
+  amp::initialize(model, opt, c.level, overrides);
+}
+
+void amp_case_step(amp::nn::Module& model, amp::optimizers::Optimizer& opt, const Batch& b) {
+  opt.zero_grad();
+  Tensor loss = mse(model(b.x), b.y);
+  {
+    auto scaled = amp::scale_loss(loss, opt);
+    scaled.backward();
+  }
+  opt.step();
+}
+
+// `c`'s steps of rank 0's initial model (seed 100) on rows [start, start + n) of each step's
+// batch, in one process; the weights the optimizer updated (the masters under O2).
+std::vector<Tensor> amp_case_alone(const AmpCase& c, const std::function<Batch(int)>& batch_of_step,
+                                   int64_t start, int64_t n) {
+  auto model = mlp(100);
+  amp::optimizers::SGD opt(model->parameters(), {.lr = kMomentumLr, .momentum = kMomentum});
+  amp_case_prepare(c, *model, opt);
+  for (int step = 0; step < kMomentumSteps; ++step) {
+    amp_case_step(*model, opt, batch_of_step(step).rows(start, n));
+  }
+  return values_of(amp::master_params(opt));
+}
+
+void test_amp_case(int rank, int size, const AmpCase& c) {
+  const std::string name = c.name();
+  auto batch_of_step = [size](int step) { return batch_of(size * kB, 7000 + step); };
+  const std::vector<Tensor> want = amp_case_alone(c, batch_of_step, 0, size * kB);
+
+  auto model = mlp(100 + rank);  // each rank its own initial weights
+  amp::optimizers::SGD opt(model->parameters(), {.lr = kMomentumLr, .momentum = kMomentum});
+  amp_case_prepare(c, *model, opt);
+  DistributedDataParallel ddp(model);
+
+  // After the wrap: rank 0's 16-bit model, and under O2 rank 0's exact fp32 initial weights as
+  // the masters (rounding them through 16 bits would lose bits the fp32 values have).
+  const std::vector<Tensor> rank0_fp32 = values_of(mlp(100)->parameters());
+  std::vector<Tensor> rank0_cast;
+  for (const Tensor& w : rank0_fp32) rank0_cast.push_back(w.to(c.dtype));
+  check(max_abs_diff(values_of(ddp.parameters()), rank0_cast) == 0,
+        name + ": the wrap must leave rank 0's 16-bit initial weights on every rank");
+  const std::vector<Tensor> masters = values_of(amp::master_params(opt));
+  if (c.level == "O2") {
+    check(masters.size() == rank0_fp32.size() && masters[0].dtype() == DType::Float32,
+          name + ": O2 must have a Float32 master per parameter");
+    check(
+        max_abs_diff(masters, rank0_fp32) == 0,
+        name + ": the wrap must leave rank 0's exact fp32 initial weights as every rank's masters");
+  }
+  for (int step = 0; step < kMomentumSteps; ++step) {
+    amp_case_step(ddp, opt, batch_of_step(step).rows(rank * kB, kB));
+    const std::string after = name + ": after step " + std::to_string(step) + ", ";
+    check(same_on_every_rank(values_of(ddp.parameters())),
+          after + "the model's parameters must be bit-identical on every rank");
+    check(same_on_every_rank(values_of(amp::master_params(opt))),
+          after + "the masters must be bit-identical on every rank");
+  }
+  const std::vector<Tensor> got = values_of(amp::master_params(opt));
+  std::ostringstream what;
+  what << name << ": DDP's weights must equal the single-process ones within " << c.tol.abs << " + "
+       << c.tol.rel << "|ref|; max |diff| " << max_abs_diff(got, want);
+  check(max_violation(got, want, c.tol) == 0, what.str());
+  // The comparison can fail: this rank's half batch alone lands far outside the tolerance.
+  const std::vector<Tensor> alone = amp_case_alone(c, batch_of_step, rank * kB, kB);
+  check(max_violation(alone, want, {10 * c.tol.abs, 10 * c.tol.rel}) > 0,
+        name + ": one half batch alone must differ from the reference by over 10x the tolerance");
+  if (rank == 0) {
+    std::cout << name << ": max |DDP - single process| = " << max_abs_diff(got, want)
+              << ", half batch alone differs by " << max_abs_diff(alone, want) << std::endl;
+  }
+}
+
+// SGD with momentum 0.9 at lr 0.1 over 4 steps weighs the gradients' differences by
+// 1 + 1.9 + 2.71 + 3.44 = 9.05 times lr = 0.9, less than the 3 steps at lr 0.5 (1.5) that
+// kFp16Tol and kBf16Tol were derived for, so they hold; O3 updates the 16-bit weights themselves,
+// whose rounding (2^-11 or 2^-8 relative, one ulp apart at most between the runs) the relative
+// part of each tolerance covers.
+void test_amp_per_rank_init(int rank, int size) {
+  for (const AmpCase& c :
+       {AmpCase{"O2", DType::Float16, kFp16Tol}, AmpCase{"O2", DType::BFloat16, kBf16Tol},
+        AmpCase{"O3", DType::Float16, kFp16Tol}, AmpCase{"O3", DType::BFloat16, kBf16Tol}}) {
+    test_amp_case(rank, size, c);
+  }
+}
+
+// Two no_sync guards destroyed in the order they were made (not the reverse): synchronisation
+// stays off while the second lives and resumes once both are gone. Each guard used to restore
+// the flag it saved, so the first one's destruction switched synchronisation back on under the
+// second, and the second's switched it off for good.
+void test_no_sync_out_of_order(int rank, int size) {
+  const Batch shard = batch_of(size * kB, 8000).rows(rank * kB, kB);
+  auto model = mlp(100);
+  DistributedDataParallel ddp(model);
+  auto local = mlp(100);  // the same weights, no DDP: what a local backward gives
+  (mse((*local)(shard.x), shard.y)).backward();
+  std::optional<DistributedDataParallel::NoSync> first, second;
+  first.emplace(ddp.no_sync());
+  second.emplace(ddp.no_sync());
+  first.reset();
+  ddp.zero_grad();
+  mse(ddp(shard.x), shard.y).backward();
+  check(max_abs_diff(grads_of(ddp.parameters()), grads_of(local->parameters())) == 0,
+        "no_sync out of order: with the second guard alive, gradients must stay local");
+  second.reset();
+  ddp.zero_grad();
+  mse(ddp(shard.x), shard.y).backward();
+  check(same_on_every_rank(grads_of(ddp.parameters())),
+        "no_sync out of order: with both guards gone, gradients must be averaged again");
+  check(max_abs_diff(grads_of(ddp.parameters()), grads_of(local->parameters())) > 0,
+        "no_sync out of order: the averaged gradients must differ from this rank's local ones");
 }
 
 void test_no_sync(int rank, int size) {
@@ -595,8 +737,24 @@ void test_options(int rank, int size) {
               "options: a null module");
   check_error([] { DistributedDataParallel ddp(mlp(1), {.bucket_cap_mb = 0}); },
               {"bucket_cap_mb > 0", "got 0"}, "options: bucket_cap_mb 0");
-  check_error([] { DistributedDataParallel ddp(mlp(1), {.gradient_predivide_factor = -1}); },
-              {"gradient_predivide_factor > 0", "got -1"}, "options: a negative predivide factor");
+  // The predivide factor and world_size / factor must lie in [2^-16, 2^16]: inf, NaN or 1e-300
+  // passed a "> 0" check and made every gradient NaN or inf.
+  const double inf = std::numeric_limits<double>::infinity();
+  for (double factor : {-1.0, 0.0, 1e-300, inf, std::numeric_limits<double>::quiet_NaN(), 1e6}) {
+    check_error(
+        [factor] { DistributedDataParallel ddp(mlp(1), {.gradient_predivide_factor = factor}); },
+        {"gradient_predivide_factor in [2^-16, 2^16]"},
+        "options: predivide factor " + (std::ostringstream() << factor).str());
+  }
+  check_error(
+      [] {  // 2^-16 itself is in range; world_size (2) / 2^-16 = 2^17 is not
+        DistributedDataParallel ddp(mlp(1), {.gradient_predivide_factor = 1.0 / 65536});
+      },
+      {"world_size / gradient_predivide_factor in [2^-16, 2^16]"},
+      "options: a predivide factor whose world_size / factor is out of range");
+  DistributedDataParallel at_the_bound(mlp(1), {.gradient_predivide_factor = 65536});
+  check(at_the_bound.options().gradient_predivide_factor == 65536,
+        "options: a predivide factor of 2^16 is accepted");
   check_error(
       [] {
         auto frozen = mlp(1);
@@ -635,8 +793,11 @@ int main(int argc, char** argv) {
     test_train(my_rank, size, kBf16Autocast);
   } else if (scenario == "apex_o2") {
     test_train(my_rank, size, kApexO2);
+  } else if (scenario == "amp_per_rank_init") {
+    test_amp_per_rank_init(my_rank, size);
   } else if (scenario == "no_sync") {
     test_no_sync(my_rank, size);
+    test_no_sync_out_of_order(my_rank, size);
   } else if (scenario == "grad_scaler") {
     test_grad_scaler(my_rank, size, false);
   } else if (scenario == "fp16_grad_scaler") {
