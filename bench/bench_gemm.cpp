@@ -12,7 +12,6 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
 
-#include <immintrin.h>
 #include <omp.h>
 
 #include <Eigen/Core>
@@ -33,6 +32,7 @@
 #include "csrc/kernels/kernels.h"
 #include "csrc/ops/factories.h"
 #include "csrc/ops/linalg.h"
+#include "flop_peak.h"
 
 namespace {
 
@@ -40,57 +40,6 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
-// ---------------------------------------------------------------------------------------------
-// Peak: independent dependency chains, enough to cover the FMA latency on every current x86
-// core (4 cycles x 2 pipes needs 8; 16 leaves headroom and still fits in 32 zmm registers).
-
-constexpr int kChains = 16;
-
-__attribute__((target("avx512f"))) float fma_loop(int64_t iters) {
-  __m512 acc[kChains];
-  for (int c = 0; c < kChains; ++c) acc[c] = _mm512_set1_ps(static_cast<float>(c));
-  const __m512 x = _mm512_set1_ps(0.999999f), y = _mm512_set1_ps(1e-6f);
-  for (int64_t i = 0; i < iters; ++i) {
-    for (int c = 0; c < kChains; ++c) acc[c] = _mm512_fmadd_ps(acc[c], x, y);
-  }
-  __m512 sum = acc[0];
-  for (int c = 1; c < kChains; ++c) sum = _mm512_add_ps(sum, acc[c]);
-  return _mm512_reduce_add_ps(sum);  // consumed so the loop is not optimised away
-}
-
-__attribute__((target("avx512f,avx512bf16"))) float dpbf16_loop(int64_t iters) {
-  __m512 acc[kChains];
-  for (int c = 0; c < kChains; ++c) acc[c] = _mm512_set1_ps(static_cast<float>(c));
-  // 0x3F80 is bf16 1.0 and 0x3380 a small value, so accumulators grow slowly and stay finite.
-  const __m512bh x = (__m512bh)_mm512_set1_epi32(0x3F803F80);
-  const __m512bh y = (__m512bh)_mm512_set1_epi32(0x33803380);
-  for (int64_t i = 0; i < iters; ++i) {
-    for (int c = 0; c < kChains; ++c) acc[c] = _mm512_dpbf16_ps(acc[c], x, y);
-  }
-  __m512 sum = acc[0];
-  for (int c = 1; c < kChains; ++c) sum = _mm512_add_ps(sum, acc[c]);
-  return _mm512_reduce_add_ps(sum);
-}
-
-volatile float g_sink;  // the loops' results land here so they cannot be optimised away
-
-// GFLOP/s of `threads` threads each running loop(iters), best of `rounds`.
-double measure_peak(float (*loop)(int64_t), double flop_per_iter, int threads, int rounds) {
-  // Short rounds (~25 ms at 3.5 GHz), many of them: the best one is the one no other process
-  // interrupted.
-  const int64_t iters = 5'000'000;
-  double best = std::numeric_limits<double>::infinity();
-  float total = 0;
-  for (int r = 0; r < rounds; ++r) {
-    const Clock::time_point start = Clock::now();
-#pragma omp parallel num_threads(threads) reduction(+ : total)
-    total += loop(iters);
-    best = std::min(best, seconds_since(start));
-  }
-  g_sink = total;
-  return flop_per_iter * static_cast<double>(iters) * threads / best * 1e-9;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -299,10 +248,8 @@ int main(int argc, char** argv) {
     if (threads > max_threads && threads > 1) break;
     omp_set_num_threads(threads);
     Eigen::setNbThreads(threads);
-    const double peak_f32 = has_avx512 ? measure_peak(fma_loop, 2.0 * 16 * kChains, threads, 20)
-                                       : std::numeric_limits<double>::quiet_NaN();
-    const double peak_bf16 = has_bf16 ? measure_peak(dpbf16_loop, 64.0 * kChains, threads, 20)
-                                      : std::numeric_limits<double>::quiet_NaN();
+    const double peak_f32 = bench::fma_peak_gflops(threads, 20);
+    const double peak_bf16 = bench::dpbf16_peak_gflops(threads, 20);
     std::printf("## %d thread%s: peak fp32 FMA %.1f GFLOP/s, bf16 VDPBF16PS %.1f GFLOP/s\n\n",
                 threads, threads == 1 ? "" : "s", peak_f32, peak_bf16);
     std::printf(

@@ -4,9 +4,18 @@
 // linear 1600->128, ReLU, linear 128->10) at batch 128, each in fp32, bf16 autocast and fp16
 // autocast + GradScaler. PyTorch runs the same steps in bench/torch_step.py, a coprocess driven
 // over pipes, so that each round times ampcpp's steps and then PyTorch's of one configuration:
-// a busy moment of the shared machine hits both. Prints the median step of each and the ratio
-// ampcpp / PyTorch as a markdown table, then each model's fp32 step over its bf16 and fp16 ones
-// (how much faster the 16-bit steps are; docs/PERFORMANCE.md).
+// a busy moment of the shared machine hits both. Prints the median step of each, its percent of
+// the machine's FLOP peak and the ratio ampcpp / PyTorch as a markdown table, then each model's
+// fp32 step over its bf16 and fp16 ones (how much faster the 16-bit steps are;
+// docs/PERFORMANCE.md).
+//
+// Percent of peak: a step's FLOPs are counted from the model (the products of the linear and
+// conv layers: forward, weight gradients, and input gradients of every such layer but the first,
+// whose input is the data), divided by the median step time and by the peak of the step's dtype
+// measured in the same run before the rounds: the higher of an instruction loop (bench/flop_peak.h:
+// FMA for fp32, VDPBF16PS for bf16) and a 1024^3 amp::matmul in that dtype, which is the higher
+// one where the GEMM uses units the loop does not (AMX). fp16 steps are compared with the fp32
+// peak: the CPU GEMM runs fp16 as fp32 between widening and one rounding (docs/numerics.md).
 //
 //   build/bench/bench_step [--rounds 5] [--steps 10] [--threads N] [--no-torch] [--data-dir DIR]
 //   build/bench/bench_step --profile cnn bf16 [--steps 10] [--threads N]
@@ -22,16 +31,19 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "amp/amp.h"
+#include "flop_peak.h"
 
 namespace {
 
@@ -73,6 +85,34 @@ class Runner {
                                                                    : amp::DType::Float16)) {
     for (auto batch : loader_) batches_.push_back(batch);
     step();  // warm-up: allocations, oneDNN primitives
+  }
+
+  // FLOPs of one step's products: each linear and conv layer's forward and weight gradient, and
+  // its input gradient unless no earlier layer has weights (the input is then the data, which
+  // needs no gradient). Shapes come from running the layers once on a batch without autograd.
+  double step_flop() const {
+    amp::NoGradGuard no_grad;
+    const auto& layers = dynamic_cast<const nn::Sequential&>(*model_);
+    amp::Tensor x = batches_.front().images;
+    double flop = 0;
+    bool input_needs_grad = false;
+    for (size_t i = 0; i < layers.size(); ++i) {
+      const amp::Tensor y = (*layers[i])(x);
+      double forward = 0;  // multiply-adds count 2
+      if (const auto* linear = dynamic_cast<const nn::Linear*>(layers[i].get())) {
+        forward = 2.0 * static_cast<double>(y.numel()) * static_cast<double>(linear->in_features);
+      } else if (const auto* conv = dynamic_cast<const nn::Conv2d*>(layers[i].get())) {
+        const double window =
+            static_cast<double>(conv->in_channels() * conv->kernel_size() * conv->kernel_size());
+        forward = 2.0 * static_cast<double>(y.numel()) * window;
+      }
+      if (forward > 0) {
+        flop += forward * (input_needs_grad ? 3 : 2);
+        input_needs_grad = true;
+      }
+      x = y;
+    }
+    return flop;
   }
 
   void step() {
@@ -166,6 +206,35 @@ struct Config {
   std::vector<double> our_ms, torch_ms;
 };
 
+// GFLOP/s of a 1024^3 amp::matmul in `dtype`, best of 10 calls after a warm-up.
+double matmul_gflops(amp::DType dtype) {
+  constexpr int64_t n = 1024;
+  amp::manual_seed(0);
+  const amp::Tensor a = amp::randn({n, n}).to(dtype), b = amp::randn({n, n}).to(dtype);
+  (void)amp::matmul(a, b);  // warm-up: oneDNN primitive, allocations
+  double best = std::numeric_limits<double>::infinity();
+  for (int i = 0; i < 10; ++i) {
+    const auto start = Clock::now();
+    (void)amp::matmul(a, b);
+    best = std::min(best, std::chrono::duration<double>(Clock::now() - start).count());
+  }
+  return 2.0 * n * n * n / best * 1e-9;
+}
+
+// The FLOP peak a step's percent is taken of, per dtype (see the top of the file).
+struct Peak {
+  double loop, matmul;
+  double best() const { return std::isnan(loop) ? matmul : std::max(loop, matmul); }
+};
+
+// "12.3%" of the peak for `flop` done in `ms`, or "—" without a time.
+std::string percent_of_peak(double flop, double ms, double peak_gflops) {
+  if (!(ms > 0)) return "—";
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%.1f%%", 100.0 * flop / (ms * 1e-3) / (peak_gflops * 1e9));
+  return buffer;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -243,6 +312,19 @@ int main(int argc, char** argv) {
           {model, precision, std::make_unique<Runner>(model, precision, data), {}, {}});
     }
   }
+  // configs holds each model's fp32, bf16 and fp16 in turn; the FLOPs do not depend on the dtype.
+  const double mlp_flop = configs[0].ours->step_flop(), cnn_flop = configs[3].ours->step_flop();
+  std::printf(
+      "FLOPs per step (products of the linear and conv layers, forward and backward): "
+      "mlp %.3f GFLOP, cnn %.3f GFLOP\n",
+      mlp_flop * 1e-9, cnn_flop * 1e-9);
+  const Peak fp32_peak{bench::fma_peak_gflops(threads, 20), matmul_gflops(amp::DType::Float32)};
+  const Peak bf16_peak{bench::dpbf16_peak_gflops(threads, 20), matmul_gflops(amp::DType::BFloat16)};
+  std::printf(
+      "peak, %d threads, this run: fp32 %.1f GFLOP/s (FMA loop %.1f, 1024^3 matmul %.1f), bf16 "
+      "%.1f GFLOP/s (VDPBF16PS loop %.1f, 1024^3 matmul %.1f); fp16 steps against the fp32 peak\n",
+      threads, fp32_peak.best(), fp32_peak.loop, fp32_peak.matmul, bf16_peak.best(), bf16_peak.loop,
+      bf16_peak.matmul);
   for (int round = 0; round < rounds; ++round) {
     for (Config& c : configs) {
       for (int s = 0; s < steps; ++s) {
@@ -258,18 +340,25 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "bench_step: round %d/%d done\n", round + 1, rounds);
   }
 
-  std::printf("\n| step | ampcpp ms (median) | PyTorch ms (median) | ampcpp / PyTorch |\n");
-  std::printf("|---|---|---|---|\n");
+  std::printf(
+      "\n| step | ampcpp ms (median) | ampcpp %% of peak | PyTorch ms (median) | PyTorch %% of "
+      "peak | ampcpp / PyTorch |\n");
+  std::printf("|---|---|---|---|---|---|\n");
   for (const Config& c : configs) {
     const double ours = median(c.our_ms), theirs = median(c.torch_ms);
+    const double flop = c.model == "mlp" ? mlp_flop : cnn_flop;
+    const double peak = c.precision == "bf16" ? bf16_peak.best() : fp32_peak.best();
     const std::string label = c.model + " " +
                               (c.precision == "fp32"   ? "fp32"
                                : c.precision == "bf16" ? "bf16 autocast"
                                                        : "fp16 autocast + GradScaler");
     if (c.torch_ms.empty()) {
-      std::printf("| %s | %.2f | — | — |\n", label.c_str(), ours);
+      std::printf("| %s | %.2f | %s | — | — | — |\n", label.c_str(), ours,
+                  percent_of_peak(flop, ours, peak).c_str());
     } else {
-      std::printf("| %s | %.2f | %.2f | %.2f |\n", label.c_str(), ours, theirs, ours / theirs);
+      std::printf("| %s | %.2f | %s | %.2f | %s | %.2f |\n", label.c_str(), ours,
+                  percent_of_peak(flop, ours, peak).c_str(), theirs,
+                  percent_of_peak(flop, theirs, peak).c_str(), ours / theirs);
     }
   }
   // Each model's 16-bit steps against its fp32 one, from the medians above (issue 12's targets

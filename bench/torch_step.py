@@ -93,8 +93,12 @@ def main():
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     images, labels = load_fashion_mnist(args.data_dir, args.limit)
+    # fp32 matrix products go to the BLAS; bf16 ones, and convolutions of these shapes in both
+    # dtypes, to oneDNN when torch was built with it (docs/PERFORMANCE.md says which ran).
+    onednn = "yes" if torch.backends.mkldnn.is_available() else "no"
     print(f"ready torch {torch.__version__} threads {torch.get_num_threads()} "
-          f"BLAS {blas_library()}", flush=True)
+          f"BLAS {blas_library()} (fp32 products), oneDNN {onednn} (bf16 products, convolutions)",
+          flush=True)
     runners = {}
     for line in sys.stdin:
         parts = line.split()
