@@ -229,7 +229,9 @@ BOOST_FIXTURE_TEST_CASE(blocks_of_adjacent_segments_never_merge, FakeSystemFixtu
 }
 
 BOOST_FIXTURE_TEST_CASE(empty_cache_returns_only_segments_with_no_live_block, FakeSystemFixture) {
-  void* live = alloc.allocate(4 * kKiBu, 0);   // splits a small segment
+  void* front = alloc.allocate(4 * kKiBu, 0);
+  void* live = alloc.allocate(4 * kKiBu, 0);  // splits a small segment, not at its start
+  alloc.deallocate(front);
   void* other = alloc.allocate(3 * kMiBu, 0);  // a 20 MiB segment
   alloc.deallocate(other);
   alloc.empty_cache();
