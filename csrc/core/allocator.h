@@ -98,7 +98,7 @@ void empty_cache(DeviceType type);       ///< returns cached whole segments to t
 void empty_cache();                      ///< the same for every device type
 MemoryStats stats(DeviceType type);      ///< all counters at once
 
-/// One device's counters in API.md's shape (torch.cuda.memory_stats(device)).
+/// One device's counters (torch.cuda.memory_stats(device)).
 struct Stats {
   int64_t allocated = 0;       ///< bytes of live blocks
   int64_t reserved = 0;        ///< bytes held from the system
