@@ -1,31 +1,54 @@
 /// \file
 /// Caching allocators, one per device type, with the statistics that opt-level comparisons report
-/// (bytes in use, peak, number of allocations). Freed blocks are kept for reuse, as PyTorch's
-/// CUDA caching allocator does, so a training step allocates nothing from the system once warm.
+/// (bytes in use, peak, number of allocations). The policy is PyTorch's CUDA caching allocator:
+/// memory is taken from the system in segments, split into blocks for requests, and freed blocks
+/// are merged with free neighbours and kept for reuse, so a training step allocates nothing from
+/// the system once warm (docs/tensor.md, "Devices and memory").
+///
+///   amp::memory::reset_peak(amp::DeviceType::CPU);
+///   train_one_epoch();
+///   const int64_t peak = amp::memory::max_allocated(amp::DeviceType::CPU);
 #pragma once
 #pragma GCC visibility push(default)  // public API (docs/building.md)
 
 #include <cstddef>
 #include <cstdint>
-#include <map>
-#include <mutex>
+#include <memory>
 
 #include "csrc/core/device.h"
 
 namespace amp {
 
-/// Counters of one device type's allocator (torch.cuda.memory_allocated and friends).
+/// Counters of one device type's allocator, or of one device (torch.cuda.memory_stats).
 struct MemoryStats {
-  int64_t allocated = 0;           ///< bytes of live blocks (rounded sizes)
+  int64_t allocated = 0;           ///< bytes of live blocks (requests rounded to 512 bytes)
   int64_t max_allocated = 0;       ///< peak of `allocated` since start or reset_peak
   int64_t reserved = 0;            ///< bytes held from the system: live plus cached
   int64_t allocations = 0;         ///< number of allocate() calls
-  int64_t system_allocations = 0;  ///< of those, how many went to the system
+  int64_t system_allocations = 0;  ///< of those, how many took a new segment from the system
+  int64_t max_reserved = 0;        ///< peak of `reserved` since start or reset_peak
+  int64_t segments = 0;            ///< system allocations held now (each split into blocks)
+  /// Bytes of the live blocks: `allocated` plus the tails too small to split off (at most
+  /// 1 MiB per block of the large pool).
+  int64_t active_bytes = 0;
+  /// Free bytes inside segments that also hold a live block: cached, but not returnable to the
+  /// system by empty_cache until the live block goes.
+  int64_t inactive_split_bytes = 0;
+  int64_t alloc_retries = 0;  ///< system allocations retried after freeing the cache
+  int64_t num_ooms = 0;       ///< requests refused after that retry (amp::Error raised)
 };
 
-/// A thread-safe caching allocator for one device type: freed blocks are kept (up to a cap) and
-/// reused for requests of the same rounded size and device. Caching is off when the environment
-/// sets AMPCPP_DISABLE_CACHING (to anything but "0") and in sanitizer builds. Not copyable.
+/// A thread-safe caching allocator for one device type (PyTorch's CUDA caching allocator's
+/// policy, on whatever RawAlloc/RawFree it wraps). Requests round up to 512 bytes. Requests of
+/// at most 1 MiB come from the small pool (2 MiB segments), larger ones from the large pool
+/// (20 MiB segments below 10 MiB, otherwise the request rounded up to 2 MiB); the smallest free
+/// block of the pool and device that fits is taken and split when the rest is worth keeping
+/// (small pool: at least 512 bytes; large pool: more than 1 MiB). Freed blocks merge with free
+/// neighbours of their segment; only whole segments go back to the system. When the system
+/// refuses a segment, the device's cached whole segments are freed and the request retried
+/// once, then amp::Error names the device. Caching is off (every block is its own segment, freed
+/// at once) when the environment sets AMPCPP_DISABLE_CACHING (to anything but "0") and in
+/// sanitizer builds. Not copyable.
 class CachingAllocator {
  public:
   using RawAlloc = void* (*)(size_t bytes, int device_index);  ///< the system allocation it wraps
@@ -37,30 +60,28 @@ class CachingAllocator {
   CachingAllocator(const CachingAllocator&) = delete;
   CachingAllocator& operator=(const CachingAllocator&) = delete;
 
-  /// Returns a block of at least `bytes` bytes, aligned to 64 bytes; nullptr for 0 bytes.
+  /// Returns a block of at least `bytes` bytes, aligned to 512 bytes within a segment the raw
+  /// allocator aligned; nullptr for 0 bytes.
   void* allocate(size_t bytes, int device_index);
   void deallocate(void* ptr);  ///< gives back a block of allocate(); nullptr is ignored
 
-  MemoryStats stats() const;  ///< a snapshot of the counters
-  void reset_peak();          ///< max_allocated = allocated
-  void empty_cache();         ///< returns every cached block to the system
+  MemoryStats stats() const;                  ///< a snapshot of the counters of all devices
+  MemoryStats stats(int device_index) const;  ///< a snapshot of one device's counters
+  void reset_peak();  ///< max_allocated = allocated, max_reserved = reserved, everywhere
+  void reset_peak(int device_index);  ///< the same for one device
+  void empty_cache();                 ///< returns every cached whole segment to the system
+  /// Keeps at most `bytes` cached (reserved but unallocated) on the device: beyond it, freed
+  /// whole segments go back to the system. No limit by default; a negative value removes it.
+  void set_cache_limit(int device_index, int64_t bytes);
+  bool caching() const;  ///< whether freed blocks are kept (see the class comment)
 
-  /// Requests are rounded up to this granularity (so the statistics match the blocks held).
+  /// Requests are rounded up to this granularity (512 bytes), so `allocated` does not depend on
+  /// which cached block served a request.
   static size_t round_size(size_t bytes);
 
  private:
-  struct Block {
-    size_t size;
-    int device_index;
-  };
-  DeviceType type_;
-  RawAlloc raw_alloc_;
-  RawFree raw_free_;
-  bool caching_;
-  mutable std::mutex mutex_;
-  std::map<void*, Block> live_;
-  std::multimap<std::pair<int, size_t>, void*> free_;  // (device, size) -> cached block
-  MemoryStats stats_;
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
 };
 
 /// The allocator of a device type (the CUDA one raises amp::Error when CUDA is unavailable).
@@ -73,8 +94,23 @@ int64_t allocated(DeviceType type);
 int64_t max_allocated(DeviceType type);  ///< peak of allocated() since start or reset_peak
 void reset_peak(DeviceType type);        ///< max_allocated = allocated
 int64_t reserved(DeviceType type);       ///< bytes held from the system (live + cached)
-void empty_cache(DeviceType type);       ///< returns cached blocks to the system
+void empty_cache(DeviceType type);       ///< returns cached whole segments to the system
+void empty_cache();                      ///< the same for every device type
 MemoryStats stats(DeviceType type);      ///< all counters at once
+
+/// One device's counters (torch.cuda.memory_stats(device)).
+struct Stats {
+  int64_t allocated = 0;       ///< bytes of live blocks
+  int64_t reserved = 0;        ///< bytes held from the system
+  int64_t peak_allocated = 0;  ///< peak of allocated since start or reset_peak_stats
+  int64_t peak_reserved = 0;   ///< peak of reserved since start or reset_peak_stats
+  int64_t alloc_retries = 0;   ///< system allocations retried after freeing the cache
+  int64_t num_ooms = 0;        ///< requests refused after that retry
+};
+Stats stats(Device device);            ///< one device's counters (zeros for CUDA without CUDA)
+void reset_peak_stats(Device device);  ///< peaks of the device = current values
+/// At most `bytes` kept cached on the device (CachingAllocator::set_cache_limit).
+void set_cache_limit(Device device, int64_t bytes);
 }  // namespace memory
 
 }  // namespace amp
