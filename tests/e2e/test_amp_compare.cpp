@@ -413,8 +413,10 @@ BOOST_AUTO_TEST_CASE(bad_command_lines_exit_with_status_2_naming_the_value) {
   if (!amp::cuda::is_available()) check_usage_error(tmp, "--device cuda", {"--device cuda"});
   // An argument no option takes: Boost.Program_options would drop it silently, and
   // `--opt-levels O1 O2` would run O1 alone.
-  check_usage_error(tmp, "--opt-levels O1 O2", {"unexpected argument 'O2'"});
-  check_usage_error(tmp, "stray", {"unexpected argument 'stray'"});
+  // (--out: were the argument ignored, the whole default comparison would run and write there.)
+  const std::string out = " --out '" + (tmp.path / "out").string() + "'";
+  check_usage_error(tmp, "--opt-levels O1 O2" + out, {"unexpected argument 'O2'"});
+  check_usage_error(tmp, "stray" + out, {"unexpected argument 'stray'"});
 }
 
 // Valid IDX files holding no image: no step to train, no accuracy to compute (it used to crash
