@@ -21,7 +21,7 @@ while read -r object; do
 done <<<"$objects"
 cores=$(nproc)
 echo "run_main: building the library and amp_compare (not the tests): ${missing} of ${total}" \
-  "files to compile on ${cores} core(s), about $(((missing * 4 / cores + 59) / 60)) minute(s)"
+  "files to compile on ${cores} core(s), about $(((missing * 4 / cores + 30) / 60)) minute(s)"
 cmake --build build -j "${cores}" --target amp_compare
 # Idle OpenMP threads sleep instead of spinning: on a 2-core machine where another process holds
 # a core, a spinning 2-thread team trains several times slower (docs/amp_compare.md).
