@@ -29,6 +29,7 @@
 #include <functional>
 #include <memory>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -171,22 +172,35 @@ std::vector<double> parse_list(const std::string& text) {
 
 int main(int argc, char** argv) {
   Config cfg;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string flag = argv[i], value = argv[i + 1];
-    if (flag == "--repeats") {
-      cfg.repeats = std::stoi(value);
-    } else if (flag == "--max-mib") {
-      cfg.max_mib = std::stod(value);
-    } else if (flag == "--steps") {
-      cfg.steps = std::stoi(value);
-    } else if (flag == "--buckets-mib") {
-      cfg.buckets_mib = parse_list(value);
-    } else if (flag == "--check") {
-      cfg.check_consistency = value != "0";
-    } else {
-      std::fprintf(stderr, "bench_allreduce: unknown option %s\n", flag.c_str());
-      return 2;
+  // std::stoi and std::stod throw std::invalid_argument or std::out_of_range on a bad number.
+  try {
+    for (int i = 1; i < argc; i += 2) {
+      const std::string flag = argv[i];
+      if (i + 1 == argc) {
+        std::fprintf(stderr, "bench_allreduce: %s without a value (every option takes one)\n",
+                     flag.c_str());
+        return 2;
+      }
+      const std::string value = argv[i + 1];
+      if (flag == "--repeats") {
+        cfg.repeats = std::stoi(value);
+      } else if (flag == "--max-mib") {
+        cfg.max_mib = std::stod(value);
+      } else if (flag == "--steps") {
+        cfg.steps = std::stoi(value);
+      } else if (flag == "--buckets-mib") {
+        cfg.buckets_mib = parse_list(value);
+      } else if (flag == "--check") {
+        cfg.check_consistency = value != "0";
+      } else {
+        std::fprintf(stderr, "bench_allreduce: unknown option %s\n", flag.c_str());
+        return 2;
+      }
     }
+  } catch (const std::logic_error& e) {
+    std::fprintf(stderr, "bench_allreduce: expected a number, got a value that is not one (%s)\n",
+                 e.what());
+    return 2;
   }
   if (!dist::is_backend_available("mpi")) {
     std::printf("bench_allreduce: ampcpp was built without MPI\n");

@@ -206,7 +206,8 @@ int main(int argc, char** argv) {
     if (std::strcmp(argv[i], "--quick") == 0) {
       quick = true;
     } else {
-      std::fprintf(stderr, "usage: %s [--quick]\n", argv[0]);
+      std::fprintf(stderr, "bench_gemm: unexpected argument '%s'; usage: %s [--quick]\n", argv[i],
+                   argv[0]);
       return 2;
     }
   }

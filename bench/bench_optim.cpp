@@ -140,7 +140,8 @@ int main(int argc, char** argv) {
     if (std::strcmp(argv[i], "--torch") == 0) {
       torch = true;
     } else {
-      std::fprintf(stderr, "usage: %s [--torch]\n", argv[0]);
+      std::fprintf(stderr, "bench_optim: unexpected argument '%s'; usage: %s [--torch]\n", argv[i],
+                   argv[0]);
       return 2;
     }
   }

@@ -108,7 +108,11 @@ void print_table(const char* name, MlpStep& step) {
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  if (argc > 1) {
+    std::fprintf(stderr, "bench_profiler: unexpected argument '%s': it takes none\n", argv[1]);
+    return 2;
+  }
   const auto [scope_ns, loop_ns] = disabled_scope_ns();
   std::printf(
       "disabled RecordScope: %.3f ns per iteration, empty loop %.3f ns: %.3f ns per "

@@ -259,9 +259,10 @@ int main(int argc, char** argv) {
       profile_precision = argv[++i];
     } else {
       std::fprintf(stderr,
+                   "bench_step: unexpected argument '%s' (or an option without its value); "
                    "usage: %s [--rounds N] [--steps N] [--threads N] [--no-torch] "
                    "[--data-dir DIR] [--profile mlp|cnn fp32|bf16|fp16]\n",
-                   argv[0]);
+                   a.c_str(), argv[0]);
       return 2;
     }
   }

@@ -83,6 +83,8 @@ int main(int argc, char** argv) {
     data = compare::load_comparison_data(options);
   } catch (const amp::Error& e) {
     return fail(kUsageStatus, e.what());  // names the Debian package and scripts/setup.sh
+  } catch (const compare::UsageError& e) {
+    return fail(kUsageStatus, e.what());  // an empty training or test set
   }
 
   try {

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "amp/amp.h"
+#include "examples/command_line.h"
 #include "examples/recipes/recipes.h"
 
 namespace po = boost::program_options;
@@ -27,7 +28,7 @@ int main(int argc, char** argv) {
                                            "optimizer steps per run");
   po::variables_map vm;
   try {
-    po::store(po::parse_command_line(argc, argv, options), vm);
+    po::store(amp::examples::parse_command_line_strictly(argc, argv, options), vm);
     po::notify(vm);
   } catch (const po::error& e) {
     std::cerr << e.what() << "\n" << options;

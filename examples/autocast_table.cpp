@@ -6,7 +6,11 @@
 
 #include "amp/amp.h"
 
-int main() {
+int main(int argc, char** argv) {
+  if (argc > 1) {
+    std::cerr << "autocast_table: unexpected argument '" << argv[1] << "': it takes none\n";
+    return 2;
+  }
   std::cout << amp::autocast_policy::markdown_table();
   return 0;
 }

@@ -29,6 +29,7 @@
 #include <thread>
 
 #include "amp/amp.h"
+#include "examples/command_line.h"
 
 namespace po = boost::program_options;
 namespace fs = std::filesystem;
@@ -98,20 +99,46 @@ struct Trainer {
     return s;
   }
 
+  // Checks the entries this program reads itself before anything is restored, so that a
+  // checkpoint written by another program is an amp::Error naming the entry, not an abort.
   void load(const amp::StateDict& s, bool restore_rng) {
+    const int64_t saved_step = progress_entry(s, "progress.step");
+    const int64_t epoch = progress_entry(s, "progress.epoch");
+    const int64_t batch = progress_entry(s, "progress.batch");
+    if (saved_step < 0 || batch < 0 || batch >= loader.size() ||
+        epoch * loader.size() + batch != saved_step) {
+      throw amp::Error("expected epoch " + std::to_string(epoch) + " and batch " +
+                       std::to_string(batch) + " to make step " + std::to_string(saved_step) +
+                       " at " + std::to_string(loader.size()) +
+                       " batches per epoch; was the checkpoint written with other options?");
+    }
+    const amp::Tensor& rng_state = entry(s, "rng.state");
     model->load_state_dict(take(s, "model."));  // under O2 this reloads the masters too
     optimizer->load_state_dict(take(s, "optimizer."));
     amp::load_state_dict(take(s, "amp."));
-    if (restore_rng) amp::set_rng_state(s.at("rng.state"));
-    step = s.at("progress.step").item<int64_t>();
-    const int64_t epoch = s.at("progress.epoch").item<int64_t>();
-    const int64_t batch = s.at("progress.batch").item<int64_t>();
-    if (epoch * loader.size() + batch != step) {
-      throw amp::Error("checkpoint_resume: expected epoch " + std::to_string(epoch) +
-                       " and batch " + std::to_string(batch) + " to make step " +
-                       std::to_string(step) + " at " + std::to_string(loader.size()) +
-                       " batches per epoch; was the checkpoint written with other options?");
+    if (restore_rng) amp::set_rng_state(rng_state);
+    step = saved_step;
+  }
+
+ private:
+  static const amp::Tensor& entry(const amp::StateDict& s, const std::string& key) {
+    const auto it = s.find(key);
+    if (it == s.end()) {
+      throw amp::Error("the checkpoint has no '" + key +
+                       "' entry; expected one written by checkpoint_resume");
     }
+    return it->second;
+  }
+
+  // A one-element Int64 entry.
+  static int64_t progress_entry(const amp::StateDict& s, const std::string& key) {
+    const amp::Tensor& t = entry(s, key);
+    if (t.dtype() != amp::DType::Int64 || t.numel() != 1) {
+      throw amp::Error("the checkpoint's '" + key + "' must be one Int64 value, got " +
+                       std::string(amp::dtype_name(t.dtype())) + " of shape " +
+                       amp::shape_to_string(t.sizes()));
+    }
+    return t.item<int64_t>();
   }
 };
 
@@ -191,7 +218,7 @@ int main(int argc, char** argv) {
       "final state differs (shows why the checkpoint holds it)");
   po::variables_map vm;
   try {
-    po::store(po::parse_command_line(argc, argv, options), vm);
+    po::store(amp::examples::parse_command_line_strictly(argc, argv, options), vm);
     if (vm.count("help")) {
       std::cout << options;
       return 0;

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "amp/amp.h"
+#include "examples/command_line.h"
 
 namespace po = boost::program_options;
 
@@ -64,7 +65,7 @@ int main(int argc, char** argv) {
       "wrong-backward", po::bool_switch(&wrong_backward), "use a wrong backward (check fails)");
   po::variables_map vm;
   try {
-    po::store(po::parse_command_line(argc, argv, options), vm);
+    po::store(amp::examples::parse_command_line_strictly(argc, argv, options), vm);
     po::notify(vm);
   } catch (const po::error& e) {
     std::cerr << e.what() << "\n" << options;

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "amp/amp.h"
+#include "examples/command_line.h"
 
 namespace dist = amp::distributed;
 namespace po = boost::program_options;
@@ -205,7 +206,7 @@ int main(int argc, char** argv) {
       "hidden", po::value(&cfg.hidden)->default_value(cfg.hidden), "hidden units of the MLP");
   po::variables_map vm;
   try {
-    po::store(po::parse_command_line(argc, argv, options), vm);
+    po::store(amp::examples::parse_command_line_strictly(argc, argv, options), vm);
     po::notify(vm);
   } catch (const po::error& e) {
     std::cerr << "ddp_train: " << e.what() << "\n" << options;

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "amp/amp.h"
+#include "examples/command_line.h"
 
 namespace po = boost::program_options;
 
@@ -167,7 +168,7 @@ int main(int argc, char** argv) {
       "training samples used");
   po::variables_map vm;
   try {
-    po::store(po::parse_command_line(argc, argv, options), vm);
+    po::store(amp::examples::parse_command_line_strictly(argc, argv, options), vm);
     po::notify(vm);
   } catch (const po::error& e) {
     std::cerr << "legacy_upgrade: " << e.what() << "\n" << options;

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "amp/amp.h"
+#include "examples/command_line.h"
 
 namespace po = boost::program_options;
 
@@ -204,7 +205,7 @@ int main(int argc, char** argv) {
                         "seconds of timing per measurement");
   po::variables_map vm;
   try {
-    po::store(po::parse_command_line(argc, argv, options), vm);
+    po::store(amp::examples::parse_command_line_strictly(argc, argv, options), vm);
     po::notify(vm);
   } catch (const po::error& e) {
     std::cerr << "precision_tour: " << e.what() << "\n" << options;

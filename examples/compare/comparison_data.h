@@ -17,7 +17,7 @@ struct ComparisonData {
 };
 
 // Reads --data-dir; the library's amp::Error (naming the Debian package and scripts/setup.sh)
-// when the files are missing.
+// when the files are missing, UsageError when the training or test set holds no image.
 ComparisonData load_comparison_data(const CompareOptions& options);
 
 }  // namespace amp::compare

@@ -103,7 +103,7 @@ std::shared_ptr<nn::Module> make_model(const std::string& name, int64_t width, u
   if (name == "cnn") return make_cnn(width);
   if (name == "transformer") return std::make_shared<PatchTransformer>(width);
   if (name == "mlp") return make_mlp(width);
-  throw Error("amp_compare: unknown model '" + name + "'");
+  throw Error("unknown model '" + name + "'");
 }
 
 }  // namespace amp::compare

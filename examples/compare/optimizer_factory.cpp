@@ -24,7 +24,7 @@ std::unique_ptr<optimizers::Optimizer> make_optimizer(const std::string& name,
   if (name == "fused_lamb") {
     return std::make_unique<FusedLAMB>(std::move(params), FusedLAMBOptions{.lr = lr});
   }
-  throw Error("amp_compare: unknown optimizer '" + name + "'");
+  throw Error("unknown optimizer '" + name + "'");
 }
 
 }  // namespace amp::compare

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "amp/amp.h"
+#include "examples/command_line.h"
 
 namespace po = boost::program_options;
 
@@ -107,7 +108,7 @@ ParsedCommandLine parse_command_line(int argc, const char* const* argv) {
   // clang-format on
   po::variables_map vm;
   try {
-    po::store(po::command_line_parser(argc, argv).options(described).run(), vm);
+    po::store(amp::examples::parse_command_line_strictly(argc, argv, described), vm);
     po::notify(vm);
   } catch (const po::error& e) {
     throw UsageError(e.what());

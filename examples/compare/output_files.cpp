@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "amp/amp.h"
+#include "examples/compare/atomic_file.h"
 #include "examples/compare/results_json.h"
 #include "examples/compare/results_table.h"
 #include "examples/compare/svg_chart.h"
@@ -63,15 +64,6 @@ LineChart loss_scale_chart(const std::vector<RunResult>& results) {
   return chart;
 }
 
-void write_file(const fs::path& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary);
-  out << text;
-  out.close();
-  if (!out) {
-    throw Error("amp_compare: cannot write '" + path.string() + "': " + std::strerror(errno));
-  }
-}
-
 }  // namespace
 
 void prepare_output_dir(const std::string& dir) {
@@ -90,10 +82,11 @@ void prepare_output_dir(const std::string& dir) {
 void write_outputs(const CompareOptions& options, const MachineInfo& machine,
                    const std::vector<RunResult>& results) {
   const fs::path dir(options.out);
-  write_file(dir / "results.json", results_json(options, machine, results).dump(2) + "\n");
-  write_file(dir / "results.csv", results_csv(results));
-  write_file(dir / "loss_curve.svg", render_svg(loss_chart(results)));
-  write_file(dir / "loss_scale.svg", render_svg(loss_scale_chart(results)));
+  write_file_atomically(dir / "results.json",
+                        results_json(options, machine, results).dump(2) + "\n");
+  write_file_atomically(dir / "results.csv", results_csv(results));
+  write_file_atomically(dir / "loss_curve.svg", render_svg(loss_chart(results)));
+  write_file_atomically(dir / "loss_scale.svg", render_svg(loss_scale_chart(results)));
 }
 
 }  // namespace amp::compare

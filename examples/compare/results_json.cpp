@@ -51,6 +51,8 @@ nlohmann::json run_json(const RunResult& r, const RunResult* baseline) {
           {"test_accuracy", r.test_accuracy},
           {"skipped_steps", r.skipped_steps},
           {"final_loss_scale", r.final_loss_scale},
+          {"param_dtypes", r.param_dtypes},
+          {"master_dtypes", r.master_dtypes},
           {"loss", r.loss},
           {"loss_scale", r.loss_scale}};
 }

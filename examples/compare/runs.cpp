@@ -1,5 +1,7 @@
 #include "examples/compare/runs.h"
 
+#include <algorithm>
+
 namespace amp::compare {
 
 DType RunSpec::low_precision_dtype() const {
@@ -25,6 +27,29 @@ std::vector<RunSpec> plan_runs(const CompareOptions& options) {
     for (const std::string& dtype : options.dtypes) runs.push_back({"apex", level, dtype});
   }
   return runs;
+}
+
+std::string short_dtype_name(DType dtype) {
+  switch (dtype) {
+    case DType::Float32:
+      return "fp32";
+    case DType::Float16:
+      return "fp16";
+    case DType::BFloat16:
+      return "bf16";
+    default:
+      return dtype_name(dtype);
+  }
+}
+
+std::vector<std::string> distinct_dtypes(const std::vector<Tensor>& tensors) {
+  std::vector<std::string> names;
+  for (const Tensor& t : tensors) {
+    const std::string name = short_dtype_name(t.dtype());
+    if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
+  }
+  std::sort(names.begin(), names.end());
+  return names;
 }
 
 const RunResult* find_baseline(const std::vector<RunResult>& results) {

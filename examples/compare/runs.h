@@ -42,7 +42,18 @@ struct RunResult {
   double test_accuracy = 0;        // fraction of the test samples classified correctly
   int64_t skipped_steps = 0;       // optimizer steps skipped for inf/NaN gradients
   double final_loss_scale = 1;
+  // What the run trained in, read from the model and the optimizer after the workflow prepared
+  // them (not from the plan): the distinct dtypes of the model's parameters and of the tensors
+  // the optimizer updates (apex's master_params), in short_dtype_name's names.
+  std::vector<std::string> param_dtypes;
+  std::vector<std::string> master_dtypes;
 };
+
+// "fp32", "fp16", "bf16", or dtype_name for any other dtype.
+std::string short_dtype_name(DType dtype);
+
+// The distinct dtypes of `tensors` in short_dtype_name's names, sorted.
+std::vector<std::string> distinct_dtypes(const std::vector<Tensor>& tensors);
 
 // The number of last steps whose mean loss is RunResult::final_train_loss.
 inline constexpr int64_t kFinalLossSteps = 20;

@@ -75,6 +75,8 @@ RunResult train_run(const RunSpec& spec, const CompareOptions& options, const Co
   const std::unique_ptr<optimizers::Optimizer> optimizer =
       make_optimizer(options.optimizer, model->parameters(), options.lr);
   const std::unique_ptr<Workflow> workflow = make_workflow(spec, *model, *optimizer, device.type);
+  r.param_dtypes = distinct_dtypes(model->parameters());
+  r.master_dtypes = distinct_dtypes(master_params(*optimizer));
   data::DataLoader loader(data.train, {.batch_size = options.batch_size,
                                        .shuffle = true,
                                        .seed = options.seed,
@@ -106,6 +108,8 @@ RunResult train_run(const RunSpec& spec, const CompareOptions& options, const Co
       progress.step(epoch, r.steps, r.samples, r.loss.back(), r.loss_scale.back());
     }
   }
+  // load_comparison_data rejects an empty training set; this keeps the figures below defined.
+  if (r.steps == 0) throw Error(spec.label() + " trained no step: the training set is empty");
   r.train_seconds = std::chrono::duration<double>(Clock::now() - start).count();
   r.peak_bytes = memory::max_allocated(device.type) - live_before;
 

@@ -505,6 +505,162 @@ BOOST_FIXTURE_TEST_CASE(a_restored_run_continues_bit_for_bit, FreshAmpState) {
   }
 }
 
+namespace {
+
+// The restored-scaler run below: three losses, each its own optimizer step (so an overflow skips
+// that step alone), with overflows injected at fixed iterations (a loss times 1e30: finite in
+// fp32, inf once the backward reaches the 16-bit ops).
+constexpr int kScalerLosses = 3;
+
+bool overflows(int iteration, int loss_id) {
+  return (loss_id == 0 && (iteration == 3 || iteration == 7)) ||
+         (loss_id == 1 && (iteration == 1 || iteration == 8));
+}
+
+void train_iteration_with_overflows(ConvNet& model, Optimizer& opt, const Tensor& x,
+                                    int iteration) {
+  for (int id = 0; id < kScalerLosses; ++id) {
+    opt.zero_grad();
+    const Tensor loss = amp::mul(model(x).mean(), overflows(iteration, id) ? 1e30 : 1.0);
+    {
+      auto scaled = amp::scale_loss(loss, opt, id);
+      scaled.backward();
+    }
+    opt.step();
+  }
+}
+
+// apex's dynamic loss scaler (apex/amp/scaler.py, update_scale) written out independently: an
+// overflow halves the scale and restarts the count, 2000 unskipped steps in a row double it.
+struct ExpectedScaler {
+  double scale;
+  int64_t unskipped;
+  void update(bool overflow) {
+    if (overflow) {
+      scale /= 2;
+      unskipped = 0;
+    } else if (++unskipped == 2000) {
+      scale *= 2;
+      unskipped = 0;
+    }
+  }
+};
+
+// The scalers' state as amp::state_dict holds it, for loss ids [0, kScalerLosses).
+std::vector<ExpectedScaler> scalers_now() {
+  const amp::StateDict sd = amp::state_dict();
+  std::vector<ExpectedScaler> out;
+  for (int id = 0; id < kScalerLosses; ++id) {
+    const std::string prefix = "loss_scaler" + std::to_string(id) + ".";
+    out.push_back(
+        {sd.at(prefix + "loss_scale").item<double>(), sd.at(prefix + "unskipped").item<int64_t>()});
+  }
+  return out;
+}
+
+// Copies of the model's parameters, then of the tensors the optimizer updates (O2's masters).
+std::vector<Tensor> weights_of(ConvNet& model, const Optimizer& opt) {
+  std::vector<Tensor> out;
+  for (const Tensor& p : model.parameters()) out.push_back(p.clone());
+  for (const Tensor& p : amp::master_params(opt)) out.push_back(p.clone());
+  return out;
+}
+
+void check_scalers(const std::vector<ExpectedScaler>& expected, const std::string& when) {
+  const std::vector<ExpectedScaler> got = scalers_now();
+  for (int id = 0; id < kScalerLosses; ++id) {
+    BOOST_TEST(got[id].scale == expected[id].scale, "loss_scaler" << id << " scale " << when);
+    BOOST_TEST(got[id].unskipped == expected[id].unskipped,
+               "loss_scaler" << id << " unskipped " << when);
+  }
+}
+
+}  // namespace
+
+// The checkpoint is taken after five iterations in which every scaler was used: scaler 0 grew
+// (its count reached 2000) and then overflowed, scaler 1 overflowed, scaler 2 counted to 1998.
+// Restored into a fresh amp state (scalers at 65536 and 0), the second run must continue
+// exactly: each scale and count after every later iteration equal to the first run's and to
+// apex's rule (scaler 2 grows at iteration 6 only if its count of 1998 was restored), and the
+// weights bit-identical.
+BOOST_FIXTURE_TEST_CASE(a_run_restored_with_used_and_overflowed_scalers_continues_exactly,
+                        FreshAmpState) {
+  amp::manual_seed(80);
+  const Tensor x = amp::randn({2, 3, 6, 6});
+  constexpr int kIterations = 10, kRestoreAt = 5;
+  for (const std::string level : {"O1", "O2"}) {
+    for (bool amp_before_load : {true, false}) {
+      BOOST_TEST_CONTEXT(level << " amp_before_load=" << amp_before_load) {
+        amp_test::reset_amp_state();
+        amp::Overrides o;
+        o.verbosity = 0;
+        o.num_losses = kScalerLosses;
+        ConvNet model(1);
+        amp::optimizers::SGD opt(model.parameters(), {.lr = 1e-3, .momentum = 0.5});
+        amp::initialize(model, opt, level, o);
+        // Counts close to the growth window, so that growth happens within a few iterations.
+        std::vector<ExpectedScaler> expected = {{1024, 1997}, {2048, 0}, {4096, 1993}};
+        amp::StateDict start;
+        for (int id = 0; id < kScalerLosses; ++id) {
+          const std::string prefix = "loss_scaler" + std::to_string(id) + ".";
+          start[prefix + "loss_scale"] =
+              amp::scalar_tensor(expected[id].scale, {.dtype = DType::Float64});
+          start[prefix + "unskipped"] =
+              amp::scalar_tensor(expected[id].unskipped, {.dtype = DType::Int64});
+        }
+        amp::load_state_dict(start);
+
+        amp::StateDict model_sd, opt_sd, amp_sd;
+        std::vector<std::vector<ExpectedScaler>> scalers_after;  // per iteration >= kRestoreAt
+        std::vector<std::vector<Tensor>> params_after;
+        for (int i = 0; i < kIterations; ++i) {
+          if (i == kRestoreAt) {
+            model_sd = deep_copy(model.state_dict());
+            opt_sd = deep_copy(opt.state_dict());
+            amp_sd = deep_copy(amp::state_dict());
+          }
+          train_iteration_with_overflows(model, opt, x, i);
+          for (int id = 0; id < kScalerLosses; ++id) expected[id].update(overflows(i, id));
+          check_scalers(expected, "after iteration " + std::to_string(i) + " of the first run");
+          if (i >= kRestoreAt) {
+            scalers_after.push_back(scalers_now());
+            params_after.push_back(weights_of(model, opt));
+          }
+        }
+        // What the checkpoint holds: every scaler used, none at its initial state.
+        BOOST_TEST(amp_sd.at("loss_scaler0.loss_scale").item<double>() == 1024.0);
+        BOOST_TEST(amp_sd.at("loss_scaler0.unskipped").item<int64_t>() == 1);
+        BOOST_TEST(amp_sd.at("loss_scaler1.loss_scale").item<double>() == 1024.0);
+        BOOST_TEST(amp_sd.at("loss_scaler2.unskipped").item<int64_t>() == 1998);
+
+        // A fresh process: amp's state reset, another model and optimizer.
+        amp_test::reset_amp_state();
+        ConvNet model2(2);
+        amp::optimizers::SGD opt2(model2.parameters(), {.lr = 1e-3, .momentum = 0.5});
+        if (amp_before_load) amp::initialize(model2, opt2, level, o);
+        model2.load_state_dict(model_sd);
+        opt2.load_state_dict(opt_sd);
+        if (!amp_before_load) amp::initialize(model2, opt2, level, o);
+        amp::load_state_dict(amp_sd);
+        for (int i = kRestoreAt; i < kIterations; ++i) {
+          train_iteration_with_overflows(model2, opt2, x, i);
+          const std::string when = "after iteration " + std::to_string(i) + " of the restored run";
+          check_scalers(scalers_after[i - kRestoreAt], when);
+          const std::vector<Tensor> weights = weights_of(model2, opt2);
+          BOOST_TEST_REQUIRE(weights.size() == params_after[i - kRestoreAt].size());
+          for (size_t k = 0; k < weights.size(); ++k) {
+            BOOST_TEST(bit_equal(weights[k], params_after[i - kRestoreAt][k]),
+                       "weight " << k << " " << when);
+          }
+        }
+        // The growth that only a restored count gives, and the overflow after the restore.
+        BOOST_TEST(scalers_after.back()[2].scale == 8192.0);
+        BOOST_TEST(scalers_after.back()[0].scale == 512.0);
+      }
+    }
+  }
+}
+
 BOOST_FIXTURE_TEST_CASE(each_loss_scaler_decreases_on_its_own_overflows, FreshAmpState) {
   amp::manual_seed(78);
   const Tensor x = amp::randn({2, 3, 6, 6});

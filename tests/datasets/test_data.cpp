@@ -12,6 +12,7 @@
 
 #include "amp/amp.h"
 #include "tests/io/temp_dir.h"
+#include "tests/support/fashion_mnist_precondition.h"
 
 namespace {
 
@@ -99,8 +100,9 @@ std::vector<int64_t> flatten(const std::vector<std::vector<int64_t>>& batches) {
 
 BOOST_AUTO_TEST_SUITE(data)
 
-BOOST_AUTO_TEST_CASE(fashion_mnist_train_has_60000_images_6000_of_each_class) {
-  const Dataset train = amp::data::fashion_mnist();
+BOOST_AUTO_TEST_CASE(fashion_mnist_train_has_60000_images_6000_of_each_class,
+                     *amp::testing::requires_fashion_mnist()) {
+  const Dataset train = amp::data::fashion_mnist(amp::testing::fashion_mnist_dir());
   BOOST_TEST(amp::shape_to_string(train.images.sizes()) == "[60000, 1, 28, 28]");
   BOOST_TEST(amp::dtype_name(train.images.dtype()) == std::string("Float32"));
   BOOST_TEST(amp::shape_to_string(train.labels.sizes()) == "[60000]");
@@ -121,16 +123,18 @@ BOOST_AUTO_TEST_CASE(fashion_mnist_train_has_60000_images_6000_of_each_class) {
   BOOST_TEST(hi == 1.0f);
 }
 
-BOOST_AUTO_TEST_CASE(fashion_mnist_test_has_10000_images_1000_of_each_class) {
-  const Dataset test = amp::data::fashion_mnist(amp::data::kFashionMnistDir, /*train=*/false);
+BOOST_AUTO_TEST_CASE(fashion_mnist_test_has_10000_images_1000_of_each_class,
+                     *amp::testing::requires_fashion_mnist()) {
+  const Dataset test = amp::data::fashion_mnist(amp::testing::fashion_mnist_dir(), /*train=*/false);
   BOOST_TEST(amp::shape_to_string(test.images.sizes()) == "[10000, 1, 28, 28]");
   std::vector<int64_t> counts(10, 0);
   for (int64_t label : test.labels.to_vector<int64_t>()) ++counts.at(label);
   for (int c = 0; c < 10; ++c) BOOST_TEST(counts[c] == 1000, "class " << c);
 }
 
-BOOST_AUTO_TEST_CASE(fashion_mnist_pixels_are_the_file_bytes_over_255) {
-  const std::string path = std::string(amp::data::kFashionMnistDir) + "/t10k-images-idx3-ubyte.gz";
+BOOST_AUTO_TEST_CASE(fashion_mnist_pixels_are_the_file_bytes_over_255,
+                     *amp::testing::requires_fashion_mnist()) {
+  const std::string path = amp::testing::fashion_mnist_dir() + "/t10k-images-idx3-ubyte.gz";
   const amp::data::IdxArray raw = amp::data::read_idx(path, amp::data::kIdxImagesMagic);
   BOOST_TEST((raw.dims == std::vector<int64_t>{10000, 28, 28}));
   const Tensor images = amp::data::read_idx_images(path);

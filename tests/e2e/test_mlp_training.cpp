@@ -1,4 +1,5 @@
 // End to end: an MLP learns Fashion-MNIST, and a checkpoint resumes training bit-identically.
+// Skipped where Fashion-MNIST is not installed.
 #include <unistd.h>
 
 #include <boost/test/unit_test.hpp>
@@ -8,6 +9,7 @@
 #include <vector>
 
 #include "amp/amp.h"
+#include "tests/support/fashion_mnist_precondition.h"
 
 namespace {
 
@@ -24,7 +26,7 @@ std::shared_ptr<amp::nn::Sequential> make_mlp() {
 
 amp::data::DataLoader make_loader() {
   return amp::data::DataLoader(
-      amp::data::fashion_mnist(),
+      amp::data::fashion_mnist(amp::testing::fashion_mnist_dir()),
       {.batch_size = kBatch, .shuffle = true, .seed = 7, .limit = kSamples});
 }
 
@@ -60,7 +62,7 @@ std::vector<float> flat_parameters(amp::nn::Module& model) {
 
 }  // namespace
 
-BOOST_AUTO_TEST_SUITE(mlp_training)
+BOOST_AUTO_TEST_SUITE(mlp_training, *amp::testing::requires_fashion_mnist())
 
 // Measured on the reference machine (2,000 samples, batch 50, SGD lr 0.05 momentum 0.9): the
 // untrained MLP classifies 6.2% of the samples correctly and 82.3% after five epochs (77.2%
@@ -69,7 +71,7 @@ BOOST_AUTO_TEST_CASE(mlp_learns_fashion_mnist_in_five_epochs) {
   auto model = make_mlp();
   amp::optimizers::SGD optimizer(model->parameters(), {.lr = 0.05, .momentum = 0.9});
   auto loader = make_loader();
-  const amp::data::Dataset data = amp::data::fashion_mnist();
+  const amp::data::Dataset data = amp::data::fashion_mnist(amp::testing::fashion_mnist_dir());
   const double before = accuracy(*model, data);
   for (int epoch = 0; epoch < 5; ++epoch) train_epoch(*model, optimizer, loader);
   const double after = accuracy(*model, data);
