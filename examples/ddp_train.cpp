@@ -77,8 +77,8 @@ Data load_data(const Config& cfg) {
           10};
 }
 
-// Seeded alike on every rank. DDP broadcasts rank 0's weights anyway, but apex O2 makes its fp32
-// master weights at amp::initialize, before the wrap, from each rank's own weights.
+// Seeded alike on every rank so that a run repeats. Correctness does not need it: the wrap
+// broadcasts rank 0's weights and, under apex O2, rank 0's fp32 master weights too.
 std::shared_ptr<amp::nn::Sequential> make_model(const Data& data, int64_t hidden) {
   using namespace amp::nn;
   amp::manual_seed(2);
