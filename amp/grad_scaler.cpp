@@ -12,7 +12,6 @@
 #include "csrc/core/macros.h"
 #include "csrc/core/warning.h"
 #include "csrc/cuda/cuda.h"
-#include "csrc/kernels/multi_tensor_functors.h"
 #include "csrc/multi_tensor/multi_tensor.h"
 #include "csrc/ops/elementwise.h"
 #include "csrc/ops/factories.h"
@@ -400,8 +399,8 @@ void GradScaler::update_extended(const Tensor& found_inf) {
     if (hysteresis_tracker_ > 0) {
       tracker = 0;
     } else {
-      multi_tensor::update_scale_step(&scale, &tracker, &found, growth_factor_, backoff_factor_,
-                                      growth_interval_);
+      multi_tensor::update_scale_on_host(&scale, &tracker, &found, growth_factor_, backoff_factor_,
+                                         growth_interval_);
       const float floor = static_cast<float>(options_.min_scale);
       if (scale < floor) {
         scale = floor;
@@ -414,8 +413,8 @@ void GradScaler::update_extended(const Tensor& found_inf) {
     }
   } else {
     const bool grows = tracker + 1 == growth_interval_;
-    multi_tensor::update_scale_step(&scale, &tracker, &found, growth_factor_, backoff_factor_,
-                                    growth_interval_);
+    multi_tensor::update_scale_on_host(&scale, &tracker, &found, growth_factor_, backoff_factor_,
+                                       growth_interval_);
     if (grows) {
       hysteresis_tracker_ = options_.hysteresis;
       const float ceiling = static_cast<float>(options_.max_scale);

@@ -1,12 +1,20 @@
-# The dependency rule of docs/architecture.md: a folder includes only from its own layer's folder
-# and from lower layers, so the folders form no circle. Run as
+# The dependency rules of docs/architecture.md ("Layers"):
+#  1. a folder includes only from its own layer's folder and from lower layers, so the folders
+#     form no circle;
+#  2. the backends and the kernel math (csrc/cpu, csrc/cuda, csrc/kernels) are included only by
+#     the op layers that call the kernel tables (csrc/ops, csrc/multi_tensor) and by the backends
+#     themselves, so every op reaches a kernel through a table; csrc/cuda/cuda.h, the public
+#     device API, is the one exception. tests/ and bench/ are not checked.
+# Run as
 #   cmake -DROOT=<source dir> -P cmake/check_layers.cmake
-# and it fails listing every include that points upward or sideways (between two folders of the
-# same layer). The ctest test `layering` runs it on the tree, and `layering_detects_violation` on
-# tests/layering_fixture, whose one upward include it must reject.
+# and it fails listing every include that breaks either rule. The ctest test `layering` runs it on
+# the tree; `layering_check_catches_an_upward_include` on tests/layering_fixture (one upward
+# include) and `layering_check_catches_a_backend_include` on tests/layering_fixture/backend (one
+# nn/ file including csrc/cpu/) prove that each rule can fail.
 if(NOT ROOT)
   message(FATAL_ERROR "check_layers: expected -DROOT=<source dir>")
 endif()
+cmake_policy(SET CMP0057 NEW)  # if(... IN_LIST ...)
 
 # Lowest first; folders on one line form one layer and must not include each other.
 set(layer_0 core)
@@ -21,6 +29,12 @@ set(layer_8 io data distributed)
 set(layer_9 multi_tensor)
 set(layer_10 nn optimizers)
 set(layer_11 amp)
+# Rule 2: the folders below the op layers that only these folders may include.
+set(backend_folders cpu cuda kernels)
+set(backend_clients ops multi_tensor cpu cuda kernels)
+set(backend_public_headers csrc/cuda/cuda.h)
+list(JOIN backend_clients ", " backend_client_text)
+
 foreach(rank RANGE 11)
   foreach(folder IN LISTS layer_${rank})
     set(rank_of_${folder} ${rank})
@@ -58,6 +72,11 @@ foreach(source IN LISTS sources)
       continue()
     endif()
     math(EXPR checked "${checked} + 1")
+    if(to IN_LIST backend_folders AND NOT from IN_LIST backend_clients
+       AND NOT target IN_LIST backend_public_headers)
+      list(APPEND violations
+           "${source}: includes ${target} (only csrc/{${backend_client_text}} may include csrc/${to}/: call an op or a multi_tensor function instead)")
+    endif()
     if(NOT DEFINED rank_of_${to})
       list(APPEND violations "${source}: includes ${target}, whose folder has no layer")
     elseif(rank_of_${to} GREATER rank_of_${from})
@@ -77,4 +96,5 @@ if(violations)
   message(FATAL_ERROR "check_layers: ${n} include(s) break the layer order "
                       "(docs/architecture.md):\n  ${text}")
 endif()
-message(STATUS "check_layers: ${nsources} files, ${checked} includes across folders, all downward")
+message(STATUS "check_layers: ${nsources} files, ${checked} includes across folders, all downward, "
+               "backends included only by the op layers")

@@ -13,7 +13,7 @@
 #include <typeinfo>
 #include <utility>
 
-#include "csrc/autocast/autocast_state.h"
+#include "csrc/autocast/optimizer_step.h"
 #include "csrc/core/macros.h"
 #include "csrc/graph/grad_mode.h"
 #include "csrc/multi_tensor/multi_tensor.h"
@@ -247,7 +247,7 @@ void Optimizer::step_between_hooks(const std::function<void()>& body) {
   {
     // The update is optimizer arithmetic, never autocast: apex runs O1's optimizer step inside
     // disable_casts, and a step called inside an autocast region must not change precision.
-    autocast_state::ScopedState no_casts(autocast_state::all_disabled());
+    autocast_step::StepGuard no_casts;
     NoGradGuard no_grad;
     body();
     if (!writes_master_params()) write_master_params();

@@ -6,7 +6,7 @@
 #include <optional>
 #include <utility>
 
-#include "csrc/autocast/cast.h"
+#include "csrc/autocast/optimizer_step.h"
 #include "csrc/core/macros.h"
 #include "csrc/multi_tensor/multi_tensor.h"
 #include "csrc/ops/elementwise.h"
@@ -115,7 +115,7 @@ void SGD::fused_update(const std::vector<Tensor>& params, double lr, double mome
   // Parameters without a momentum buffer yet take their first step in a launch of their own
   // (the kernel's first_run: buffer = gradient). Parameters autocast casts to a 16-bit dtype
   // get that rounding written in the same pass (the kernel's fourth list, w_out), one launch per
-  // dtype, for autocast's next cast (autocast_cast::prepared_cast_wanted).
+  // dtype, for autocast's next cast (autocast_step::rounding_wanted).
   for (const bool first_run : {false, true}) {
     std::map<DType, mt::TensorLists> launches;  // by rounding dtype; Float32: none
     for (const Tensor& p : params) {
@@ -129,7 +129,7 @@ void SGD::fused_update(const std::vector<Tensor>& params, double lr, double mome
       } else if (first_run) {
         continue;
       }
-      const std::optional<DType> rounding = autocast_cast::prepared_cast_wanted(p);
+      const std::optional<DType> rounding = autocast_step::rounding_wanted(p);
       mt::TensorLists& lists = launches[rounding.value_or(DType::Float32)];
       lists.resize(rounding ? 4 : 3);
       lists[0].push_back(p.grad());
@@ -144,7 +144,7 @@ void SGD::fused_update(const std::vector<Tensor>& params, double lr, double mome
               /*scale=*/1.0);
       if (lists.size() == 4) {
         for (size_t i = 0; i < lists[1].size(); ++i) {
-          autocast_cast::set_prepared_cast(lists[1][i], lists[3][i]);
+          autocast_step::provide_rounding(lists[1][i], lists[3][i]);
         }
       }
     }

@@ -3,7 +3,7 @@
 // bf16 multiplies bf16 operands, accumulates in fp32 and rounds each output once (the bias is
 // added before that rounding). Primitives are cached per geometry, dtype and thread count and
 // use the calling thread's scratchpad (onednn_context.h), so any number of threads may run
-// convolutions at once. nn/functional_conv.cpp runs fp16 on the fp32 primitives between exact
+// convolutions at once. csrc/ops/conv.cpp runs fp16 on the fp32 primitives between exact
 // widening and one rounding (oneDNN 2.6 has fp16 convolutions only on CPUs with AVX512-FP16) and
 // keeps im2col + GEMM for float64.
 #pragma once
@@ -12,19 +12,11 @@
 #include <string>
 
 #include "csrc/core/dtype.h"
+#include "csrc/kernels/window_geometry.h"
 
 namespace amp::cpu {
 
-// One convolution's geometry: x (n, c, h, w), weight (o, c, kh, kw), y (n, o, oh, ow), square
-// stride and zero padding. Every tensor is contiguous and of `dtype`, the bias too.
-struct ConvGeometry {
-  DType dtype = DType::Float32;
-  int64_t n = 0, c = 0, h = 0, w = 0;
-  int64_t o = 0, kh = 0, kw = 0;
-  int64_t stride = 1, padding = 0;
-  int64_t oh() const { return (h + 2 * padding - kh) / stride + 1; }
-  int64_t ow() const { return (w + 2 * padding - kw) / stride + 1; }
-};
+using amp::ConvGeometry;  // csrc/kernels/window_geometry.h
 
 // Whether the functions below take tensors of `dtype` (fp32 and bf16).
 bool onednn_conv_supports(DType dtype);

@@ -13,10 +13,12 @@
 #include <type_traits>
 #include <vector>
 
+#include "csrc/cpu/conv.h"
 #include "csrc/cpu/convert_block.h"
 #include "csrc/cpu/elementwise_loop.h"
 #include "csrc/cpu/gemm.h"
 #include "csrc/cpu/parallel.h"
+#include "csrc/cpu/window_kernels.h"
 #include "csrc/kernels/row_kernels.h"
 
 namespace amp::cpu::AMP_CPU_CAPABILITY {
@@ -226,13 +228,42 @@ void sum_columns_kernel(DType dtype, const void* in, int64_t rows, int64_t cols,
   });
 }
 
+// Windows that do not overlap (stride >= kh and kw) take this level's pool kernel, which stores
+// each gradient; overlapping ones sum theirs in window_kernels.cpp.
+void max_pool2d_backward_kernel(DType dtype, const void* grad_y, const void* offsets, void* grad_x,
+                                const PoolGeometry& g) {
+  if (g.stride >= g.kh && g.stride >= g.kw) {
+    AMP_CPU_CAPABILITY::pool_kernels().max_pool2d_backward(dtype, grad_y, offsets, grad_x, g);
+  } else {
+    cpu::max_pool2d_backward_overlapping(dtype, grad_y, offsets, grad_x, g);
+  }
+}
+
 }  // namespace
 
+// The convolution (oneDNN, conv.cpp) and the window kernels outside the pool's are compiled
+// once; every level's table points to them.
 const DeviceKernels& kernels() {
-  static const DeviceKernels table{
-      unary_kernel,       binary_kernel,         where_kernel,      copy_kernel,
-      fill_kernel,        reduce_kernel,         softmax_kernel,    gemm,
-      gather_rows_kernel, sum_row_groups_kernel, sum_columns_kernel};
+  static const DeviceKernels table{unary_kernel,
+                                   binary_kernel,
+                                   where_kernel,
+                                   copy_kernel,
+                                   fill_kernel,
+                                   reduce_kernel,
+                                   softmax_kernel,
+                                   gemm,
+                                   gather_rows_kernel,
+                                   sum_row_groups_kernel,
+                                   sum_columns_kernel,
+                                   cpu::onednn_conv_supports,
+                                   cpu::conv2d_forward,
+                                   cpu::conv2d_backward_data,
+                                   cpu::conv2d_backward_weights,
+                                   cpu::im2col,
+                                   cpu::col2im,
+                                   AMP_CPU_CAPABILITY::pool_kernels().max_pool2d,
+                                   max_pool2d_backward_kernel,
+                                   cpu::max_pool2d_gather};
   return table;
 }
 

@@ -10,6 +10,7 @@
 #include "csrc/cpu/capability.h"
 #include "csrc/kernels/kernels.h"
 #include "csrc/kernels/multi_tensor_kernels.h"
+#include "csrc/kernels/window_geometry.h"
 
 namespace amp::cpu {
 
@@ -20,34 +21,12 @@ struct HalfRuns {
   void (*narrow)(const float* src, Half* dst, int64_t n);
 };
 
-// Max pooling over `planes` planes of h x w (N * C of an NCHW tensor), windows kh x kw with one
-// stride and zero padding for both dims, oh x ow outputs per plane.
-struct PoolGeometry {
-  int64_t planes, h, w, kh, kw, stride, padding, oh, ow;
-};
-
-// Where each window's maximum came from is kept as its offset in the window, di * kw + dj from
-// the window's corner (i * stride - padding, j * stride - padding): one byte for windows of up to
-// 256 elements (every usual pool), four above. The int64 flat indices they replace were 4x a bf16
-// output's bytes, written by the forward and read back by the backward.
-inline bool pool_offsets_are_bytes(const PoolGeometry& g) { return g.kh * g.kw <= 256; }
-inline int64_t pool_offset_size(const PoolGeometry& g) { return pool_offsets_are_bytes(g) ? 1 : 4; }
-
-// Calls f with the offsets typed: const uint8_t* or const int32_t*.
-template <class F>
-void with_pool_offsets(const PoolGeometry& g, const void* offsets, F&& f) {
-  if (pool_offsets_are_bytes(g)) {
-    f(static_cast<const uint8_t*>(offsets));
-  } else {
-    f(static_cast<const int32_t*>(offsets));
-  }
-}
-
-// The element ih * w + iw of its plane that `offset` names in window (i, j).
-inline int64_t pool_window_element(const PoolGeometry& g, int64_t i, int64_t j, int64_t offset) {
-  return (i * g.stride - g.padding + offset / g.kw) * g.w + j * g.stride - g.padding +
-         offset % g.kw;
-}
+// The pool geometry and its offset helpers live with the window math (csrc/kernels/).
+using amp::pool_offset_size;
+using amp::pool_offsets_are_bytes;
+using amp::pool_window_element;
+using amp::PoolGeometry;
+using amp::with_pool_offsets;
 
 struct PoolKernels {
   // values[p, o] = the maximum of window o of plane p, offsets[p, o] its offset in the window

@@ -4,7 +4,7 @@
 // or an int32_t (pool_offsets_are_bytes). 16-bit planes are
 // widened a row at a time and their results narrowed a row at a time (convert_block.h), so the
 // scans below run over op-math values. The backward of windows that do not overlap puts each
-// gradient at its index (overlapping windows sum theirs in nn/functional_conv.cpp).
+// gradient at its index (overlapping windows sum theirs in window_kernels.cpp).
 #ifndef AMP_CPU_CAPABILITY
 #error "compiled once per CPU level by CMakeLists.txt, which defines AMP_CPU_CAPABILITY"
 #endif

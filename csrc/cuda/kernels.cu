@@ -393,13 +393,49 @@ void sum_columns(DType dtype, const void* in, int64_t rows, int64_t cols, void* 
   });
 }
 
+// ---------------------------------------------------------------------------------------------
+// Families without a CUDA kernel yet: each entry raises, naming the op, so a CUDA tensor reaching
+// conv2d, unfold/fold or max_pool2d fails clearly instead of reading device memory on the host.
+
+[[noreturn]] void no_kernel_yet(const char* op) {
+  AMP_FAIL(op, ": no CUDA kernel for ", op, " yet");
+}
+
+bool conv2d_supports(DType) { no_kernel_yet("conv2d"); }
+void conv2d_forward(const ConvGeometry&, const void*, const void*, const void*, void*) {
+  no_kernel_yet("conv2d");
+}
+void conv2d_backward_data(const ConvGeometry&, const void*, const void*, void*) {
+  no_kernel_yet("conv2d_backward");
+}
+void conv2d_backward_weights(const ConvGeometry&, const void*, const void*, void*, void*) {
+  no_kernel_yet("conv2d_backward");
+}
+void im2col(DType, const void*, void*, const ColumnGeometry&, const ConvWindow&) {
+  no_kernel_yet("unfold");
+}
+void col2im(DType, const void*, void*, const ColumnGeometry&, const ConvWindow&) {
+  no_kernel_yet("fold");
+}
+void max_pool2d(DType, const void*, void*, void*, const PoolGeometry&) {
+  no_kernel_yet("max_pool2d");
+}
+void max_pool2d_backward(DType, const void*, const void*, void*, const PoolGeometry&) {
+  no_kernel_yet("max_pool2d_backward");
+}
+void max_pool2d_gather(DType, const void*, const void*, void*, const PoolGeometry&) {
+  no_kernel_yet("max_pool2d_backward");
+}
+
 }  // namespace
 
 const DeviceKernels& kernels() {
   require_available("CUDA kernel");
-  static const DeviceKernels table{unary_kernel, binary_kernel,  where_kernel,   copy_kernel,
-                                   fill_kernel,  reduce_kernel,  softmax_kernel, gemm,
-                                   gather_rows,  sum_row_groups, sum_columns};
+  static const DeviceKernels table{
+      unary_kernel,  binary_kernel,   where_kernel,   copy_kernel,          fill_kernel,
+      reduce_kernel, softmax_kernel,  gemm,           gather_rows,          sum_row_groups,
+      sum_columns,   conv2d_supports, conv2d_forward, conv2d_backward_data, conv2d_backward_weights,
+      im2col,        col2im,          max_pool2d,     max_pool2d_backward,  max_pool2d_gather};
   return table;
 }
 

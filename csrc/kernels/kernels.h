@@ -10,6 +10,7 @@
 #include "csrc/core/dtype.h"
 #include "csrc/kernels/elementwise_plan.h"
 #include "csrc/kernels/functors.h"
+#include "csrc/kernels/window_geometry.h"
 
 namespace amp {
 
@@ -63,6 +64,44 @@ struct DeviceKernels {
   // once, so every device and CPU level gives the same bits. A sum over leading dims (a bias
   // gradient).
   void (*sum_columns)(DType dtype, const void* in, int64_t rows, int64_t cols, void* out);
+
+  // ---- convolution (csrc/ops/conv.cpp); geometry in window_geometry.h ----
+  // Whether the three conv2d families take tensors of `dtype` (the CPU's oneDNN primitives: fp32
+  // and bf16); the op runs other dtypes through im2col and a GEMM.
+  bool (*conv2d_supports)(DType dtype);
+  // y = conv(x, weight) + bias; bias may be null.
+  void (*conv2d_forward)(const ConvGeometry& g, const void* x, const void* weight, const void* bias,
+                         void* y);
+  // grad_x = the gradient of sum(conv(x, weight) * grad_y) with respect to x.
+  void (*conv2d_backward_data)(const ConvGeometry& g, const void* grad_y, const void* weight,
+                               void* grad_x);
+  // grad_weight (and grad_bias = grad_y summed over n, oh, ow, when not null) of
+  // sum(conv(x, weight) * grad_y).
+  void (*conv2d_backward_weights)(const ConvGeometry& g, const void* x, const void* grad_y,
+                                  void* grad_weight, void* grad_bias);
+  // im2col: the window positions of the contiguous (n, c, h, w) image x as columns laid out as
+  // cg.layout says; positions in the zero padding read 0.
+  void (*im2col)(DType dtype, const void* x, void* cols, const ColumnGeometry& cg,
+                 const ConvWindow& window);
+  // col2im, im2col's adjoint: every column entry summed back into x in the op-math type (fp32
+  // for 16-bit storage), rounded once per element; entries in the padding are dropped.
+  void (*col2im)(DType dtype, const void* cols, void* x, const ColumnGeometry& cg,
+                 const ConvWindow& window);
+
+  // ---- max pooling (csrc/ops/pooling.cpp) ----
+  // values[p, o] = the maximum of window o of plane p, offsets[p, o] its offset in the window
+  // (uint8_t or int32_t, as pool_offsets_are_bytes says): the first strict maximum in row-major
+  // window order, or the last NaN (PyTorch's rule).
+  void (*max_pool2d)(DType dtype, const void* x, void* values, void* offsets,
+                     const PoolGeometry& g);
+  // Its backward: grad_x (planes, h, w) = zeros with each grad_y[p, o] added at the element
+  // window o's offset names, summed in the op-math type from +0 and rounded once.
+  void (*max_pool2d_backward)(DType dtype, const void* grad_y, const void* offsets, void* grad_x,
+                              const PoolGeometry& g);
+  // out[p, o] = x[p, the element window o's offset names]: the backward of max_pool2d_backward
+  // (max pooling's double backward).
+  void (*max_pool2d_gather)(DType dtype, const void* x, const void* offsets, void* out,
+                            const PoolGeometry& g);
 };
 
 // The output dtype of a reduction of a tensor of `in_dtype`.

@@ -1,8 +1,8 @@
 // The multi-tensor kernel table: each device backend provides one MultiTensorKernels (cpu:
-// cpu_kernels.cpp, OpenMP over chunks; cuda: csrc/cuda/multi_tensor.cu, apex's launcher). The
-// public functions of multi_tensor.h check their arguments, compute the scalar arguments on the
-// host and call kernels through multi_tensor_kernels_for(device). Kernels receive validated raw
-// pointers and never allocate tensors or check user input.
+// csrc/cpu/multi_tensor_kernels.cpp, OpenMP over chunks; cuda: csrc/cuda/multi_tensor.cu, apex's
+// launcher). The public functions of multi_tensor.h check their arguments, compute the scalar
+// arguments on the host and call kernels through multi_tensor_kernels_for(device). Kernels
+// receive validated raw pointers and never allocate tensors or check user input.
 #pragma once
 
 #include <array>

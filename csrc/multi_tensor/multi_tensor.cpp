@@ -13,6 +13,7 @@
 #include <string>
 
 #include "csrc/core/macros.h"
+#include "csrc/kernels/multi_tensor_functors.h"
 #include "csrc/kernels/multi_tensor_kernels.h"
 #include "csrc/ops/dispatch.h"
 #include "csrc/ops/factories.h"
@@ -580,6 +581,12 @@ void non_finite_check_and_unscale_(const std::vector<Tensor>& scaled_grads, cons
 void non_finite_check_(const std::vector<Tensor>& scaled_grads, const Tensor& found_inf,
                        const Tensor& inv_scale) {
   check_and_unscale("non_finite_check_", scaled_grads, found_inf, inv_scale, /*in_place=*/false);
+}
+
+void update_scale_on_host(float* scale, int64_t* growth_tracker, const float* found_inf,
+                          double growth_factor, double backoff_factor, int64_t growth_interval) {
+  update_scale_step(scale, growth_tracker, found_inf, growth_factor, backoff_factor,
+                    growth_interval);
 }
 
 Tensor update_scale_(const Tensor& scale, const Tensor& growth_tracker, const Tensor& found_inf,

@@ -146,6 +146,12 @@ void non_finite_check_(const std::vector<Tensor>& scaled_grads, const Tensor& fo
 Tensor update_scale_(const Tensor& scale, const Tensor& growth_tracker, const Tensor& found_inf,
                      double growth_factor, double backoff_factor, int64_t growth_interval);
 
+/// update_scale_'s rule on host values, for front ends that keep the scale on the host
+/// (amp::GradScaler's hysteresis path): the same arithmetic as the kernel, so both give the same
+/// bits.
+void update_scale_on_host(float* scale, int64_t* growth_tracker, const float* found_inf,
+                          double growth_factor, double backoff_factor, int64_t growth_interval);
+
 }  // namespace amp::multi_tensor
 
 #pragma GCC visibility pop

@@ -362,6 +362,7 @@ Tensor sigmoid(const Tensor& x) {
       SavedUnary::Output,
       [](const Tensor& g, const Tensor& out) { return mul(mul(g, out), rsub(out, 1.0)); });
 }
+Tensor silu(const Tensor& x) { return mul(x, sigmoid(x)); }
 namespace {
 // relu's gradient, g where out > 0 and 0 elsewhere, in one pass over g and out. Differentiable
 // in g for create_graph: the same mask applies to g's gradient (relu's second derivative is 0).

@@ -43,6 +43,7 @@ Tensor abs(const Tensor& x);      ///< |x|
 Tensor sign(const Tensor& x);     ///< -1, 0 or 1 (gradient 0)
 Tensor tanh(const Tensor& x);     ///< hyperbolic tangent
 Tensor sigmoid(const Tensor& x);  ///< 1 / (1 + e^-x)
+Tensor silu(const Tensor& x);     ///< x * sigmoid(x), as those two recorded ops
 Tensor relu(const Tensor& x);     ///< max(x, 0)
 /// x * Phi(x) (exact, with erf), or PyTorch's tanh approximation.
 Tensor gelu(const Tensor& x, bool tanh_approximation = false);

@@ -309,6 +309,50 @@ BOOST_AUTO_TEST_CASE(
   }
 }
 
+// The device table's max pooling entries at every level: max_pool2d is the level's own pool
+// kernel, and max_pool2d_backward sums the gradients of overlapping windows (3 x 3 stride 2, 3 x 3
+// stride 1) as its formula says: from +0 in window order in fp32, rounded once, against the same
+// sums in float64 of fp32-representable gradients (at most 9 terms, each exact in fp32 here).
+BOOST_AUTO_TEST_CASE(device_table_max_pool2d_backward_sums_overlapping_windows_at_every_level) {
+  struct Case {
+    int64_t kernel, stride, h, w;
+  };
+  for (const Case c : {Case{3, 2, 9, 11}, Case{3, 1, 6, 7}, Case{2, 2, 8, 6}}) {
+    for (DType dtype : kFloatTypes) {
+      const int64_t planes = 3, oh = (c.h - c.kernel) / c.stride + 1;
+      const int64_t ow = (c.w - c.kernel) / c.stride + 1;
+      const int64_t outputs = planes * oh * ow;
+      const amp::PoolGeometry g{planes, c.h, c.w, c.kernel, c.kernel, c.stride, 0, oh, ow};
+      std::vector<uint8_t> offsets(outputs);
+      std::vector<float> gv(outputs);
+      std::vector<double> want(planes * c.h * c.w, 0.0);
+      for (int64_t k = 0; k < outputs; ++k) {
+        const int64_t o = k % (oh * ow);
+        const int64_t pick = (k * 2654435761u >> 7) % (c.kernel * c.kernel);
+        offsets[k] = static_cast<uint8_t>(pick);
+        gv[k] = static_cast<float>((k * 37) % 19) - 9.0f;  // small integers: exact sums
+        const int64_t ih = o / ow * c.stride + pick / c.kernel;
+        const int64_t iw = o % ow * c.stride + pick % c.kernel;
+        want[(k / (oh * ow) * c.h + ih) * c.w + iw] += gv[k];
+      }
+      const Tensor gy = amp::from_vector(gv, {outputs}).to(dtype);
+      const Tensor expected =
+          amp::from_vector(std::vector<float>(want.begin(), want.end()), {planes * c.h * c.w})
+              .to(dtype);
+      for (const LevelTables& t : runnable_levels()) {
+        BOOST_TEST((t.kernels->max_pool2d == t.pool->max_pool2d),
+                   "the table's max_pool2d at " << amp::cpu::level_name(t.level));
+        Tensor got = amp::full({planes * c.h * c.w}, 7.0, {.dtype = dtype});
+        t.kernels->max_pool2d_backward(dtype, gy.data_ptr(), offsets.data(), got.data_ptr(), g);
+        BOOST_TEST(same_bytes(got, expected), "max_pool2d_backward k"
+                                                  << c.kernel << " s" << c.stride << " "
+                                                  << amp::dtype_name(dtype) << " at "
+                                                  << amp::cpu::level_name(t.level));
+      }
+    }
+  }
+}
+
 // Every level's nchw <-> nChw16c reorders (16- and 32-bit elements) against the layouts' index
 // formulas: planes of whole 16 x 16 tiles and with remainders (26 x 26 = 42 tiles + 4, 11 x 11,
 // 5), two channel blocks.

@@ -1,18 +1,21 @@
-// amp::nn::functional losses: nll_loss, cross_entropy, mse/l1/smooth_l1, binary cross entropy
-// (on probabilities and on logits) and kl_div, with reductions none / mean / sum.
+// The losses (nll_loss, cross_entropy, mse/l1/smooth_l1, binary cross entropy on probabilities
+// and on logits, kl_div) with reductions none / mean / sum, as recorded ops.
+#include "csrc/ops/loss.h"
+
 #include <cmath>
 #include <limits>
 
 #include "csrc/autocast/cast.h"
-#include "csrc/autograd/autograd.h"
 #include "csrc/core/macros.h"
+#include "csrc/graph/grad_mode.h"
+#include "csrc/graph/node.h"
 #include "csrc/ops/elementwise.h"
+#include "csrc/ops/embedding.h"
 #include "csrc/ops/factories.h"
 #include "csrc/ops/formulas.h"
 #include "csrc/ops/profile_scope.h"
 #include "csrc/ops/reduce.h"
 #include "csrc/ops/softmax.h"
-#include "nn/functional.h"
 
 namespace amp::nn::functional {
 
@@ -21,6 +24,20 @@ using autograd::record;
 using autograd::without_grad;
 using autograd::zero_scalar_like;
 using Grads = std::vector<Tensor>;
+
+const char* reduction_name(Reduction reduction) {
+  switch (reduction) {
+    case Reduction::None:
+      return "none";
+    case Reduction::Mean:
+      return "mean";
+    case Reduction::Sum:
+      return "sum";
+    case Reduction::BatchMean:
+      return "batchmean";
+  }
+  return "?";
+}
 
 namespace {
 

@@ -1,0 +1,2 @@
+// A backend header: only the op layers and the backends may include it.
+#pragma once
