@@ -1,0 +1,198 @@
+/// \file
+/// The LibTorch bridge (library ampcpp_libtorch, target ampcpp::libtorch; docs/libtorch.md):
+/// torch.amp's autocast guard and GradScaler for LibTorch (PyTorch's C++ API), which has neither,
+/// and zero-copy conversion between torch::Tensor and amp::Tensor.
+///
+/// \code
+///   torch::nn::Linear model(784, 10);
+///   torch::optim::SGD opt(model->parameters(), 0.1);
+///   amp::libtorch::GradScaler scaler(torch::kCPU);
+///   for (auto& [x, y] : batches) {
+///     opt.zero_grad();
+///     torch::Tensor loss;
+///     {
+///       amp::libtorch::autocast ac(torch::kCPU, torch::kBFloat16);  // clears the cast cache
+///       loss = torch::nll_loss(torch::log_softmax(model(x), 1), y);  // on leaving
+///     }
+///     scaler.scale(loss).backward();
+///     scaler.step(opt);
+///     scaler.update();
+///   }
+/// \endcode
+///
+/// Every error, LibTorch's own (c10::Error) included, reaches the caller as amp::Error; LibTorch's
+/// message is kept in it.
+#pragma once
+#pragma GCC visibility push(default)  // public API (docs/building.md)
+
+#include <torch/optim/optimizer.h>
+#include <torch/serialize/archive.h>
+#include <torch/types.h>
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "amp/grad_scaler.h"
+#include "csrc/core/tensor.h"
+#include "optimizers/fused_adam.h"
+
+namespace amp::libtorch {
+
+/// torch.autocast for LibTorch: a scope in which LibTorch's autocast runs `device`'s
+/// autocast-eligible ops in `dtype`. Entering saves the thread's autocast state (enabled flag
+/// and dtype of `device`, cache flag) and sets the new one; leaving restores it. As Python's
+/// torch.autocast, guards nest (one depth counter per thread), and the outermost guard clears
+/// LibTorch's weight-cast cache when it ends, so the next region casts the updated weights
+/// afresh (turning LibTorch's autocast on by hand never clears it; docs/libtorch.md,
+/// "The stale-cache trap"). LibTorch's autocast state is per thread: create and destroy a guard
+/// on one thread. Not copyable or movable.
+class autocast {
+ public:
+  /// device: torch::kCPU or torch::kCUDA. dtype: torch::kBFloat16 or torch::kHalf (LibTorch
+  /// 1.13 accepts only kBFloat16 on the CPU and raises otherwise). enabled = false turns
+  /// autocast off for the scope (a region inside an autocast region). cache_enabled: whether
+  /// LibTorch may cache the casts of weights within the region. amp::Error for another device or
+  /// dtype, and with LibTorch's message when LibTorch rejects the dtype; the thread's state is
+  /// unchanged then. A CUDA guard without a CUDA device warns (amp::warn) and disables itself, as
+  /// Python's does.
+  autocast(torch::DeviceType device, torch::ScalarType dtype, bool enabled = true,
+           bool cache_enabled = true);
+  ~autocast();  ///< restores the saved state; the outermost guard first clears the cast cache
+  autocast(const autocast&) = delete;
+  autocast& operator=(const autocast&) = delete;
+
+ private:
+  torch::DeviceType device_;
+  bool previous_enabled_;
+  torch::ScalarType previous_dtype_;
+  bool previous_cache_enabled_;
+};
+
+/// torch.amp.GradScaler for LibTorch optimizers, PyTorch's algorithm, state machine and error
+/// texts (docs/grad_scaler.md, "Algorithm"): scale() multiplies the loss by the scale; unscale_()
+/// divides an optimizer's gradients by it in place and records whether any was inf or NaN;
+/// step() runs optimizer.step() unless one was; update() backs the scale off after an overflow
+/// and grows it after growth_interval clean steps. The checks and the update run ampcpp's
+/// multi-tensor kernels on the gradients' memory (LibTorch up to 2.2 has no CPU kernels for
+/// them), so the scaler works on the CPU. Of GradScalerOptions, init_scale, growth_factor,
+/// backoff_factor, growth_interval, enabled and allow_fp16_grads are used (hysteresis and scale
+/// bounds are amp::GradScaler's alone and must keep their defaults). Keeps one state per
+/// optimizer, identified by address: an optimizer must outlive the scaler's use of it until the
+/// next update().
+class GradScaler {
+ public:
+  /// device: where losses and gradients live (torch::kCPU or torch::kCUDA). A CUDA scaler without
+  /// a CUDA device warns and is disabled, as PyTorch's. amp::Error for invalid options (as
+  /// amp::GradScaler) or another device type.
+  explicit GradScaler(torch::DeviceType device, GradScalerOptions options = {});
+  GradScaler(const GradScaler&) = delete;
+  GradScaler& operator=(const GradScaler&) = delete;
+
+  /// loss * scale, out of place with LibTorch's type promotion; the first call creates the scale
+  /// (Float32, 0-d) on the loss's device. Disabled: returns loss.
+  torch::Tensor scale(const torch::Tensor& loss);
+  /// Divides the optimizer's gradients by the scale in place and records inf/NaN per device. At
+  /// most once per optimizer between update() calls, and not after step().
+  void unscale_(torch::optim::Optimizer& optimizer);
+  /// optimizer.step() unless a gradient was inf or NaN (unscaling first when unscale_ was not
+  /// called); returns whether it ran. Disabled: steps and returns true.
+  bool step(torch::optim::Optimizer& optimizer);
+  /// The new scale from every optimizer's inf/NaN record since the last update (PyTorch's
+  /// _amp_update_scale_), or new_scale when given (the growth tracker is left alone).
+  void update(std::optional<double> new_scale = {});
+  double get_scale() const;            ///< init_scale before the first scale(); 1.0 when disabled
+  int64_t get_growth_tracker() const;  ///< clean steps since the last growth or backoff
+  bool is_enabled() const { return enabled_; }  ///< false when built disabled or without CUDA
+  /// "scale", "growth_factor", "backoff_factor" (Float64 0-d), "growth_interval" and
+  /// "_growth_tracker" (Int64 0-d), PyTorch's keys; empty when disabled. Call it after update().
+  std::map<std::string, torch::Tensor> state_dict() const;
+  /// Loads state_dict()'s keys (all must be present and hold one number); checks every value
+  /// before changing anything. No-op when disabled.
+  void load_state_dict(const std::map<std::string, torch::Tensor>& state);
+
+ private:
+  enum class Stage { Ready, Unscaled, Stepped };
+  struct OptimizerState {
+    Stage stage = Stage::Ready;
+    std::vector<torch::Tensor> found_inf_per_device;  // Float32 [1], one per gradient device
+  };
+  void check_scale(const char* funcname) const;
+
+  torch::DeviceType device_;
+  GradScalerOptions options_;
+  bool enabled_;
+  double init_scale_;
+  int64_t init_growth_tracker_ = 0;
+  torch::Tensor scale_;           // Float32 0-d, created by the first scale()
+  torch::Tensor growth_tracker_;  // Int64 0-d (PyTorch: Int32; ampcpp's kernel counts in Int64)
+  std::map<const torch::optim::Optimizer*, OptimizerState> per_optimizer_;
+};
+
+/// A FusedAdam parameter group's options: amp::optimizers::FusedAdamOptions as LibTorch group
+/// options, with the group's step counter (apex's group['step'], counting the steps in which the
+/// group had a gradient). Saved and loaded with the optimizer.
+struct FusedAdamGroupOptions
+    : public torch::optim::OptimizerCloneableOptions<FusedAdamGroupOptions> {
+  /// From ampcpp's options (amsgrad must be false, as in apex).
+  explicit FusedAdamGroupOptions(optimizers::FusedAdamOptions options = {}) : adam(options) {}
+  /// The defaults with learning rate lr (torch::optim::AdamOptions(lr); torch::load uses it).
+  explicit FusedAdamGroupOptions(double lr) { adam.lr = lr; }
+  optimizers::FusedAdamOptions adam;  ///< the options, as ampcpp's FusedAdam takes them
+  int64_t step = 0;                   ///< steps this group took
+  double get_lr() const override { return adam.lr; }       ///< adam.lr
+  void set_lr(const double lr) override { adam.lr = lr; }  ///< sets adam.lr
+  /// LibTorch's serialization of the group options (torch::save / torch::load).
+  void serialize(torch::serialize::OutputArchive& archive) const override;
+  /// Reads what the output overload wrote.
+  void serialize(torch::serialize::InputArchive& archive) override;
+};
+
+/// A FusedAdam parameter's state: its first and second moments (Float32, the parameter's shape).
+struct FusedAdamParamState
+    : public torch::optim::OptimizerCloneableParamState<FusedAdamParamState> {
+  torch::Tensor exp_avg;     ///< first moment
+  torch::Tensor exp_avg_sq;  ///< second moment
+  /// LibTorch's serialization of the state (torch::save / torch::load).
+  void serialize(torch::serialize::OutputArchive& archive) const override;
+  /// Reads what the output overload wrote.
+  void serialize(torch::serialize::InputArchive& archive) override;
+};
+
+/// apex's FusedAdam (amp::optimizers::FusedAdam, the same update bit for bit) as a LibTorch
+/// optimizer: param groups, options and state are torch::optim's, so it replaces torch::optim::Adam
+/// (adam_w_mode = false: Adam's L2 weight decay; true, the default: AdamW) and saves with
+/// torch::save. step() runs ampcpp's multi-tensor Adam kernel on the parameters', gradients' and
+/// moments' own memory, one launch per device of each group. Parameters and gradients must be
+/// Float32 (16-bit parameters with fp32 masters are not built yet: amp::Error).
+class FusedAdam : public torch::optim::Optimizer {
+ public:
+  /// One group holding params.
+  explicit FusedAdam(std::vector<torch::Tensor> params, optimizers::FusedAdamOptions options = {});
+  /// Several groups; a group given without options gets `options`.
+  explicit FusedAdam(std::vector<torch::optim::OptimizerParamGroup> groups,
+                     optimizers::FusedAdamOptions options = {});
+  /// One Adam step for every parameter with a gradient; runs closure first (with grad enabled)
+  /// when given and returns its loss.
+  torch::Tensor step(LossClosure closure = nullptr) override;
+  /// torch::save's hook: state and param groups in LibTorch's optimizer format.
+  void save(torch::serialize::OutputArchive& archive) const override;
+  /// torch::load's hook (groups must match in number and size, as LibTorch's own optimizers').
+  void load(torch::serialize::InputArchive& archive) override;
+};
+
+/// An amp::Tensor viewing `t`'s memory (no copy): same sizes, strides, storage offset and
+/// device; the view keeps `t`'s storage alive. Writes through either are seen by both. The view
+/// has no autograd link to `t`, and ampcpp's in-place version counter does not see LibTorch's
+/// writes. Shared dtypes: Float, Half, BFloat16, Double, Long, Bool; amp::Error for another dtype,
+/// an undefined, sparse or quantized tensor, or a device other than CPU and CUDA.
+Tensor from_torch(const torch::Tensor& t);
+/// A torch::Tensor viewing `t`'s memory (no copy), keeping `t`'s storage alive; without
+/// autograd history (requires_grad false). amp::Error for an undefined tensor.
+torch::Tensor to_torch(const Tensor& t);
+
+}  // namespace amp::libtorch
+
+#pragma GCC visibility pop
