@@ -1,7 +1,8 @@
 /// \file
 /// The LibTorch bridge (library ampcpp_libtorch, target ampcpp::libtorch; docs/libtorch.md):
 /// torch.amp's autocast guard and GradScaler for LibTorch (PyTorch's C++ API), which has neither,
-/// and zero-copy conversion between torch::Tensor and amp::Tensor.
+/// apex's FusedAdam as a torch::optim optimizer, and zero-copy conversion between torch::Tensor
+/// and amp::Tensor.
 ///
 /// \code
 ///   torch::nn::Linear model(784, 10);
