@@ -39,6 +39,7 @@
 #include "amp/grad_scaler.h"
 #include "csrc/core/tensor.h"
 #include "optimizers/fused_adam.h"
+#include "optimizers/fused_sgd.h"
 
 namespace amp::libtorch {
 
@@ -181,6 +182,52 @@ class FusedAdam : public torch::optim::Optimizer {
   /// torch::save's hook: state and param groups in LibTorch's optimizer format.
   void save(torch::serialize::OutputArchive& archive) const override;
   /// torch::load's hook (groups must match in number and size, as LibTorch's own optimizers').
+  void load(torch::serialize::InputArchive& archive) override;
+};
+
+/// A FusedSGD parameter group's options: amp::optimizers::FusedSGDOptions as LibTorch group
+/// options. Saved and loaded with the optimizer.
+struct FusedSGDGroupOptions : public torch::optim::OptimizerCloneableOptions<FusedSGDGroupOptions> {
+  /// From ampcpp's options.
+  explicit FusedSGDGroupOptions(optimizers::FusedSGDOptions options) : sgd(options) {}
+  /// The defaults with learning rate lr (torch::optim::SGDOptions(lr); torch::load uses it).
+  explicit FusedSGDGroupOptions(double lr) { sgd.lr = lr; }
+  optimizers::FusedSGDOptions sgd;                        ///< the options, as ampcpp's FusedSGD
+  double get_lr() const override { return sgd.lr; }       ///< sgd.lr
+  void set_lr(const double lr) override { sgd.lr = lr; }  ///< sets sgd.lr
+  /// LibTorch's serialization of the group options (torch::save / torch::load).
+  void serialize(torch::serialize::OutputArchive& archive) const override;
+  /// Reads what the output overload wrote.
+  void serialize(torch::serialize::InputArchive& archive) override;
+};
+
+/// A FusedSGD parameter's state: its momentum buffer (Float32; only with momentum != 0).
+struct FusedSGDParamState : public torch::optim::OptimizerCloneableParamState<FusedSGDParamState> {
+  torch::Tensor momentum_buffer;  ///< the momentum buffer
+  /// LibTorch's serialization of the state (torch::save / torch::load).
+  void serialize(torch::serialize::OutputArchive& archive) const override;
+  /// Reads what the output overload wrote.
+  void serialize(torch::serialize::InputArchive& archive) override;
+};
+
+/// apex's FusedSGD (amp::optimizers::FusedSGD, the same update bit for bit) as a LibTorch
+/// optimizer, in place of torch::optim::SGD: param groups, options and state are torch::optim's.
+/// step() runs ampcpp's multi-tensor SGD kernel on the tensors' own memory, one launch per device
+/// of each group (and a separate one for parameters whose momentum buffer is new, which starts
+/// as the gradient, as torch's). Parameters and gradients must be Float32 (amp::Error otherwise).
+class FusedSGD : public torch::optim::Optimizer {
+ public:
+  /// One group holding params.
+  FusedSGD(std::vector<torch::Tensor> params, optimizers::FusedSGDOptions options);
+  /// Several groups; a group given without options gets `options`.
+  FusedSGD(std::vector<torch::optim::OptimizerParamGroup> groups,
+           optimizers::FusedSGDOptions options);
+  /// One SGD step for every parameter with a gradient; runs closure first (with grad enabled)
+  /// when given and returns its loss.
+  torch::Tensor step(LossClosure closure = nullptr) override;
+  /// torch::save's hook: state and param groups in LibTorch's optimizer format.
+  void save(torch::serialize::OutputArchive& archive) const override;
+  /// torch::load's hook (groups must match in number and size); restores the group options.
   void load(torch::serialize::InputArchive& archive) override;
 };
 

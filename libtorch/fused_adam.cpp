@@ -4,7 +4,6 @@
 #include <torch/csrc/autograd/variable.h>
 #include <torch/optim/serialize.h>
 
-#include <algorithm>
 #include <memory>
 #include <string>
 #include <utility>
@@ -12,10 +11,14 @@
 
 #include "amp/libtorch.h"
 #include "csrc/multi_tensor/multi_tensor.h"
+#include "libtorch/optimizer_support.h"
 #include "libtorch/torch_errors.h"
 
 namespace amp::libtorch {
 namespace {
+
+using detail::read_option;
+using detail::write_option;
 
 namespace mt = amp::multi_tensor;
 
@@ -39,45 +42,29 @@ std::vector<torch::optim::OptimizerParamGroup> with_options(
   return groups;
 }
 
-// The torch::optim state key of a parameter (LibTorch 1.5-2.1: its TensorImpl's address as text).
-std::string state_key(const torch::Tensor& param) {
-  return c10::guts::to_string(param.unsafeGetTensorImpl());
-}
-
-template <class T>
-void write(torch::serialize::OutputArchive& archive, const char* key, T value) {
-  archive.write(key, c10::IValue(value));
-}
-
-c10::IValue read(torch::serialize::InputArchive& archive, const char* key) {
-  c10::IValue value;
-  archive.read(key, value);
-  return value;
-}
-
 }  // namespace
 
 void FusedAdamGroupOptions::serialize(torch::serialize::OutputArchive& archive) const {
-  write(archive, "lr", adam.lr);
-  write(archive, "bias_correction", adam.bias_correction);
-  write(archive, "beta1", adam.betas.first);
-  write(archive, "beta2", adam.betas.second);
-  write(archive, "eps", adam.eps);
-  write(archive, "adam_w_mode", adam.adam_w_mode);
-  write(archive, "weight_decay", adam.weight_decay);
-  write(archive, "set_grad_none", adam.set_grad_none);
-  write(archive, "step", step);
+  write_option(archive, "lr", adam.lr);
+  write_option(archive, "bias_correction", adam.bias_correction);
+  write_option(archive, "beta1", adam.betas.first);
+  write_option(archive, "beta2", adam.betas.second);
+  write_option(archive, "eps", adam.eps);
+  write_option(archive, "adam_w_mode", adam.adam_w_mode);
+  write_option(archive, "weight_decay", adam.weight_decay);
+  write_option(archive, "set_grad_none", adam.set_grad_none);
+  write_option(archive, "step", step);
 }
 
 void FusedAdamGroupOptions::serialize(torch::serialize::InputArchive& archive) {
-  adam.lr = read(archive, "lr").toDouble();
-  adam.bias_correction = read(archive, "bias_correction").toBool();
-  adam.betas = {read(archive, "beta1").toDouble(), read(archive, "beta2").toDouble()};
-  adam.eps = read(archive, "eps").toDouble();
-  adam.adam_w_mode = read(archive, "adam_w_mode").toBool();
-  adam.weight_decay = read(archive, "weight_decay").toDouble();
-  adam.set_grad_none = read(archive, "set_grad_none").toBool();
-  step = read(archive, "step").toInt();
+  adam.lr = read_option(archive, "lr").toDouble();
+  adam.bias_correction = read_option(archive, "bias_correction").toBool();
+  adam.betas = {read_option(archive, "beta1").toDouble(), read_option(archive, "beta2").toDouble()};
+  adam.eps = read_option(archive, "eps").toDouble();
+  adam.adam_w_mode = read_option(archive, "adam_w_mode").toBool();
+  adam.weight_decay = read_option(archive, "weight_decay").toDouble();
+  adam.set_grad_none = read_option(archive, "set_grad_none").toBool();
+  step = read_option(archive, "step").toInt();
 }
 
 void FusedAdamParamState::serialize(torch::serialize::OutputArchive& archive) const {
@@ -112,9 +99,7 @@ torch::Tensor FusedAdam::step(LossClosure closure) {
   torch::NoGradGuard no_grad;
   for (auto& group : param_groups()) {
     auto& options = static_cast<FusedAdamGroupOptions&>(group.options());
-    // [g, p, m, v] per device, in group order.
-    // (c10::Device has no <: devices in order of first appearance.)
-    std::vector<std::pair<torch::Device, mt::TensorLists>> lists_per_device;
+    detail::ListsPerLaunch launches(4);  // [g, p, m, v] per device, in group order
     std::vector<torch::Tensor> updated;
     for (const torch::Tensor& param : group.params()) {
       const torch::Tensor& grad = param.grad();
@@ -125,7 +110,7 @@ torch::Tensor FusedAdam::step(LossClosure closure) {
                     c10::toString(param.scalar_type()) + " and " +
                     c10::toString(grad.scalar_type()));
       }
-      auto& slot = state()[state_key(param)];
+      auto& slot = state()[detail::state_key(param)];
       if (!slot) {
         auto fresh = std::make_unique<FusedAdamParamState>();
         fresh->exp_avg = torch::zeros_like(param, torch::MemoryFormat::Contiguous);
@@ -133,22 +118,18 @@ torch::Tensor FusedAdam::step(LossClosure closure) {
         slot = std::move(fresh);
       }
       const auto& moments = static_cast<const FusedAdamParamState&>(*slot);
-      auto bucket = std::find_if(lists_per_device.begin(), lists_per_device.end(),
-                                 [&](const auto& entry) { return entry.first == param.device(); });
-      if (bucket == lists_per_device.end()) {
-        bucket = lists_per_device.insert(bucket, {param.device(), mt::TensorLists(4)});
-      }
-      mt::TensorLists& lists = bucket->second;
+      mt::TensorLists& lists = launches.at(param.device());
       lists[0].push_back(from_torch(grad));
       lists[1].push_back(from_torch(param));
       lists[2].push_back(from_torch(moments.exp_avg));
       lists[3].push_back(from_torch(moments.exp_avg_sq));
       updated.push_back(param);
     }
-    if (lists_per_device.empty()) continue;  // apex counts only steps with a gradient
+    if (launches.entries().empty()) continue;  // apex counts only steps with a gradient
     const optimizers::FusedAdamOptions& o = options.adam;
     const int64_t step = ++options.step;
-    for (const auto& [device, lists] : lists_per_device) {
+    for (const auto& launch : launches.entries()) {
+      const mt::TensorLists& lists = launch.lists;
       mt::adam(mt::kDefaultChunkSize, mt::make_flag(lists[0][0].device()), lists, o.lr,
                o.betas.first, o.betas.second, o.eps, step,
                o.adam_w_mode ? mt::AdamMode::AdamW : mt::AdamMode::L2, o.bias_correction,
@@ -167,19 +148,7 @@ void FusedAdam::save(torch::serialize::OutputArchive& archive) const {
 
 void FusedAdam::load(torch::serialize::InputArchive& archive) {
   detail::translating_torch_errors("FusedAdam.load", [&] {
-    torch::optim::serialize<FusedAdamParamState, FusedAdamGroupOptions>(archive, *this);
-    // LibTorch (1.13) reads the saved group options but keeps the current ones; the group's step
-    // counter drives the bias correction, so the saved options replace them here, as Python's
-    // load_state_dict does. The group count and sizes were checked above.
-    torch::serialize::InputArchive groups_archive;
-    archive.read("param_groups", groups_archive);
-    std::vector<
-        std::pair<std::vector<std::string>, std::unique_ptr<torch::optim::OptimizerOptions>>>
-        saved_groups;
-    torch::optim::detail::serialize<FusedAdamGroupOptions>(groups_archive, saved_groups);
-    for (size_t i = 0; i < saved_groups.size(); ++i) {
-      param_groups()[i].set_options(std::move(saved_groups[i].second));
-    }
+    detail::load_optimizer<FusedAdamParamState, FusedAdamGroupOptions>(archive, *this);
   });
 }
 

@@ -6,6 +6,7 @@
 
 #include "amp/libtorch.h"
 #include "csrc/core/dtype.h"
+#include "libtorch/torch_errors.h"
 
 namespace amp::libtorch {
 namespace {
@@ -73,7 +74,9 @@ Tensor from_torch(const torch::Tensor& t) {
   if (t.is_quantized()) throw Error("from_torch: expected a dense tensor, got a quantized one");
   const DType dtype = amp_dtype(t.scalar_type());
   const Device device = amp_device(t.device());
-  const c10::Storage& storage = t.storage();
+  // A tensor without storage (e.g. a functorch wrapper) makes LibTorch raise here.
+  const c10::Storage storage =
+      detail::translating_torch_errors("from_torch", [&] { return t.storage(); });
   // The amp storage starts where torch's does, so the storage offset carries over; it owns a
   // reference to torch's storage, released when the last amp view of it goes.
   auto impl = std::make_shared<TensorImpl>();
@@ -94,9 +97,11 @@ torch::Tensor to_torch(const Tensor& t) {
   // A torch storage over all of amp's, viewed with t's geometry; the deleter's copy of the
   // Storage handle keeps amp's memory alive.
   const int64_t elements = static_cast<int64_t>(storage->nbytes() / element_size(t.dtype()));
-  torch::Tensor whole = torch::from_blob(
-      storage->data(), {elements}, [storage](void*) {}, options);
-  return whole.as_strided(t.sizes(), t.strides(), t.storage_offset());
+  return detail::translating_torch_errors("to_torch", [&] {
+    const torch::Tensor whole = torch::from_blob(
+        storage->data(), {elements}, [storage](void*) {}, options);
+    return whole.as_strided(t.sizes(), t.strides(), t.storage_offset());
+  });
 }
 
 }  // namespace amp::libtorch
