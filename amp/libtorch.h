@@ -1,8 +1,8 @@
 /// \file
 /// The LibTorch bridge (library ampcpp_libtorch, target ampcpp::libtorch; docs/libtorch.md):
 /// torch.amp's autocast guard and GradScaler for LibTorch (PyTorch's C++ API), which has neither,
-/// apex's FusedAdam as a torch::optim optimizer, and zero-copy conversion between torch::Tensor
-/// and amp::Tensor.
+/// apex's FusedAdam, FusedSGD and FusedLAMB as torch::optim optimizers, and zero-copy conversion
+/// between torch::Tensor and amp::Tensor.
 ///
 /// \code
 ///   torch::nn::Linear model(784, 10);
@@ -39,6 +39,7 @@
 #include "amp/grad_scaler.h"
 #include "csrc/core/tensor.h"
 #include "optimizers/fused_adam.h"
+#include "optimizers/fused_lamb.h"
 #include "optimizers/fused_sgd.h"
 
 namespace amp::libtorch {
@@ -223,6 +224,46 @@ class FusedSGD : public torch::optim::Optimizer {
   FusedSGD(std::vector<torch::optim::OptimizerParamGroup> groups,
            optimizers::FusedSGDOptions options);
   /// One SGD step for every parameter with a gradient; runs closure first (with grad enabled)
+  /// when given and returns its loss.
+  torch::Tensor step(LossClosure closure = nullptr) override;
+  /// torch::save's hook: state and param groups in LibTorch's optimizer format.
+  void save(torch::serialize::OutputArchive& archive) const override;
+  /// torch::load's hook (groups must match in number and size); restores the group options.
+  void load(torch::serialize::InputArchive& archive) override;
+};
+
+/// A FusedLAMB parameter group's options: amp::optimizers::FusedLAMBOptions as LibTorch group
+/// options, with the group's step counter. max_grad_norm is read from the optimizer's defaults (the
+/// global gradient norm spans all groups, as in apex). Saved and loaded with the optimizer.
+struct FusedLAMBGroupOptions
+    : public torch::optim::OptimizerCloneableOptions<FusedLAMBGroupOptions> {
+  /// From ampcpp's options.
+  explicit FusedLAMBGroupOptions(optimizers::FusedLAMBOptions options = {}) : lamb(options) {}
+  /// The defaults with learning rate lr (torch::load uses it).
+  explicit FusedLAMBGroupOptions(double lr) { lamb.lr = lr; }
+  optimizers::FusedLAMBOptions lamb;  ///< the options, as ampcpp's FusedLAMB takes them
+  int64_t step = 0;                   ///< steps this group took
+  double get_lr() const override { return lamb.lr; }       ///< lamb.lr
+  void set_lr(const double lr) override { lamb.lr = lr; }  ///< sets lamb.lr
+  /// LibTorch's serialization of the group options (torch::save / torch::load).
+  void serialize(torch::serialize::OutputArchive& archive) const override;
+  /// Reads what the output overload wrote.
+  void serialize(torch::serialize::InputArchive& archive) override;
+};
+
+/// apex's FusedLAMB (amp::optimizers::FusedLAMB, the same update bit for bit) as a LibTorch
+/// optimizer. Its state per parameter is FusedAdamParamState's (first and second moments).
+/// step() computes the global gradient norm of every group with ampcpp's multi-tensor l2norm and
+/// runs its LAMB kernel on the tensors' own memory. Every parameter with a gradient must be on one
+/// device, and parameters and gradients must be Float32 (amp::Error otherwise).
+class FusedLAMB : public torch::optim::Optimizer {
+ public:
+  /// One group holding params.
+  explicit FusedLAMB(std::vector<torch::Tensor> params, optimizers::FusedLAMBOptions options = {});
+  /// Several groups; a group given without options gets `options`.
+  explicit FusedLAMB(std::vector<torch::optim::OptimizerParamGroup> groups,
+                     optimizers::FusedLAMBOptions options = {});
+  /// One LAMB step for every parameter with a gradient; runs closure first (with grad enabled)
   /// when given and returns its loss.
   torch::Tensor step(LossClosure closure = nullptr) override;
   /// torch::save's hook: state and param groups in LibTorch's optimizer format.

@@ -8,8 +8,9 @@
 // - libtorch_grad_scaler: a replayed inf/NaN pattern gives the same scales, trackers and skipped
 //   steps as amp::GradScaler and PyTorch's rule written out in doubles; state_dict round trip;
 //   PyTorch's state-machine errors.
-// - libtorch_fused_adam, libtorch_fused_sgd: 20 steps against LibTorch's Adam/SGD (<= 1e-5) and
-//   against ampcpp's FusedAdam/FusedSGD (bit for bit), torch::save/load mid-run, errors.
+// - libtorch_fused_adam, libtorch_fused_sgd, libtorch_fused_lamb: 20 steps against LibTorch's
+//   Adam/SGD (<= 1e-5; LibTorch has no LAMB) and against ampcpp's FusedAdam/FusedSGD/FusedLAMB
+//   (bit for bit), torch::save/load mid-run, errors.
 // One file, because every file including <torch/torch.h> takes ~25 s to compile.
 #include <ATen/autocast_mode.h>
 #include <torch/torch.h>
@@ -593,6 +594,58 @@ BOOST_AUTO_TEST_CASE(matches_amps_fused_sgd_bit_for_bit_and_survives_a_checkpoin
     reference.step();
   }
   for (size_t i = 0; i < ours.size(); ++i) {
+    BOOST_TEST(torch::equal(ours[i], lt::to_torch(amps[i].detach())), "param " << i);
+  }
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(libtorch_fused_lamb)
+
+BOOST_AUTO_TEST_CASE(matches_amps_fused_lamb_bit_for_bit_over_two_groups_and_a_checkpoint) {
+  // Two groups with their own learning rates: the global gradient norm spans both.
+  const std::vector<torch::Tensor> ours = initial_params();
+  std::vector<amp::Tensor> amps;
+  for (const torch::Tensor& p : ours) {
+    amps.push_back(lt::from_torch(p.detach()).clone().requires_grad_());
+  }
+  amp::optimizers::FusedLAMBOptions options;
+  options.lr = 1e-2;
+  options.max_grad_norm = 0.5;  // small enough to clip
+  amp::optimizers::FusedLAMBOptions second = options;
+  second.lr = 3e-2;
+  const auto make = [&] {
+    std::vector<torch::optim::OptimizerParamGroup> groups;
+    groups.emplace_back(std::vector<torch::Tensor>{ours[0]});
+    groups.emplace_back(std::vector<torch::Tensor>{ours[1]},
+                        std::make_unique<lt::FusedLAMBGroupOptions>(second));
+    return std::make_unique<lt::FusedLAMB>(std::move(groups), options);
+  };
+  auto fused = make();
+  amp::optimizers::FusedLAMB reference(
+      std::vector<amp::optimizers::ParamGroup>{{{amps[0]}, {}}, {{amps[1]}, {{"lr", 3e-2}}}},
+      options);
+  for (int step = 0; step < 20; ++step) {
+    if (step == 10) {  // a checkpoint round trip into a fresh optimizer, mid-run
+      std::stringstream saved;
+      torch::save(*fused, saved);
+      fused = make();
+      torch::load(*fused, saved);
+      BOOST_TEST(static_cast<lt::FusedLAMBGroupOptions&>(fused->param_groups()[1].options()).step ==
+                 10);
+    }
+    fused->zero_grad();
+    problem_loss(ours[0], ours[1], step).backward();
+    const torch::Tensor grad_before = ours[0].grad().clone();
+    for (size_t i = 0; i < ours.size(); ++i) {
+      amps[i].set_grad(lt::from_torch(ours[i].grad()).clone());
+    }
+    fused->step();
+    reference.step();
+    BOOST_TEST(torch::equal(ours[0].grad(), grad_before));  // the kernel wrote into a copy
+  }
+  for (size_t i = 0; i < ours.size(); ++i) {
+    BOOST_TEST(!torch::equal(ours[i], initial_params()[i]));  // it trained
     BOOST_TEST(torch::equal(ours[i], lt::to_torch(amps[i].detach())), "param " << i);
   }
 }
