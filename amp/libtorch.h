@@ -1,6 +1,7 @@
 /// \file
 /// The LibTorch bridge (library ampcpp_libtorch, target ampcpp::libtorch; docs/libtorch.md):
-/// torch.amp's autocast guard and GradScaler for LibTorch (PyTorch's C++ API), which has neither,
+/// apex's initialize/scale_loss (O0 and O1) for LibTorch models and optimizers, torch.amp's
+/// autocast guard and GradScaler for LibTorch (PyTorch's C++ API), which has neither,
 /// apex's FusedAdam, FusedSGD and FusedLAMB as torch::optim optimizers, and zero-copy conversion
 /// between torch::Tensor and amp::Tensor.
 ///
@@ -26,6 +27,7 @@
 #pragma once
 #pragma GCC visibility push(default)  // public API (docs/building.md)
 
+#include <torch/nn/module.h>
 #include <torch/optim/optimizer.h>
 #include <torch/serialize/archive.h>
 #include <torch/types.h>
@@ -37,6 +39,7 @@
 #include <vector>
 
 #include "amp/grad_scaler.h"
+#include "amp/properties.h"
 #include "csrc/core/tensor.h"
 #include "optimizers/fused_adam.h"
 #include "optimizers/fused_lamb.h"
@@ -73,6 +76,61 @@ class autocast {
   torch::ScalarType previous_dtype_;
   bool previous_cache_enabled_;
 };
+
+/// apex's amp.initialize for LibTorch models and optimizers
+/// (docs/libtorch.md, "apex's front end (O0, O1)"): resolves `opt_level` and `overrides` as
+/// amp::initialize does (apex's presets, checks, messages and printed summary) and sets up one
+/// dynamic or static loss scaler per loss (Overrides::num_losses). O0 leaves everything in fp32. O1
+/// turns on LibTorch's own autocast for the model's device type with the low-precision dtype (on
+/// the CPU BFloat16 unless overridden, as LibTorch 1.13 has no fp16 CPU matmul), on the calling
+/// thread: LibTorch's autocast state is per thread. O2 and O3 are not built yet in the bridge
+/// (amp::Error). Models and optimizers are not modified by O0/O1; every parameter must be Float32
+/// (apex's check). Replaces any earlier initialization.
+Properties initialize(torch::nn::Module& model, torch::optim::Optimizer& optimizer,
+                      const std::string& opt_level = "O1", const Overrides& overrides = {});
+/// Several models and optimizers (apex's lists); the first model's first parameter decides the
+/// device type.
+Properties initialize(const std::vector<torch::nn::Module*>& models,
+                      const std::vector<torch::optim::Optimizer*>& optimizers,
+                      const std::string& opt_level = "O1", const Overrides& overrides = {});
+
+/// apex's `with amp.scale_loss(loss, optimizer) as scaled_loss:` block as a scoped object. On
+/// leaving it unscales the optimizer's gradients in place (ampcpp's LossScaler on their memory),
+/// updates the scale of loss `loss_id`, and after an overflow prints apex's "Gradient overflow.
+/// Skipping step, loss scaler N reducing loss scale to S" and drops the gradients, so that the
+/// next optimizer.step() leaves every parameter (and its state) as it was. Under O1 it also
+/// clears LibTorch's weight-cast cache, so the next forward casts the updated weights. Not
+/// copyable or movable.
+class ScaledLoss {
+ public:
+  /// Opens the block (scale_loss says when it raises).
+  ScaledLoss(const torch::Tensor& loss, torch::optim::Optimizer& optimizer, int loss_id);
+  ScaledLoss(const ScaledLoss&) = delete;
+  ScaledLoss& operator=(const ScaledLoss&) = delete;
+  /// Leaves the block (see the class comment). Throws amp::Error only when not unwinding from
+  /// another exception.
+  ~ScaledLoss() noexcept(false);
+  /// tensor().backward(retain_graph).
+  void backward(bool retain_graph = false);
+  /// loss.to(Float32) * loss_scale (the loss itself when amp is disabled).
+  const torch::Tensor& tensor() const { return scaled_; }
+
+ private:
+  torch::optim::Optimizer* optimizer_;
+  int loss_id_;
+  torch::Tensor scaled_;
+  int uncaught_exceptions_;
+};
+
+/// Opens a scale_loss block (amp::Error before initialize, or for a loss_id outside
+/// [0, num_losses)).
+ScaledLoss scale_loss(const torch::Tensor& loss, torch::optim::Optimizer& optimizer,
+                      int loss_id = 0);
+/// apex's amp.state_dict(): "loss_scaler<N>.loss_scale" (Float64 0-d) and
+/// "loss_scaler<N>.unskipped" (Int64 0-d) per loss, as amp::state_dict.
+std::map<std::string, torch::Tensor> state_dict();
+/// Loads state_dict()'s entries; checks all of them before changing anything (amp::Error).
+void load_state_dict(const std::map<std::string, torch::Tensor>& state);
 
 /// torch.amp.GradScaler for LibTorch optimizers, PyTorch's algorithm, state machine and error
 /// texts (docs/grad_scaler.md, "Algorithm"): scale() multiplies the loss by the scale; unscale_()

@@ -651,3 +651,117 @@ BOOST_AUTO_TEST_CASE(matches_amps_fused_lamb_bit_for_bit_over_two_groups_and_a_c
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(libtorch_front_end)
+
+namespace {
+
+// Captures what a block prints to std::cout (apex's messages).
+struct CaptureCout {
+  std::stringstream text;
+  std::streambuf* previous = std::cout.rdbuf(text.rdbuf());
+  ~CaptureCout() { std::cout.rdbuf(previous); }
+};
+
+}  // namespace
+
+// First in the suite: ctest runs the suite in a fresh process, so nothing is initialized yet.
+BOOST_AUTO_TEST_CASE(scale_loss_and_state_dict_need_initialize) {
+  Regression r;
+  torch::optim::SGD opt(r.model->parameters(), torch::optim::SGDOptions(0.1));
+  BOOST_CHECK_EXCEPTION(lt::scale_loss(torch::ones({}), opt), amp::Error,
+                        has({"amp::libtorch::initialize(model, optimizer, opt_level) must be "
+                             "called before amp::libtorch::scale_loss"}));
+  BOOST_CHECK_EXCEPTION(lt::state_dict(), amp::Error, has({"has not been called"}));
+}
+
+BOOST_FIXTURE_TEST_CASE(o1_autocasts_in_bf16_and_every_step_sees_the_current_weights,
+                        CleanAutocastState) {
+  Regression r;
+  torch::optim::SGD opt(r.model->parameters(), torch::optim::SGDOptions(0.5));
+  const amp::Properties props = lt::initialize(*r.model, opt, "O1", {.verbosity = 0});
+  BOOST_TEST(props.patch_functions);
+  BOOST_TEST((props.low_precision_dtype == amp::DType::BFloat16));  // the CPU default
+  BOOST_TEST(at::autocast::is_cpu_enabled());
+  BOOST_TEST(at::autocast::get_autocast_cpu_dtype() == at::kBFloat16);
+  std::vector<double> losses;
+  for (int step = 0; step < 4; ++step) {
+    opt.zero_grad();
+    const torch::Tensor expected = r.fresh_bf16_forward();
+    const torch::Tensor y = r.model(r.x);
+    BOOST_TEST(bit_equal(y.detach(), expected), "step " << step);
+    const torch::Tensor loss = torch::mse_loss(y.to(torch::kFloat), r.target);
+    losses.push_back(loss.item<double>());
+    {
+      lt::ScaledLoss scaled = lt::scale_loss(loss, opt);
+      BOOST_TEST(scaled.tensor().item<double>() == losses.back() * 65536.0);
+      scaled.backward();
+    }
+    opt.step();
+  }
+  BOOST_TEST(losses.back() < losses.front());
+}
+
+BOOST_FIXTURE_TEST_CASE(an_overflow_skips_the_step_and_halves_the_scale, CleanAutocastState) {
+  const torch::Tensor w = torch::tensor({1.0f, 2.0f, 3.0f}).requires_grad_();
+  torch::optim::SGD opt({w}, torch::optim::SGDOptions(0.1).momentum(0.9));
+  torch::nn::Module model;  // its one parameter, on the CPU, decides the device type
+  model.register_parameter("w", w);
+  lt::initialize(model, opt, "O1");  // verbosity 1: apex's messages are printed
+  const torch::Tensor before = w.detach().clone();
+  {
+    CaptureCout out;
+    {
+      lt::ScaledLoss scaled = lt::scale_loss((w * w).sum(), opt);
+      scaled.backward();
+      torch::NoGradGuard no_grad;
+      w.mutable_grad()[1] = std::numeric_limits<float>::quiet_NaN();
+    }
+    BOOST_TEST(out.text.str() ==
+               "Gradient overflow.  Skipping step, loss scaler 0 reducing loss scale to 32768.0\n");
+  }
+  BOOST_TEST(!w.grad().defined());
+  opt.step();
+  BOOST_TEST(torch::equal(w, before));  // skipped: parameter and momentum untouched
+  BOOST_TEST(opt.state().empty());
+  auto state = lt::state_dict();
+  BOOST_TEST(state.at("loss_scaler0.loss_scale").item<double>() == 32768.0);
+  BOOST_TEST(state.at("loss_scaler0.unskipped").item<int64_t>() == 0);
+  // A clean step: the gradient arrives unscaled (d/dw sum(w^2) = 2w, exact in fp32).
+  {
+    lt::ScaledLoss scaled = lt::scale_loss((w * w).sum(), opt);
+    scaled.backward();
+  }
+  BOOST_TEST(torch::equal(w.grad(), 2 * before));
+  opt.step();
+  BOOST_TEST(!torch::equal(w, before));
+  state = lt::state_dict();
+  BOOST_TEST(state.at("loss_scaler0.unskipped").item<int64_t>() == 1);
+  // Round trip, and a bad entry changes nothing.
+  state["loss_scaler0.loss_scale"] = torch::full({}, 1024.0, torch::kDouble);
+  lt::load_state_dict(state);
+  BOOST_TEST(lt::state_dict().at("loss_scaler0.loss_scale").item<double>() == 1024.0);
+  auto missing = state;
+  missing.erase("loss_scaler0.unskipped");
+  BOOST_CHECK_EXCEPTION(lt::load_state_dict(missing), amp::Error,
+                        has({"load_state_dict", "loss_scaler0.unskipped"}));
+  BOOST_TEST(lt::state_dict().at("loss_scaler0.unskipped").item<int64_t>() == 1);
+}
+
+BOOST_FIXTURE_TEST_CASE(o0_changes_nothing_and_o2_o3_are_not_built_yet, CleanAutocastState) {
+  Regression r;
+  torch::optim::SGD opt(r.model->parameters(), torch::optim::SGDOptions(0.1));
+  const amp::Properties props = lt::initialize(*r.model, opt, "O0", {.verbosity = 0});
+  BOOST_TEST(!props.patch_functions);
+  BOOST_TEST(!at::autocast::is_cpu_enabled());
+  BOOST_TEST(lt::state_dict().at("loss_scaler0.loss_scale").item<double>() == 1.0);
+  BOOST_CHECK_EXCEPTION(lt::initialize(*r.model, opt, "O2"), amp::Error,
+                        has({"O2 is not built yet in the LibTorch bridge"}));
+  BOOST_CHECK_EXCEPTION(lt::initialize(*r.model, opt, "O5", {.verbosity = 0}), amp::Error,
+                        has({"O5"}));
+  r.model->to(torch::kBFloat16);
+  BOOST_CHECK_EXCEPTION(lt::initialize(*r.model, opt, "O1", {.verbosity = 0}), amp::Error,
+                        has({"Found param weight with type BFloat16, expected Float"}));
+}
+
+BOOST_AUTO_TEST_SUITE_END()
