@@ -759,6 +759,12 @@ BOOST_FIXTURE_TEST_CASE(o0_changes_nothing_and_o2_o3_are_not_built_yet, CleanAut
                         has({"O2 is not built yet in the LibTorch bridge"}));
   BOOST_CHECK_EXCEPTION(lt::initialize(*r.model, opt, "O5", {.verbosity = 0}), amp::Error,
                         has({"O5"}));
+  // fp16 on the CPU is a usage error in LibTorch 1.13 (no fp16 CPU matmul); LibTorch's words.
+  BOOST_CHECK_EXCEPTION(
+      lt::initialize(*r.model, opt, "O1",
+                     {.verbosity = 0, .low_precision_dtype = amp::DType::Float16}),
+      amp::Error, has({"amp::libtorch::initialize", "LibTorch raised", "Bfloat16"}));
+  BOOST_TEST(!at::autocast::is_cpu_enabled());  // nothing was switched on
   r.model->to(torch::kBFloat16);
   BOOST_CHECK_EXCEPTION(lt::initialize(*r.model, opt, "O1", {.verbosity = 0}), amp::Error,
                         has({"Found param weight with type BFloat16, expected Float"}));
