@@ -29,6 +29,8 @@ function(ampcpp_header_closure root out)
 endfunction()
 
 ampcpp_header_closure(amp/amp.h AMPCPP_PUBLIC_HEADERS)
+# Optional components' headers (cmake/ampcpp_libtorch.cmake).
+list(APPEND AMPCPP_PUBLIC_HEADERS ${AMPCPP_EXTRA_PUBLIC_HEADERS})
 set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${AMPCPP_PUBLIC_HEADERS})
 # The list, for scripts/check_install.sh to compare with what an install holds.
 string(REPLACE ";" "\n" header_lines "${AMPCPP_PUBLIC_HEADERS}")
@@ -75,4 +77,5 @@ set(CPACK_DEBIAN_PACKAGE_DEPENDS "libdnnl2, libgomp1, zlib1g, libstdc++6 (>= 12)
 if(AMPCPP_WITH_MPI)  # libampcpp.so links Open MPI's libmpi.so.40 (amp::distributed)
   string(APPEND CPACK_DEBIAN_PACKAGE_DEPENDS ", libopenmpi3")
 endif()
+string(APPEND CPACK_DEBIAN_PACKAGE_DEPENDS "${AMPCPP_EXTRA_DEB_DEPENDS}")  # libampcpp_libtorch.so
 include(CPack)

@@ -41,3 +41,17 @@ read -r -a pc_flags <<< "$(PKG_CONFIG_PATH="$pc_dir" pkg-config --cflags --libs 
 g++ tests/install_consumer/main.cpp "${pc_flags[@]}" -o "$work/pkgconfig_consumer"
 echo -n "check_install: pkg-config consumer: "
 "$work/pkgconfig_consumer"
+
+# The LibTorch bridge, when the build had LibTorch (docs/libtorch.md): the same two ways.
+if [[ -n "$(find "$prefix" -name ampcpp-libtorch.pc)" ]]; then
+  cmake -S tests/libtorch/install_consumer -B "$work/cmake_libtorch_consumer" -G Ninja \
+    -DCMAKE_PREFIX_PATH="$prefix" > /dev/null
+  cmake --build "$work/cmake_libtorch_consumer" > /dev/null
+  echo -n "check_install: find_package(ampcpp COMPONENTS libtorch) consumer: "
+  "$work/cmake_libtorch_consumer/libtorch_consumer"
+  read -r -a pc_flags <<< "$(PKG_CONFIG_PATH="$pc_dir" pkg-config --cflags --libs ampcpp-libtorch)"
+  g++ -std=c++20 tests/libtorch/install_consumer/main.cpp "${pc_flags[@]}" \
+    -o "$work/pkgconfig_libtorch_consumer"
+  echo -n "check_install: pkg-config ampcpp-libtorch consumer: "
+  "$work/pkgconfig_libtorch_consumer"
+fi

@@ -10,8 +10,9 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 if [[ "${1:-}" == "--sanitize" ]]; then
   # CUDA's runtime and ASan's shadow memory do not mix; the CUDA code compiles in the main build.
+  # Nor is LibTorch instrumented; its bridge compiles and runs in the main build.
   bash scripts/build.sh build-asan -DAMPCPP_SANITIZE=ON -DAMPCPP_CUDA=OFF \
-    -DAMPCPP_BUILD_EXAMPLES=OFF -DAMPCPP_BUILD_BENCH=OFF
+    -DAMPCPP_BUILD_EXAMPLES=OFF -DAMPCPP_BUILD_BENCH=OFF -DAMPCPP_LIBTORCH=OFF
   export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}
   export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
   ctest --test-dir build-asan --output-on-failure -j "$(nproc)" -L unit

@@ -16,6 +16,7 @@ packages=(
   libopenmpi-dev openmpi-bin
   dataset-fashion-mnist
   clang libclang-rt-14-dev libomp-dev
+  libtorch-dev
 )
 if [[ "${1:-}" == "--reference" ]]; then
   packages+=(python3-torch python3-numpy libopenblas0-openmp)

@@ -16,6 +16,10 @@ namespace amp {
 class StorageImpl {
  public:
   StorageImpl(size_t nbytes, Device device);  ///< from the device's caching allocator
+  /// Views memory another library owns (the LibTorch bridge's zero-copy from_torch): `owner`
+  /// keeps it alive and is released, instead of the allocator being called, when the last view
+  /// goes. The bytes are neither copied nor counted in the allocator's statistics.
+  StorageImpl(void* data, size_t nbytes, Device device, std::shared_ptr<void> owner);
   ~StorageImpl();
   StorageImpl(const StorageImpl&) = delete;
   StorageImpl& operator=(const StorageImpl&) = delete;
@@ -39,6 +43,7 @@ class StorageImpl {
   size_t nbytes_ = 0;
   Device device_;
   uint64_t version_ = 0;
+  std::shared_ptr<void> owner_;  // set for external memory: then the allocator never sees data_
 };
 
 /// Shared ownership of a StorageImpl (every view of it holds one).

@@ -1,0 +1,80 @@
+/// \file
+/// What the bridge's torch::optim optimizers share (private to ampcpp_libtorch): LibTorch's state
+/// key, archive helpers for option serialization, and per-device tensor lists.
+#pragma once
+
+#include <torch/optim/optimizer.h>
+#include <torch/optim/serialize.h>
+#include <torch/serialize/archive.h>
+#include <torch/types.h>
+
+#include <algorithm>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "csrc/multi_tensor/multi_tensor.h"
+
+namespace amp::libtorch::detail {
+
+// The torch::optim state key of a parameter (LibTorch 1.5-2.1: its TensorImpl's address as text).
+inline std::string state_key(const torch::Tensor& param) {
+  return c10::guts::to_string(param.unsafeGetTensorImpl());
+}
+
+template <class T>
+void write_option(torch::serialize::OutputArchive& archive, const char* key, T value) {
+  archive.write(key, c10::IValue(value));
+}
+
+inline c10::IValue read_option(torch::serialize::InputArchive& archive, const char* key) {
+  c10::IValue value;
+  archive.read(key, value);
+  return value;
+}
+
+// Tensor lists per (device, key), in order of first appearance (c10::Device has no <); `key`
+// separates launches that need different kernel arguments (FusedSGD's first momentum step).
+class ListsPerLaunch {
+ public:
+  explicit ListsPerLaunch(size_t lists) : lists_(lists) {}
+  multi_tensor::TensorLists& at(const torch::Device& device, int key = 0) {
+    auto it = std::find_if(entries_.begin(), entries_.end(),
+                           [&](const Entry& e) { return e.device == device && e.key == key; });
+    if (it == entries_.end()) {
+      entries_.push_back({device, key, multi_tensor::TensorLists(lists_)});
+      return entries_.back().lists;
+    }
+    return it->lists;
+  }
+  struct Entry {
+    torch::Device device;
+    int key;
+    multi_tensor::TensorLists lists;
+  };
+  const std::vector<Entry>& entries() const { return entries_; }
+
+ private:
+  size_t lists_;
+  std::vector<Entry> entries_;
+};
+
+// torch::load for the bridge's optimizers: LibTorch's own loading of state (which checks the group
+// count and sizes), then the saved group options in place of the current ones. LibTorch 1.13
+// reads the saved options but keeps the current ones; the bridge's hold state that must survive
+// a checkpoint (FusedAdam's step counter), as Python's load_state_dict restores it.
+template <class ParamState, class GroupOptions>
+void load_optimizer(torch::serialize::InputArchive& archive, torch::optim::Optimizer& optimizer) {
+  torch::optim::serialize<ParamState, GroupOptions>(archive, optimizer);
+  torch::serialize::InputArchive groups_archive;
+  archive.read("param_groups", groups_archive);
+  std::vector<std::pair<std::vector<std::string>, std::unique_ptr<torch::optim::OptimizerOptions>>>
+      saved_groups;
+  torch::optim::detail::serialize<GroupOptions>(groups_archive, saved_groups);
+  for (size_t i = 0; i < saved_groups.size(); ++i) {
+    optimizer.param_groups()[i].set_options(std::move(saved_groups[i].second));
+  }
+}
+
+}  // namespace amp::libtorch::detail
