@@ -26,8 +26,6 @@ struct JsonExpected {
   const char* what;
 };
 
-class JsonReader;
-
 // The caller's side of JsonReader::read: one call per token, with the token's byte offset.
 // A value call comes only for the kind expected_value() named; key and end_object only inside
 // an object, end_array only inside an array. A schema refuses with JsonReader::fail_at.
