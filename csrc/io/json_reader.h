@@ -1,11 +1,14 @@
-// A strict pull reader for the JSON subset that safetensors headers use (objects, arrays,
-// strings with escapes, integers), and the matching writer-side string quoting.
+// A strict reader for the JSON subset that safetensors headers use (objects, arrays, strings,
+// integers), and the matching writer-side string quoting.
 //
-// The reader builds no document tree: the caller walks the structure it expects
-// (read_object / read_array / read_string / read_integer), so memory stays proportional to what
-// the caller keeps. Anything outside the subset (fractions, exponents, true/false/null, invalid
-// UTF-8, raw control characters, lone surrogates, trailing garbage) raises amp::Error with the
-// caller's context, the byte offset, what was expected and what was found. Internal to ampcpp.
+// nlohmann-json's SAX parser does the lexing: escapes, surrogate pairs, UTF-8 validation, the
+// grammar. This reader adds what the format needs on top of it: every event carries the byte
+// offset of its token; fractions, exponents, true/false/null and trailing bytes are refused at
+// once; and every error names the caller's context, the byte offset, what was expected and what
+// was found. The caller's JsonSchema says which value it accepts next, so a value of the wrong
+// kind is refused before the schema sees it, and nesting never goes deeper than the schema.
+// No document tree is built: memory stays proportional to what the schema keeps. Internal to
+// ampcpp; nlohmann-json appears only in json_reader.cpp.
 #pragma once
 
 #include <cstddef>
@@ -15,66 +18,46 @@
 
 namespace amp::io {
 
+enum class JsonKind { Object, Array, String, Integer };
+
+// The value a schema accepts next: its kind, and how errors name it ("a string (the dtype)").
+struct JsonExpected {
+  JsonKind kind;
+  const char* what;
+};
+
+// The caller's side of JsonReader::read: one call per token, with the token's byte offset.
+// A value call comes only for the kind expected_value() named; key and end_object only inside
+// an object, end_array only inside an array. A schema refuses with JsonReader::fail_at.
+class JsonSchema {
+ public:
+  virtual ~JsonSchema() = default;
+  virtual JsonExpected expected_value() const = 0;
+  virtual void start_object(size_t at) = 0;
+  virtual void key(std::string&& key, size_t at) = 0;
+  virtual void end_object(size_t at) = 0;
+  virtual void start_array(size_t at) = 0;
+  virtual void end_array(size_t at) = 0;
+  virtual void string(std::string&& value, size_t at) = 0;
+  virtual void integer(int64_t value, size_t at) = 0;
+};
+
 class JsonReader {
  public:
   // `context` starts every error message, e.g. "load '/ckpt/model.safetensors': header".
   JsonReader(std::string_view text, std::string context);
 
-  // Reads '{' ( string ':' <member> ( ',' string ':' <member> )* )? '}', calling
-  // on_member(key) with the reader positioned at the member's value; on_member must consume it.
-  template <class F>
-  void read_object(F&& on_member) {
-    expect('{', "'{' (an object)");
-    if (consume('}')) return;
-    while (true) {
-      skip_whitespace();
-      if (peek() != '"') fail("a string (an object key)");
-      const std::string key = read_string();
-      expect(':', "':' after the object key");
-      on_member(key);
-      if (consume('}')) return;
-      expect(',', "',' or '}' in an object");
-    }
-  }
+  // Reads the text as one value followed only by whitespace, calling `schema` for each token.
+  void read(JsonSchema& schema);
 
-  // Reads '[' ( <element> ( ',' <element> )* )? ']', calling on_element() at each element.
-  template <class F>
-  void read_array(F&& on_element) {
-    expect('[', "'[' (an array)");
-    if (consume(']')) return;
-    while (true) {
-      on_element();
-      if (consume(']')) return;
-      expect(',', "',' or ']' in an array");
-    }
-  }
-
-  // A JSON string, unescaped to UTF-8; `what` names it in the error when something else is there.
-  std::string read_string(const char* what = "a string");
-  // A JSON integer in the int64 range (sign allowed).
-  int64_t read_integer(const char* what = "an integer");
-  void expect_end();  // only whitespace may follow
-
-  // True (and consumed) when the next non-whitespace byte is `c`.
-  bool consume(char c);
-  // Consumes `c` after whitespace, or fails with "expected <what>".
-  void expect(char c, const char* what);
-
-  // Byte offset of the reader in the text.
-  size_t offset() const { return pos_; }
-  // Raises amp::Error: "<context> at byte <offset>: expected <expected>, got <what is there>".
-  [[noreturn]] void fail(const std::string& expected) const;
+  // Raises amp::Error: "<context> at byte <offset>: <message>".
   [[noreturn]] void fail_at(size_t offset, const std::string& message) const;
+  // Raises amp::Error: "<context> at byte <offset>: expected <expected>, got <what is there>".
+  [[noreturn]] void fail_expected(size_t offset, const std::string& expected) const;
 
  private:
-  void skip_whitespace();
-  int peek() const { return pos_ < text_.size() ? static_cast<unsigned char>(text_[pos_]) : -1; }
-  std::string describe_here() const;
-  uint32_t read_hex4();
-
   std::string_view text_;
   std::string context_;
-  size_t pos_ = 0;
 };
 
 // True when `s` is well-formed UTF-8 (no overlong forms, no surrogates, at most U+10FFFF).

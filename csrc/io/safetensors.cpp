@@ -237,149 +237,227 @@ void check_header_opens_an_object(const std::string& header, const std::string& 
                           : "byte " + std::to_string(static_cast<unsigned char>(header[0])));
 }
 
-// The "__metadata__" object: string values under unique keys.
-void read_metadata(io::JsonReader& r, CheckpointMetadata& metadata) {
-  r.read_object([&](const std::string& k) {
-    const size_t value_at = r.offset();
-    std::string v = r.read_string("a string (a __metadata__ value)");
-    if (!metadata.emplace(k, std::move(v)).second) {
-      r.fail_at(value_at, "expected unique __metadata__ keys, got '" + k + "' twice");
-    }
-  });
-}
-
-// A tensor's "dtype" field. A valid safetensors dtype that ampcpp has no tensor type for is
-// told apart from a name the format does not know.
-const DTypeInfo* read_dtype(io::JsonReader& r, const std::string& tensor, size_t field_at) {
-  const std::string name = r.read_string("a string (the dtype)");
+// A tensor's "dtype" value. A valid safetensors dtype that ampcpp has no tensor type for is told
+// apart from a name the format does not know.
+const DTypeInfo* dtype_named(const io::JsonReader& r, const std::string& name,
+                             const std::string& tensor, size_t at) {
   if (const DTypeInfo* info = info_of(name)) return info;
   const bool known = std::any_of(std::begin(kUnsupportedDTypes), std::end(kUnsupportedDTypes),
                                  [&](const char* s) { return name == s; });
-  r.fail_at(field_at, tensor + ": expected dtype F32, F16, BF16, F64, I64 or BOOL, got " +
-                          (known ? "'" + name + "', which ampcpp does not support"
-                                 : "unknown dtype '" + name + "'"));
+  r.fail_at(at, tensor + ": expected dtype F32, F16, BF16, F64, I64 or BOOL, got " +
+                    (known ? "'" + name + "', which ampcpp does not support"
+                           : "unknown dtype '" + name + "'"));
 }
 
-// A tensor's "shape" field: at most kMaxDims non-negative integers.
-Shape read_shape(io::JsonReader& r, const std::string& tensor) {
-  Shape shape;
-  r.read_array([&] {
-    const size_t dim_at = r.offset();
-    const int64_t d = r.read_integer("an integer (a shape dimension)");
-    if (d < 0) {
-      r.fail_at(dim_at,
-                tensor + ": expected non-negative shape dimensions, got " + std::to_string(d));
-    }
-    if (shape.size() >= static_cast<size_t>(kMaxDims)) {
-      r.fail_at(dim_at, tensor + ": expected at most " + std::to_string(kMaxDims) +
-                            " dimensions, got more");
-    }
-    shape.push_back(d);
-  });
-  return shape;
-}
+// The header's layout, {"__metadata__": {string: string, ...}, name: {"dtype": string,
+// "shape": [integer, ...], "data_offsets": [integer, integer]}, ...}, checked token by token as
+// the reader hands them over: each tensor name, __metadata__ key and field once, no other
+// field, at most kMaxDims non-negative dimensions, exactly two non-negative offsets.
+class HeaderSchema final : public io::JsonSchema {
+ public:
+  HeaderSchema(const io::JsonReader& reader, CheckpointMetadata& metadata)
+      : r_(reader), metadata_(metadata) {}
 
-// A tensor's "data_offsets" field: exactly two non-negative integers, into e.begin and e.end.
-void read_data_offsets(io::JsonReader& r, const std::string& tensor, size_t field_at, Entry& e) {
-  int count = 0;
-  r.read_array([&] {
-    const size_t value_at = r.offset();
-    const int64_t v = r.read_integer("an integer (a data offset)");
+  std::vector<Entry> take_entries() { return std::move(entries_); }
+
+  io::JsonExpected expected_value() const override {
+    switch (state_) {
+      case State::MetadataValue:
+        return {io::JsonKind::String, "a string (a __metadata__ value)"};
+      case State::DType:
+        return {io::JsonKind::String, "a string (the dtype)"};
+      case State::ShapeArray:
+      case State::OffsetsArray:
+        return {io::JsonKind::Array, "'[' (an array)"};
+      case State::Shape:
+        return {io::JsonKind::Integer, "an integer (a shape dimension)"};
+      case State::Offsets:
+        return {io::JsonKind::Integer, "an integer (a data offset)"};
+      default:  // the header, __metadata__ and each tensor's entry are objects
+        return {io::JsonKind::Object, "'{' (an object)"};
+    }
+  }
+
+  void start_object(size_t at) override {
+    if (state_ == State::Header) state_ = State::Names;
+    if (state_ == State::MetadataObject) state_ = State::Metadata;
+    if (state_ == State::EntryObject) {
+      state_ = State::Fields;
+      entry_at_ = at;
+    }
+  }
+
+  void key(std::string&& key, size_t at) override {
+    if (state_ == State::Names) return tensor_name(std::move(key), at);
+    if (state_ == State::Metadata) {
+      metadata_key_ = std::move(key);
+      metadata_key_at_ = at;
+      state_ = State::MetadataValue;
+      return;
+    }
+    field(key, at);
+  }
+
+  void string(std::string&& value, size_t at) override {
+    if (state_ == State::MetadataValue) {
+      if (!metadata_.emplace(metadata_key_, std::move(value)).second) {
+        r_.fail_at(metadata_key_at_,
+                   "expected unique __metadata__ keys, got '" + metadata_key_ + "' twice");
+      }
+      state_ = State::Metadata;
+      return;
+    }
+    entry_.info = dtype_named(r_, value, tensor_, at);
+    state_ = State::Fields;
+  }
+
+  void start_array(size_t at) override {
+    state_ = state_ == State::ShapeArray ? State::Shape : State::Offsets;
+    offsets_at_ = at;
+    offsets_ = 0;
+  }
+
+  void integer(int64_t v, size_t at) override {
+    if (state_ == State::Shape) {
+      if (v < 0) {
+        r_.fail_at(at,
+                   tensor_ + ": expected non-negative shape dimensions, got " + std::to_string(v));
+      }
+      if (entry_.shape.size() >= static_cast<size_t>(kMaxDims)) {
+        r_.fail_at(at, tensor_ + ": expected at most " + std::to_string(kMaxDims) +
+                           " dimensions, got more");
+      }
+      entry_.shape.push_back(v);
+      return;
+    }
     if (v < 0) {
-      r.fail_at(value_at,
-                tensor + ": expected non-negative data_offsets, got " + std::to_string(v));
+      r_.fail_at(at, tensor_ + ": expected non-negative data_offsets, got " + std::to_string(v));
     }
-    if (count >= 2) {
-      r.fail_at(value_at, tensor +
-                              ": expected data_offsets [begin, end], got more than 2 "
-                              "values");
+    if (offsets_ >= 2) {
+      r_.fail_at(at, tensor_ + ": expected data_offsets [begin, end], got more than 2 values");
     }
-    (count == 0 ? e.begin : e.end) = v;
-    ++count;
-  });
-  if (count != 2) {
-    r.fail_at(field_at, tensor + ": expected data_offsets [begin, end], got " +
-                            std::to_string(count) + " value" + (count == 1 ? "" : "s"));
+    (offsets_ == 0 ? entry_.begin : entry_.end) = v;
+    ++offsets_;
   }
-}
 
-// Which of a tensor's three fields were read: each must come exactly once.
-struct FieldsSeen {
-  bool dtype = false;
-  bool shape = false;
-  bool data_offsets = false;
-};
-
-void mark_field_once(io::JsonReader& r, bool& seen, const std::string& tensor, const char* field,
-                     size_t field_at) {
-  if (seen) r.fail_at(field_at, tensor + ": expected one \"" + field + "\" field, got two");
-  seen = true;
-}
-
-// Names the fields a tensor's entry lacks; `at` is where the entry starts.
-void check_no_field_missing(io::JsonReader& r, const FieldsSeen& seen, const std::string& tensor,
-                            size_t at) {
-  if (seen.dtype && seen.shape && seen.data_offsets) return;
-  std::string missing;
-  for (auto [has, name] : {std::pair{seen.dtype, "dtype"}, std::pair{seen.shape, "shape"},
-                           std::pair{seen.data_offsets, "data_offsets"}}) {
-    if (!has) missing += std::string(missing.empty() ? "" : ", ") + name;
+  void end_array(size_t) override {
+    if (state_ == State::Offsets && offsets_ != 2) {
+      r_.fail_at(offsets_at_, tensor_ + ": expected data_offsets [begin, end], got " +
+                                  std::to_string(offsets_) + " value" + (offsets_ == 1 ? "" : "s"));
+    }
+    state_ = State::Fields;
   }
-  r.fail_at(at, tensor + ": expected the fields dtype, shape and data_offsets, got no " + missing);
-}
 
-// One tensor's entry, {"dtype": ..., "shape": [...], "data_offsets": [begin, end]}: each field
-// once and no other. `at` is where the entry starts.
-Entry read_entry(io::JsonReader& r, const std::string& key, size_t at) {
-  Entry e;
-  e.name = key;
-  const std::string tensor = "tensor '" + key + "'";
-  FieldsSeen seen;
-  r.read_object([&](const std::string& field) {
-    const size_t field_at = r.offset();
-    if (field == "dtype") {
-      mark_field_once(r, seen.dtype, tensor, "dtype", field_at);
-      e.info = read_dtype(r, tensor, field_at);
-    } else if (field == "shape") {
-      mark_field_once(r, seen.shape, tensor, "shape", field_at);
-      e.shape = read_shape(r, tensor);
-    } else if (field == "data_offsets") {
-      mark_field_once(r, seen.data_offsets, tensor, "data_offsets", field_at);
-      read_data_offsets(r, tensor, field_at, e);
+  void end_object(size_t) override {
+    if (state_ == State::Metadata) {
+      state_ = State::Names;
+    } else if (state_ == State::Fields) {
+      check_no_field_missing();
+      entries_.push_back(std::move(entry_));
+      state_ = State::Names;
+    }
+  }
+
+ private:
+  // What comes next: a state per place in the layout above.
+  enum class State {
+    Header,          // the header object
+    Names,           // a tensor name, "__metadata__", or the header's end
+    MetadataObject,  // __metadata__'s object
+    Metadata,        // a __metadata__ key or the object's end
+    MetadataValue,   // a __metadata__ value
+    EntryObject,     // a tensor's entry
+    Fields,          // a field name or the entry's end
+    DType,           // the dtype string
+    ShapeArray,      // the shape array
+    Shape,           // a dimension or the array's end
+    OffsetsArray,    // the data_offsets array
+    Offsets,         // an offset or the array's end
+  };
+
+  void tensor_name(std::string&& name, size_t at) {
+    if (name == "__metadata__") {
+      if (seen_metadata_) r_.fail_at(at, "expected one \"__metadata__\" key, got a second one");
+      seen_metadata_ = true;
+      state_ = State::MetadataObject;
+      return;
+    }
+    if (!names_.insert(name).second) {
+      r_.fail_at(at, "expected unique tensor names, got '" + name + "' twice");
+    }
+    tensor_ = "tensor '" + name + "'";
+    entry_ = Entry{};
+    entry_.name = std::move(name);
+    seen_ = FieldsSeen{};
+    state_ = State::EntryObject;
+  }
+
+  // One of a tensor's three fields, each once.
+  void field(const std::string& name, size_t at) {
+    const auto once = [&](bool& seen, const char* field) {
+      if (seen) r_.fail_at(at, tensor_ + ": expected one \"" + field + "\" field, got two");
+      seen = true;
+    };
+    if (name == "dtype") {
+      once(seen_.dtype, "dtype");
+      state_ = State::DType;
+    } else if (name == "shape") {
+      once(seen_.shape, "shape");
+      state_ = State::ShapeArray;
+    } else if (name == "data_offsets") {
+      once(seen_.data_offsets, "data_offsets");
+      state_ = State::OffsetsArray;
     } else {
-      r.fail_at(field_at, tensor +
-                              ": expected only the fields dtype, shape and data_offsets, "
-                              "got unknown field '" +
-                              field + "'");
+      r_.fail_at(at, tensor_ +
+                         ": expected only the fields dtype, shape and data_offsets, got unknown "
+                         "field '" +
+                         name + "'");
     }
-  });
-  check_no_field_missing(r, seen, tensor, at);
-  return e;
-}
+  }
+
+  // Names the fields the entry lacks, at the entry's start.
+  void check_no_field_missing() const {
+    if (seen_.dtype && seen_.shape && seen_.data_offsets) return;
+    std::string missing;
+    for (auto [has, name] : {std::pair{seen_.dtype, "dtype"}, std::pair{seen_.shape, "shape"},
+                             std::pair{seen_.data_offsets, "data_offsets"}}) {
+      if (!has) missing += std::string(missing.empty() ? "" : ", ") + name;
+    }
+    r_.fail_at(entry_at_,
+               tensor_ + ": expected the fields dtype, shape and data_offsets, got no " + missing);
+  }
+
+  // Which of a tensor's three fields were read: each must come exactly once.
+  struct FieldsSeen {
+    bool dtype = false;
+    bool shape = false;
+    bool data_offsets = false;
+  };
+
+  const io::JsonReader& r_;
+  CheckpointMetadata& metadata_;
+  std::vector<Entry> entries_;
+  std::set<std::string> names_;
+  bool seen_metadata_ = false;
+  State state_ = State::Header;
+  std::string metadata_key_;
+  size_t metadata_key_at_ = 0;
+  Entry entry_;          // the tensor being read
+  std::string tensor_;   // "tensor '<name>'", for messages
+  size_t entry_at_ = 0;  // where its entry starts
+  FieldsSeen seen_;
+  size_t offsets_at_ = 0;  // where its data_offsets array starts
+  int offsets_ = 0;        // how many offsets it has so far
+};
 
 // Parses the header into tensor entries and metadata; checks the JSON and each entry's fields.
 std::vector<Entry> parse_header(const std::string& header, const std::string& where,
                                 CheckpointMetadata& metadata) {
   check_header_opens_an_object(header, where);
-  io::JsonReader r(header, where + ": header");
-  std::vector<Entry> entries;
-  std::set<std::string> keys;
-  bool seen_metadata = false;
-  r.read_object([&](const std::string& key) {
-    const size_t at = r.offset();
-    if (key == "__metadata__") {
-      if (seen_metadata) r.fail_at(at, "expected one \"__metadata__\" key, got a second one");
-      seen_metadata = true;
-      read_metadata(r, metadata);
-      return;
-    }
-    if (!keys.insert(key).second) {
-      r.fail_at(at, "expected unique tensor names, got '" + key + "' twice");
-    }
-    entries.push_back(read_entry(r, key, at));
-  });
-  r.expect_end();
-  return entries;
+  io::JsonReader reader(header, where + ": header");
+  HeaderSchema schema(reader, metadata);
+  reader.read(schema);
+  return schema.take_entries();
 }
 
 // Checks every entry's byte range against its shape and the data section, and that the ranges

@@ -557,6 +557,62 @@ BOOST_AUTO_TEST_CASE(load_rejects_each_kind_of_malformed_header) {
   }
 }
 
+// The byte offset in a header error is where the token at fault starts, found here by searching
+// the header text; the reader finds it by walking the tokens the JSON parser accepted.
+BOOST_AUTO_TEST_CASE(load_names_the_byte_offset_of_the_token_at_fault) {
+  const std::string ok_entry = R"("w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]})";
+  const std::string d8(8, '\0');
+  const auto at = [](const std::string& header, const std::string& token, size_t from = 0) {
+    return "header at byte " + std::to_string(header.find(token, from)) + ": ";
+  };
+  struct Case {
+    const char* what;
+    std::string header;
+    std::string data;
+    std::string token;  // what the offset points at
+    std::string message;
+  };
+  const std::string dims = R"({"w":{"dtype":"F32","shape":[2.5],"data_offsets":[0,8]}})";
+  const std::string spaced = "{ \"w\" :\n {\"dtype\" : \"F32\", \"shape\":  null}}";
+  const std::string zero = R"({"w":{"dtype":"F32","shape":[1, 02],"data_offsets":[0,8]}})";
+  const std::string dtype = R"({"w":{"shape":[2],"dtype":"F33","data_offsets":[0,8]}})";
+  const std::string dims13 = R"({"w":{"dtype":"F32","shape":[1,1,1,1,1,1,1,1,1,1,1,1,7]}})";
+  const std::string comma = "{" + ok_entry + ",  }";
+  const std::string nul_after = "{" + ok_entry + "}" + std::string(1, '\0') + " ";
+  const std::string nul_inside = R"({"w":{"dtype":"F32")" + std::string(1, '\0') + "}}";
+  const std::string tab = "{\"__metadata__\":{\"a\":\"\", \"b\tc\":\"\"}}";
+  const std::string utf8 = "{\"__metadata__\":{\"\\u00e9\xC3\xA9\": \"\", \"x\xE2\x82\": \"\"}}";
+  const std::string surrogate = R"({"__metadata__":{"\ud83d\ude00":"","\ud800\u0041":""}})";
+  const std::vector<Case> cases = {
+      {"fraction", dims, d8, "2.5", "expected an integer, got a number with a fraction"},
+      {"null after whitespace", spaced, "", "null",
+       "expected '[' (an array), got the literal null"},
+      {"leading zero", zero, d8, "02", "expected an integer without leading zeros"},
+      {"unknown dtype", dtype, d8, "\"F33\"", "tensor 'w': expected dtype F32"},
+      {"13th dimension", dims13, "", "7]", "tensor 'w': expected at most 12 dimensions"},
+      {"trailing comma", comma, d8, "}", "expected a string (an object key), got '}'"},
+      {"NUL after the object", nul_after, d8, std::string(1, '\0'),
+       "expected only whitespace after the top-level object, got byte 0x00"},
+      {"NUL inside", nul_inside, "", std::string(1, '\0'),
+       "expected ',' or '}' in an object, got byte 0x00"},
+      {"raw tab", tab, "", "\t",
+       "expected an escaped control character in a string, got raw byte 0x09"},
+      {"truncated UTF-8", utf8, "", "\xE2",
+       "expected UTF-8 text in a string, got invalid UTF-8 byte 0xE2"},
+      {"second pair broken", surrogate, "", "\\ud800",
+       "expected a trailing surrogate (\\uDC00-\\uDFFF) after a leading surrogate"},
+  };
+  TempDir dir;
+  for (const Case& c : cases) {
+    BOOST_TEST_CONTEXT("case: " << c.what) {
+      const std::string path = dir.file("bad.safetensors");
+      write_bytes(path, make_file(c.header, c.data));
+      const size_t from = c.token == "}" ? c.header.size() - 1 : 0;
+      check_load_error(path, {at(c.header, c.token, from) + c.message});
+    }
+  }
+}
+
 BOOST_AUTO_TEST_CASE(load_rejects_bad_header_lengths) {
   TempDir dir;
   const std::string path = dir.file("bad.safetensors");
