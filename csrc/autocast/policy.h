@@ -2,10 +2,9 @@
 /// The autocast op policy table: for every op of the library, what autocast does to it on CUDA and
 /// on CPU, following PyTorch's policies and registrations (aten/src/ATen/autocast_mode.h and
 /// autocast_mode.cpp; docs/autocast.md, "How an op is autocast"), and what amp::initialize's O1
-/// does to it, following apex's O1 lists on every device (apex/amp/lists/*.py; docs/amp.md, "O1").
-/// It is the single source of truth:
-/// the ops consult it at run time, the tests iterate over it, and docs/autocast.md is generated
-/// from it (examples/autocast_table).
+/// does to it on every device, following apex's O1 lists (apex/amp/lists/*.py; see
+/// docs/amp.md, "Opt levels"). It is the single source of truth: the ops consult it at run time,
+/// the tests iterate over it, and docs/autocast.md is generated from it (examples/autocast_table).
 #pragma once
 #pragma GCC visibility push(default)  // public API (docs/building.md)
 

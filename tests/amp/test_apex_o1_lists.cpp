@@ -1,9 +1,9 @@
 // amp::initialize's O1 casts by apex's own lists (apex/amp/lists/functional_overrides.py,
-// torch_overrides.py, tensor_overrides.py at e13873de, transcribed below from
-// shared/reference/apex_amp.md section 5.1), on every device, while amp::autocast regions keep
-// PyTorch's tables (tests/amp/test_autocast.cpp). The expected category of each op of the policy
-// table comes from apex's lists by name, not from the table's apex column, and every op runs
-// against a control computed with the casts off on manually cast inputs.
+// torch_overrides.py, tensor_overrides.py at e13873de, transcribed below), on every device, while
+// amp::autocast regions keep PyTorch's tables (tests/amp/test_autocast.cpp). The expected
+// category of each op of the policy table comes from apex's lists by name, not from the table's
+// apex column, and every op runs against a control computed with the casts off on manually cast
+// inputs.
 #include <boost/test/unit_test.hpp>
 #include <memory>
 #include <optional>
