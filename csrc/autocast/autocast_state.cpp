@@ -46,8 +46,8 @@ DeviceState resolved(DeviceType type) {
   const DeviceState& s = slot(type);
   if (!s.follows_process) return s;
   const ProcessCasting process = process_casting();
-  if (process.enabled && process.device == type) return {true, process.dtype, false};
-  return {false, s.dtype, false};
+  if (process.enabled && process.device == type) return {true, process.dtype, false, true};
+  return {false, s.dtype, false, false};
 }
 
 void refresh_any_enabled() {
@@ -64,6 +64,10 @@ bool detail::process_casting_applies(uint32_t word) {
 
 bool is_enabled(DeviceType type) { return resolved(type).enabled; }
 DType get_dtype(DeviceType type) { return resolved(type).dtype; }
+bool uses_apex_lists(DeviceType type) {
+  const DeviceState s = resolved(type);
+  return s.enabled && s.apex_lists;
+}
 
 void set_enabled(DeviceType type, bool enabled) {
   DeviceState s = resolved(type);

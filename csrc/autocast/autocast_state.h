@@ -27,6 +27,10 @@ struct DeviceState {
   /// True: the slot has not been set in this thread and follows the process-wide casting
   /// (enabled and dtype are then unused). A new thread's slots follow it.
   bool follows_process = false;
+  /// True: the casting comes from amp::initialize's O1 (the process-wide casting), so ops follow
+  /// apex's O1 lists (the policy table's apex column); false: an amp::autocast region's, which
+  /// follows PyTorch's tables. Kept by capture(), so backward replays the forward's lists.
+  bool apex_lists = false;
 };
 
 /// Every device type's state, as captured at one moment.
@@ -37,6 +41,9 @@ struct Snapshot {
 /// What this thread sees (the explicit slot, else the process-wide casting).
 bool is_enabled(DeviceType type);
 DType get_dtype(DeviceType type);  ///< defaults: CUDA Float16, CPU BFloat16
+/// Whether autocast is enabled for the device type by amp::initialize's O1, so that ops follow
+/// apex's lists (DeviceState::apex_lists).
+bool uses_apex_lists(DeviceType type);
 /// Make the slot explicit (the other field keeps the value the thread currently sees).
 void set_enabled(DeviceType type, bool enabled);
 void set_dtype(DeviceType type, DType dtype);  ///< as set_enabled, for the dtype
@@ -45,7 +52,8 @@ DeviceState slot_state(DeviceType type);
 void set_slot_state(DeviceType type, const DeviceState& state);  ///< restores a slot_state()
 
 /// Process-wide casting (amp::initialize at O1): in every thread, ops on `device` tensors run as
-/// inside an autocast region with `dtype`, unless the thread set that device type's slot.
+/// inside an autocast region with `dtype`, but by apex's O1 lists rather than PyTorch's tables,
+/// unless the thread set that device type's slot (an amp::autocast region: PyTorch's tables).
 struct ProcessCasting {
   bool enabled = false;                 ///< process-wide casting on
   DeviceType device = DeviceType::CPU;  ///< the device type it applies to

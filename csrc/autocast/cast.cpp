@@ -75,6 +75,18 @@ constexpr const char* kBannedMessage =
     "or torch.nn.BCEWithLogitsLoss.  binary_cross_entropy_with_logits and BCEWithLogits are\n"
     "safe to autocast.";
 
+// apex's BANNED_FUNCS message (apex/amp/lists/functional_overrides.py), which it raises as
+// NotImplementedError when an argument is fp16 (amp.initialize never passes allow_banned).
+constexpr const char* kApexBannedMessage =
+    "\namp does not work out-of-the-box with `F.binary_cross_entropy` or `torch.nn.BCELoss.` "
+    "It requires that the output of the previous function be already a FloatTensor. \n\n"
+    "Most models have a Sigmoid right before BCELoss. In that case, you can use\n"
+    "    torch.nn.BCEWithLogitsLoss\nto combine Sigmoid+BCELoss into a single layer "
+    "that is compatible with amp.\nAnother option is to add\n"
+    "    amp.register_float_function(torch, 'sigmoid')\nbefore calling `amp.init()`.\n"
+    "If you _really_ know what you are doing, you can disable this warning by passing "
+    "allow_banned=True to `amp.init()`.";
+
 }  // namespace
 
 bool is_eligible(const Tensor& t, DeviceType type) {
@@ -159,7 +171,10 @@ Plan plan(autocast_policy::AutocastOp op, DeviceType device,
   const autocast_policy::OpPolicy& entry = autocast_policy::entry(op);
   Plan p;
   p.device = device;
-  p.policy = entry.on(autocast_policy::column_for(device));
+  // amp::initialize's O1 follows apex's lists on every device; amp::autocast regions follow
+  // PyTorch's table of the device (or of the column a test put in its place).
+  const bool apex = autocast_state::uses_apex_lists(device);
+  p.policy = apex ? entry.apex : entry.on(autocast_policy::column_for(device));
   const DType lower = autocast_state::get_dtype(device);
   switch (p.policy) {
     case CastPolicy::None:
@@ -178,7 +193,14 @@ Plan plan(autocast_policy::AutocastOp op, DeviceType device,
       }
       break;
     case CastPolicy::Banned:
-      AMP_FAIL(kBannedMessage);
+      // PyTorch refuses the op outright; apex only when an argument is 16-bit (its "half"),
+      // and otherwise runs it as given.
+      if (!apex) AMP_FAIL(kBannedMessage);
+      for (const Tensor* t : tensors) {
+        if (is_eligible(*t, device) && t->dtype() == lower) AMP_FAIL(kApexBannedMessage);
+      }
+      p.policy = CastPolicy::None;
+      break;
   }
   return p;
 }

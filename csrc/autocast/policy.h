@@ -1,9 +1,10 @@
 /// \file
 /// The autocast op policy table: for every op of the library, what autocast does to it on CUDA and
 /// on CPU, following PyTorch's policies and registrations (aten/src/ATen/autocast_mode.h and
-/// autocast_mode.cpp; docs/autocast.md, "How an op is autocast"). It is the single source of truth:
-/// the ops consult it at run time, the tests iterate over it, and docs/autocast.md is generated
-/// from it (examples/autocast_table).
+/// autocast_mode.cpp; docs/autocast.md, "How an op is autocast"), and what amp::initialize's O1
+/// does to it on every device, following apex's O1 lists (apex/amp/lists/*.py; see
+/// docs/amp.md, "Opt levels"). It is the single source of truth: the ops consult it at run time,
+/// the tests iterate over it, and docs/autocast.md is generated from it (examples/autocast_table).
 #pragma once
 #pragma GCC visibility push(default)  // public API (docs/building.md)
 
@@ -29,7 +30,7 @@ enum class CastPolicy {
   Fp32SetOptDtype,
   /// Runs in the widest floating dtype of the inputs (Float32 if any input is Float32).
   Promote,
-  /// Raises PyTorch's error (binary_cross_entropy under CUDA autocast).
+  /// Raises PyTorch's error (binary_cross_entropy under CUDA autocast), or apex's under O1.
   Banned,
 };
 
@@ -66,18 +67,22 @@ enum class AutocastOp {
   SumDims,
   Cat,
   Stack,
+  Gelu,
   NotRouted,  ///< the rows of ops autocast leaves alone (policy None on both devices)
 };
 
-/// One row of the autocast table: an op and its policy on each device type.
+/// One row of the autocast table: an op and its policy on each device type under amp::autocast
+/// (PyTorch's tables), and under amp::initialize's O1 (apex's lists, the same on every device:
+/// apex casts CUDA tensors only, ampcpp's O1 runs on the models' device, CPU included).
 struct OpPolicy {
   AutocastOp id;                ///< NotRouted for ops without a cast policy
   std::string_view op;          ///< ampcpp's name: "mm", "nn::functional::linear"
   std::string_view torch_name;  ///< PyTorch's registration ("pow.Tensor_Scalar"); "" when none
   CastPolicy cuda;              ///< policy under CUDA autocast
   CastPolicy cpu;               ///< policy under CPU autocast
-  std::string_view note = {};   ///< why an entry is not a plain transcription of PyTorch's lists
-  /// The policy for type.
+  CastPolicy apex;              ///< policy under amp::initialize's O1 (apex's FP16/FP32/promote)
+  std::string_view note = {};   ///< why an entry is not a plain transcription of the lists
+  /// The policy for type under amp::autocast.
   CastPolicy on(DeviceType type) const { return type == DeviceType::CUDA ? cuda : cpu; }
 };
 

@@ -381,6 +381,7 @@ Tensor relu(const Tensor& x) {
                               SavedUnary::Output, relu_backward);
 }
 Tensor gelu(const Tensor& x, bool tanh_approximation) {
+  AMP_AUTOCAST_ROUTE(Gelu, amp::gelu, x, tanh_approximation);
   Tensor out = without_grad(
       [&] { return float_unary(tanh_approximation ? UnaryOp::GeluTanh : UnaryOp::Gelu, x); });
   if (!tanh_approximation) {

@@ -28,4 +28,15 @@ inline amp::Tensor signed_values(amp::Shape shape, int seed) {
   return values_in(std::move(shape), -1, 1, seed);
 }
 
+inline amp::Tensor positive(amp::Shape shape, int seed) {
+  return values_in(std::move(shape), 0.2, 2, seed);
+}
+inline amp::Tensor probs(amp::Shape shape, int seed) {
+  return values_in(std::move(shape), 0.05, 0.95, seed);
+}
+inline amp::Tensor labels(std::vector<int64_t> v) {
+  const int64_t n = int64_t(v.size());
+  return amp::from_vector(v, {n}, {.dtype = amp::DType::Int64});
+}
+
 }  // namespace amp_test
