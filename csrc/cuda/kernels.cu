@@ -23,6 +23,7 @@
 #include "csrc/cuda/cuda_check.cuh"
 #include "csrc/cuda/kernels.h"
 #include "csrc/kernels/row_kernels.h"
+#include "csrc/kernels/window_math.h"
 
 namespace amp::cuda_backend {
 
@@ -394,37 +395,151 @@ void sum_columns(DType dtype, const void* in, int64_t rows, int64_t cols, void* 
 }
 
 // ---------------------------------------------------------------------------------------------
-// Families without a CUDA kernel yet: each entry raises, naming the op, so a CUDA tensor reaching
-// conv2d, unfold/fold or max_pool2d fails clearly instead of reading device memory on the host.
+// Window ops (unfold/fold, max pooling): one thread per output element, grid-stride, running the
+// per-element math of csrc/kernels/window_math.h, which gives the CPU's bits. Sums are gathers in
+// the CPU's order, so no atomics and the same result on every run.
 
-[[noreturn]] void no_kernel_yet(const char* op) {
-  AMP_FAIL(op, ": no CUDA kernel for ", op, " yet");
+template <class T>
+__global__ void im2col_kernel(const T* x, T* cols, ColumnGeometry cg, ConvWindow g, int64_t total) {
+  const int64_t step = static_cast<int64_t>(blockDim.x) * gridDim.x;
+  for (int64_t e = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; e < total;
+       e += step) {
+    cols[e] = window_math::im2col_entry(x, cg, g, e);
+  }
 }
 
-bool conv2d_supports(DType) { no_kernel_yet("conv2d"); }
+template <class T>
+__global__ void col2im_kernel(const T* cols, T* x, ColumnGeometry cg, ConvWindow g, int64_t total) {
+  const int64_t step = static_cast<int64_t>(blockDim.x) * gridDim.x;
+  for (int64_t e = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; e < total;
+       e += step) {
+    x[e] = window_math::col2im_element(cols, cg, g, e);
+  }
+}
+
+template <class T, class I>
+__global__ void max_pool2d_kernel(const T* x, T* values, I* offsets, PoolGeometry g,
+                                  int64_t total) {
+  const int64_t step = static_cast<int64_t>(blockDim.x) * gridDim.x;
+  for (int64_t o = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; o < total;
+       o += step) {
+    opmath_t<T> value;
+    offsets[o] = static_cast<I>(window_math::max_pool_window(x, g, o, &value));
+    values[o] = convert<T>(value);
+  }
+}
+
+template <class T, class I>
+__global__ void max_pool2d_backward_kernel(const T* grad_y, const I* offsets, T* grad_x,
+                                           PoolGeometry g, int64_t total) {
+  const int64_t step = static_cast<int64_t>(blockDim.x) * gridDim.x;
+  for (int64_t e = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; e < total;
+       e += step) {
+    grad_x[e] = window_math::max_pool_backward_element(grad_y, offsets, g, e);
+  }
+}
+
+template <class T, class I>
+__global__ void max_pool2d_gather_kernel(const T* x, const I* offsets, T* out, PoolGeometry g,
+                                         int64_t total) {
+  const int64_t step = static_cast<int64_t>(blockDim.x) * gridDim.x;
+  for (int64_t o = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; o < total;
+       o += step) {
+    out[o] = window_math::max_pool_gather_element(x, offsets, g, o);
+  }
+}
+
+void im2col(DType dtype, const void* x, void* cols, const ColumnGeometry& cg,
+            const ConvWindow& window) {
+  const int64_t total = cg.n * cg.c * window.kh * window.kw * cg.l();
+  if (total == 0) return;
+  AMP_DISPATCH_FLOATING(dtype, "unfold", [&] {
+    im2col_kernel<scalar_t><<<blocks_for(total), kThreads>>>(
+        static_cast<const scalar_t*>(x), static_cast<scalar_t*>(cols), cg, window, total);
+    AMP_CUDA_CHECK_LAUNCH("unfold (im2col_kernel)");
+  });
+}
+
+void col2im(DType dtype, const void* cols, void* x, const ColumnGeometry& cg,
+            const ConvWindow& window) {
+  const int64_t total = cg.n * cg.c * cg.h * cg.w;
+  if (total == 0) return;
+  AMP_DISPATCH_FLOATING(dtype, "fold", [&] {
+    col2im_kernel<scalar_t><<<blocks_for(total), kThreads>>>(
+        static_cast<const scalar_t*>(cols), static_cast<scalar_t*>(x), cg, window, total);
+    AMP_CUDA_CHECK_LAUNCH("fold (col2im_kernel)");
+  });
+}
+
+void max_pool2d(DType dtype, const void* x, void* values, void* offsets, const PoolGeometry& g) {
+  const int64_t total = g.planes * g.oh * g.ow;
+  if (total == 0) return;
+  AMP_DISPATCH_FLOATING(dtype, "max_pool2d", [&] {
+    const auto* xt = static_cast<const scalar_t*>(x);
+    auto* vt = static_cast<scalar_t*>(values);
+    if (pool_offsets_are_bytes(g)) {
+      max_pool2d_kernel<scalar_t, uint8_t>
+          <<<blocks_for(total), kThreads>>>(xt, vt, static_cast<uint8_t*>(offsets), g, total);
+    } else {
+      max_pool2d_kernel<scalar_t, int32_t>
+          <<<blocks_for(total), kThreads>>>(xt, vt, static_cast<int32_t*>(offsets), g, total);
+    }
+    AMP_CUDA_CHECK_LAUNCH("max_pool2d (max_pool2d_kernel)");
+  });
+}
+
+// Windows that overlap or not: each input element gathers from the windows over it.
+void max_pool2d_backward(DType dtype, const void* grad_y, const void* offsets, void* grad_x,
+                         const PoolGeometry& g) {
+  const int64_t total = g.planes * g.h * g.w;
+  if (total == 0) return;
+  AMP_DISPATCH_FLOATING(dtype, "max_pool2d_backward", [&] {
+    const auto* gy = static_cast<const scalar_t*>(grad_y);
+    auto* gx = static_cast<scalar_t*>(grad_x);
+    with_pool_offsets(g, offsets, [&](const auto* off) {
+      using I = std::remove_const_t<std::remove_pointer_t<decltype(off)>>;
+      max_pool2d_backward_kernel<scalar_t, I>
+          <<<blocks_for(total), kThreads>>>(gy, off, gx, g, total);
+    });
+    AMP_CUDA_CHECK_LAUNCH("max_pool2d_backward (max_pool2d_backward_kernel)");
+  });
+}
+
+void max_pool2d_gather(DType dtype, const void* x, const void* offsets, void* out,
+                       const PoolGeometry& g) {
+  const int64_t total = g.planes * g.oh * g.ow;
+  if (total == 0) return;
+  AMP_DISPATCH_FLOATING(dtype, "max_pool2d_backward", [&] {
+    const auto* xt = static_cast<const scalar_t*>(x);
+    auto* ot = static_cast<scalar_t*>(out);
+    with_pool_offsets(g, offsets, [&](const auto* off) {
+      using I = std::remove_const_t<std::remove_pointer_t<decltype(off)>>;
+      max_pool2d_gather_kernel<scalar_t, I><<<blocks_for(total), kThreads>>>(xt, off, ot, g, total);
+    });
+    AMP_CUDA_CHECK_LAUNCH("max_pool2d_backward (max_pool2d_gather_kernel)");
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Convolution: the CUDA table has no direct convolution, so conv2d_supports says no for every
+// dtype and csrc/ops/conv.cpp runs conv2d as im2col + the cuBLAS GEMM (+ col2im in the backward).
+// The three conv2d_* entries are then never called; reaching one is a bug in the op layer.
+
+bool conv2d_supports(DType) { return false; }
+
+[[noreturn]] void no_direct_convolution(const char* op) {
+  AMP_FAIL(op, ": the CUDA backend has no direct convolution kernel (conv2d_supports is false; ",
+           "conv2d runs through im2col and a GEMM)");
+}
+
 void conv2d_forward(const ConvGeometry&, const void*, const void*, const void*, void*) {
-  no_kernel_yet("conv2d");
+  no_direct_convolution("conv2d");
 }
 void conv2d_backward_data(const ConvGeometry&, const void*, const void*, void*) {
-  no_kernel_yet("conv2d_backward");
+  no_direct_convolution("conv2d_backward");
 }
 void conv2d_backward_weights(const ConvGeometry&, const void*, const void*, void*, void*) {
-  no_kernel_yet("conv2d_backward");
-}
-void im2col(DType, const void*, void*, const ColumnGeometry&, const ConvWindow&) {
-  no_kernel_yet("unfold");
-}
-void col2im(DType, const void*, void*, const ColumnGeometry&, const ConvWindow&) {
-  no_kernel_yet("fold");
-}
-void max_pool2d(DType, const void*, void*, void*, const PoolGeometry&) {
-  no_kernel_yet("max_pool2d");
-}
-void max_pool2d_backward(DType, const void*, const void*, void*, const PoolGeometry&) {
-  no_kernel_yet("max_pool2d_backward");
-}
-void max_pool2d_gather(DType, const void*, const void*, void*, const PoolGeometry&) {
-  no_kernel_yet("max_pool2d_backward");
+  no_direct_convolution("conv2d_backward");
 }
 
 }  // namespace

@@ -47,9 +47,11 @@ enum class ColumnLayout { Batched, BatchInColumns };
 struct ColumnGeometry {
   int64_t n, c, h, w, oh, ow;
   ColumnLayout layout;
-  int64_t l() const { return oh * ow; }
-  int64_t row_stride() const { return layout == ColumnLayout::Batched ? l() : n * l(); }
-  int64_t plane_offset(int64_t p, int64_t k2) const {
+  AMP_HOST_DEVICE int64_t l() const { return oh * ow; }
+  AMP_HOST_DEVICE int64_t row_stride() const {
+    return layout == ColumnLayout::Batched ? l() : n * l();
+  }
+  AMP_HOST_DEVICE int64_t plane_offset(int64_t p, int64_t k2) const {
     if (layout == ColumnLayout::Batched) return p * k2 * l();
     return (p % c) * k2 * n * l() + (p / c) * l();
   }

@@ -262,7 +262,9 @@ Tensor conv2d(const Tensor& x_in, const Tensor& w, const Tensor& b, int64_t stri
   // exact, the fp32 convolution multiplies exactly and accumulates in fp32, and each output is
   // rounded to fp16 once with the bias added before, as bf16's; the casts are recorded, so the
   // gradients come back through the fp32 convolution's backward and are rounded once too.
-  if (x.dtype() == DType::Float16 && x.numel() > 0 && w.numel() > 0) {
+  // Devices without convolution kernels (CUDA) take the GEMM path below for fp16 too.
+  if (x.dtype() == DType::Float16 && x.numel() > 0 && w.numel() > 0 &&
+      kernels_for(x.device()).conv2d_supports(DType::Float32)) {
     const Tensor x32 = x.to(DType::Float32), w32 = w.to(DType::Float32);
     const Tensor b32 = b.defined() ? b.to(DType::Float32) : Tensor();
     const Tensor out =

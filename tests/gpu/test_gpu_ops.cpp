@@ -3,6 +3,7 @@
 // one correctly rounded operation per element, within a dtype's rounding otherwise. Without a
 // usable device the suite is skipped by its precondition and ctest reports it Skipped; the
 // unavailable path itself is specified by test_cuda_availability.cpp, which runs everywhere.
+#include <algorithm>
 #include <boost/test/unit_test.hpp>
 #include <cmath>
 #include <cstdint>
@@ -22,7 +23,15 @@
 #include "csrc/ops/reduce.h"
 #include "csrc/ops/shape_ops.h"
 #include "csrc/ops/softmax.h"
+#include "nn/activation.h"
+#include "nn/batchnorm.h"
+#include "nn/container.h"
+#include "nn/conv.h"
+#include "nn/flatten.h"
 #include "nn/functional.h"
+#include "nn/functional_conv.h"
+#include "nn/linear.h"
+#include "nn/pooling.h"
 #include "tests/support/cuda_precondition.h"
 
 namespace {
@@ -139,6 +148,31 @@ Tensor samples(amp::Shape shape, DType dtype) {
     p[n - 1] = 3.0f;
   }
   return x.to(dtype);
+}
+
+// Within `factor` units in the last place of `dtype` of the largest expected magnitude: for
+// sums whose order differs between the devices (cuBLAS against oneDNN), whose error scales with
+// the terms rather than with each result.
+Tolerance scaled_tolerance(const Tensor& expected, DType dtype, double factor) {
+  double largest = 0;
+  for (double v : expected.to_vector<double>()) {
+    if (std::isfinite(v)) largest = std::max(largest, std::abs(v));
+  }
+  double eps = 0;
+  switch (dtype) {
+    case DType::Float16:
+      eps = 0x1p-10;
+      break;
+    case DType::BFloat16:
+      eps = 0x1p-7;
+      break;
+    case DType::Float64:
+      eps = 0x1p-52;
+      break;
+    default:
+      eps = 0x1p-23;
+  }
+  return {0, factor * eps * largest};
 }
 
 }  // namespace
@@ -565,6 +599,169 @@ BOOST_AUTO_TEST_CASE(cuda_allocator_counts_rounded_bytes_until_the_tensor_dies) 
   }
   amp::memory::empty_cache(DeviceType::CUDA);
   BOOST_TEST(amp::memory::reserved(DeviceType::CUDA) >= amp::memory::allocated(DeviceType::CUDA));
+}
+
+// unfold (im2col) and fold (col2im) and their gradients: the CPU's bits for every window, fold
+// summing overlapping windows in the CPU's order (one thread per image element, no atomics).
+BOOST_AUTO_TEST_CASE(unfold_and_fold_match_cpu_bit_for_bit) {
+  namespace F = amp::nn::functional;
+  struct Window {
+    int64_t kh, kw, stride, padding;
+  };
+  const Window windows[] = {{3, 3, 1, 1}, {3, 3, 2, 1}, {2, 2, 2, 0}, {3, 2, 2, 1}, {5, 5, 1, 2}};
+  for (DType dtype : kFloatDTypes) {
+    for (const Window& g : windows) {
+      std::ostringstream what;
+      what << "kernel " << g.kh << "x" << g.kw << " stride " << g.stride << " padding "
+           << g.padding;
+      const Tensor x = samples({2, 3, 7, 6}, dtype);
+      const Tensor x_gpu = gpu(x).requires_grad_(true), x_cpu = x.clone().requires_grad_(true);
+      const Tensor cols_gpu = F::unfold(x_gpu, g.kh, g.kw, g.stride, g.padding);
+      const Tensor cols_cpu = F::unfold(x_cpu, g.kh, g.kw, g.stride, g.padding);
+      check_matches_cpu(cols_gpu, cols_cpu, kExact, "unfold, " + what.str());
+      const Tensor gc = samples(cols_cpu.sizes(), dtype);
+      check_matches_cpu(amp::autograd::grad({cols_gpu}, {x_gpu}, {gpu(gc)})[0],
+                        amp::autograd::grad({cols_cpu}, {x_cpu}, {gc})[0], kExact,
+                        "unfold's gradient (col2im), " + what.str());
+      const Tensor c_gpu = gpu(gc).requires_grad_(true), c_cpu = gc.clone().requires_grad_(true);
+      const Tensor y_gpu = F::fold(c_gpu, 7, 6, g.kh, g.kw, g.stride, g.padding);
+      const Tensor y_cpu = F::fold(c_cpu, 7, 6, g.kh, g.kw, g.stride, g.padding);
+      check_matches_cpu(y_gpu, y_cpu, kExact, "fold, " + what.str());
+      const Tensor gy = samples(y_cpu.sizes(), dtype);
+      check_matches_cpu(amp::autograd::grad({y_gpu}, {c_gpu}, {gpu(gy)})[0],
+                        amp::autograd::grad({y_cpu}, {c_cpu}, {gy})[0], kExact,
+                        "fold's gradient (im2col), " + what.str());
+    }
+  }
+}
+
+// max_pool2d forward (values and the offsets its backward reads), its backward (each input
+// element gathering the windows that chose it, in window order) and its double backward: the
+// CPU's bits, with ties (zeros), -0, infinities and NaNs in the input.
+BOOST_AUTO_TEST_CASE(max_pool2d_and_its_backwards_match_cpu_bit_for_bit) {
+  namespace F = amp::nn::functional;
+  struct Pool {
+    int64_t kernel, stride, padding;
+  };
+  const Pool pools[] = {{2, 2, 0}, {3, 2, 1}, {3, 1, 1}, {2, 1, 0}, {3, 3, 0}, {17, 1, 0}};
+  for (DType dtype : kFloatDTypes) {
+    for (const Pool& pool : pools) {
+      std::ostringstream what;
+      what << amp::dtype_name(dtype) << " kernel " << pool.kernel << " stride " << pool.stride
+           << " padding " << pool.padding;
+      Tensor base = amp::relu(amp::randn({2, 3, 19, 18}));  // zeros: ties in most windows
+      float* p = base.data<float>();
+      p[5] = std::numeric_limits<float>::quiet_NaN();
+      p[40] = -std::numeric_limits<float>::infinity();
+      p[77] = std::numeric_limits<float>::infinity();
+      p[100] = -0.0f;
+      const Tensor x = base.to(dtype);
+      const Tensor x_gpu = gpu(x).requires_grad_(true), x_cpu = x.clone().requires_grad_(true);
+      const Tensor y_gpu = F::max_pool2d(x_gpu, pool.kernel, pool.stride, pool.padding);
+      const Tensor y_cpu = F::max_pool2d(x_cpu, pool.kernel, pool.stride, pool.padding);
+      check_matches_cpu(y_gpu, y_cpu, kExact, "max_pool2d, " + what.str());
+      const Tensor gy = samples(y_cpu.sizes(), dtype);
+      const Tensor gy_gpu = gpu(gy).requires_grad_(true), gy_cpu = gy.clone().requires_grad_(true);
+      const Tensor gx_gpu = amp::autograd::grad({y_gpu}, {x_gpu}, {gy_gpu}, true, true)[0];
+      const Tensor gx_cpu = amp::autograd::grad({y_cpu}, {x_cpu}, {gy_cpu}, true, true)[0];
+      // The gradient lands where the forward's offsets point: equal bits also check the offsets.
+      check_matches_cpu(gx_gpu, gx_cpu, kExact, "max_pool2d's gradient, " + what.str());
+      const Tensor gz = samples(x.sizes(), dtype);
+      check_matches_cpu(amp::autograd::grad({gx_gpu}, {gy_gpu}, {gpu(gz)})[0],
+                        amp::autograd::grad({gx_cpu}, {gy_cpu}, {gz})[0], kExact,
+                        "max_pool2d's double backward (gather), " + what.str());
+    }
+  }
+}
+
+// conv2d on CUDA is im2col + cuBLAS (+ col2im in the backward); the CPU's is oneDNN's (fp32,
+// bf16, fp16 through fp32) or the same GEMM path (fp64). The sums run in different orders, and
+// for 16-bit the CUDA path rounds the GEMM's output before adding the bias or folding the columns
+// (up to kh * kw rounded terms per input gradient), so values agree within a few units in the
+// last place of the largest magnitude: 64 ulps of fp32/fp64 and 16 of fp16/bf16 (a wrong kernel,
+// such as a transposed window or a dropped padding row, is off by O(1)).
+BOOST_AUTO_TEST_CASE(conv2d_forward_and_backward_match_cpu_within_gemm_rounding) {
+  namespace F = amp::nn::functional;
+  struct Conv {
+    int64_t out, kernel, stride, padding;
+    bool bias;
+  };
+  const Conv convs[] = {
+      {4, 3, 1, 1, true}, {5, 3, 2, 1, false}, {2, 1, 1, 0, true}, {3, 5, 2, 2, true}};
+  for (DType dtype : kFloatDTypes) {
+    const double factor = dtype == DType::Float16 || dtype == DType::BFloat16 ? 16 : 64;
+    for (const Conv& c : convs) {
+      std::ostringstream what;
+      what << "conv2d " << amp::dtype_name(dtype) << " out " << c.out << " kernel " << c.kernel
+           << " stride " << c.stride << " padding " << c.padding << (c.bias ? " bias" : "");
+      const Tensor x = samples({3, 3, 9, 8}, dtype),
+                   w = samples({c.out, 3, c.kernel, c.kernel}, dtype);
+      const Tensor b = c.bias ? samples({c.out}, dtype) : Tensor();
+      const Tensor x_gpu = gpu(x).requires_grad_(true), x_cpu = x.clone().requires_grad_(true);
+      const Tensor w_gpu = gpu(w).requires_grad_(true), w_cpu = w.clone().requires_grad_(true);
+      Tensor b_gpu, b_cpu;
+      if (c.bias) {
+        b_gpu = gpu(b).requires_grad_(true);
+        b_cpu = b.clone().requires_grad_(true);
+      }
+      const Tensor y_gpu = F::conv2d(x_gpu, w_gpu, b_gpu, c.stride, c.padding);
+      const Tensor y_cpu = F::conv2d(x_cpu, w_cpu, b_cpu, c.stride, c.padding);
+      check_matches_cpu(y_gpu, y_cpu, scaled_tolerance(y_cpu, dtype, factor), what.str());
+      const Tensor gy = samples(y_cpu.sizes(), dtype);
+      std::vector<Tensor> in_gpu = {x_gpu, w_gpu}, in_cpu = {x_cpu, w_cpu};
+      if (c.bias) {
+        in_gpu.push_back(b_gpu);
+        in_cpu.push_back(b_cpu);
+      }
+      const std::vector<Tensor> g_gpu = amp::autograd::grad({y_gpu}, in_gpu, {gpu(gy)});
+      const std::vector<Tensor> g_cpu = amp::autograd::grad({y_cpu}, in_cpu, {gy});
+      const char* names[] = {"input", "weight", "bias"};
+      for (size_t i = 0; i < g_cpu.size(); ++i) {
+        check_matches_cpu(g_gpu[i], g_cpu[i], scaled_tolerance(g_cpu[i], dtype, factor),
+                          what.str() + ", " + names[i] + " gradient");
+      }
+    }
+  }
+}
+
+// The CNN of amp_compare (examples/compare/models.cpp) built from nn modules, once on each
+// device from the same seed: the loss and every parameter's gradient agree within fp32 GEMM
+// rounding (batch_norm's statistics and the loss are sums reduced in different orders too).
+BOOST_AUTO_TEST_CASE(cnn_modules_train_a_step_on_cuda_like_on_the_cpu) {
+  namespace nn = amp::nn;
+  namespace F = amp::nn::functional;
+  auto make_cnn = [] {
+    amp::manual_seed(17);
+    return std::make_shared<nn::Sequential>(std::initializer_list<std::shared_ptr<nn::Module>>{
+        std::make_shared<nn::Conv2d>(1, 4, 3, 1, 1), std::make_shared<nn::BatchNorm2d>(4),
+        std::make_shared<nn::ReLU>(), std::make_shared<nn::MaxPool2d>(2),
+        std::make_shared<nn::Conv2d>(4, 8, 3, 1, 1), std::make_shared<nn::BatchNorm2d>(8),
+        std::make_shared<nn::ReLU>(), std::make_shared<nn::MaxPool2d>(2),
+        std::make_shared<nn::Flatten>(), std::make_shared<nn::Linear>(8 * 7 * 7, 10)});
+  };
+  const auto cnn_cpu = make_cnn(), cnn_gpu = make_cnn();
+  cnn_gpu->to(Device::cuda());
+  const Tensor x = amp::randn({6, 1, 28, 28});
+  const Tensor labels = amp::from_vector<int64_t>({0, 3, 9, 1, 4, 7}, {6}, {.dtype = DType::Int64});
+  const Tensor loss_cpu = F::cross_entropy((*cnn_cpu)(x), labels);
+  const Tensor loss_gpu = F::cross_entropy((*cnn_gpu)(gpu(x)), gpu(labels));
+  check_matches_cpu(loss_gpu, loss_cpu, {1e-5, 1e-6}, "cnn loss");
+  loss_cpu.backward();
+  loss_gpu.backward();
+  const auto params_cpu = cnn_cpu->named_parameters(), params_gpu = cnn_gpu->named_parameters();
+  BOOST_TEST_REQUIRE(params_cpu.size() == params_gpu.size());
+  for (size_t i = 0; i < params_cpu.size(); ++i) {
+    const Tensor expected = params_cpu[i].second.grad();
+    check_matches_cpu(params_gpu[i].second.grad(), expected,
+                      scaled_tolerance(expected, DType::Float32, 1024),
+                      "cnn gradient of " + params_cpu[i].first);
+  }
+  const auto buffers_cpu = cnn_cpu->named_buffers(), buffers_gpu = cnn_gpu->named_buffers();
+  for (size_t i = 0; i < buffers_cpu.size(); ++i) {
+    const Tensor expected = buffers_cpu[i].second;
+    check_matches_cpu(buffers_gpu[i].second, expected, {1e-5, 1e-6},
+                      "cnn buffer " + buffers_cpu[i].first);
+  }
 }
 
 BOOST_AUTO_TEST_SUITE_END()
