@@ -104,7 +104,8 @@ Properties initialize(const std::vector<torch::nn::Module*>& models,
 /// leaving it unscales the optimizer's gradients in place (ampcpp's LossScaler on their memory),
 /// updates the scale of loss `loss_id`, and after an overflow prints apex's "Gradient overflow.
 /// Skipping step, loss scaler N reducing loss scale to S" and drops the gradients, so that the
-/// next optimizer.step() leaves every parameter (and its state) as it was. Under O1 it also
+/// next optimizer.step() leaves every parameter (and its state) as it was. Under O2 the 16-bit
+/// model gradients are unscaled into the fp32 masters' gradients and then dropped. Under O1 it also
 /// clears LibTorch's weight-cast cache, so the next forward casts the updated weights. Not
 /// copyable or movable.
 class ScaledLoss {

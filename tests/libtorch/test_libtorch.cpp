@@ -881,4 +881,32 @@ BOOST_FIXTURE_TEST_CASE(o2_masters_after_3_sgd_momentum_steps_match_a_float64_re
   }
 }
 
+BOOST_FIXTURE_TEST_CASE(o2_overflow_skips_the_step_leaving_model_and_masters_bit_equal,
+                        CleanAutocastState) {
+  torch::manual_seed(2);
+  torch::nn::Sequential model = linear_bn_linear();
+  torch::optim::SGD opt(model->parameters(), torch::optim::SGDOptions(0.1).momentum(0.9));
+  lt::initialize(*model, opt, "O2", {.verbosity = 0});
+  const torch::Tensor x = torch::randn({16, 8});
+  std::vector<torch::Tensor> masters_before, model_before;
+  for (const torch::Tensor& p : opt.param_groups()[0].params()) masters_before.push_back(p.clone());
+  for (const torch::Tensor& p : model->parameters()) model_before.push_back(p.detach().clone());
+  opt.zero_grad();
+  {
+    lt::ScaledLoss scaled = lt::scale_loss(lt::forward(*model, x).sum(), opt);
+    scaled.backward();
+    torch::NoGradGuard no_grad;
+    model->parameters()[0].mutable_grad()[0][0] = std::numeric_limits<float>::infinity();
+  }
+  for (const torch::Tensor& p : opt.param_groups()[0].params()) BOOST_TEST(!p.grad().defined());
+  opt.step();
+  lt::forward(*model, x);  // copies the (unchanged) masters into the model
+  for (size_t i = 0; i < masters_before.size(); ++i) {
+    BOOST_TEST(bit_equal(opt.param_groups()[0].params()[i], masters_before[i]), "master " << i);
+    BOOST_TEST(bit_equal(model->parameters()[i].detach(), model_before[i]), "param " << i);
+  }
+  BOOST_TEST(opt.state().empty());  // no momentum buffer was created
+  BOOST_TEST(lt::state_dict().at("loss_scaler0.loss_scale").item<double>() == 32768.0);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
