@@ -318,8 +318,8 @@ std::optional<torch::ScalarType> begin_forward() {
   FrontEndState& state = front_end();
   std::lock_guard<std::mutex> lock(state.mutex);
   torch::NoGradGuard no_grad;
-  // Every time: LibTorch 1.13's optimizers write through .data(), whose version counter is not
-  // the parameter's, so a step cannot be told from no step.
+  // Every time: torch::optim::SGD's step in LibTorch 1.13 leaves the parameter's version counter
+  // as it was (seen while writing the O2 tests), so a step cannot be told from no step.
   for (MasterPair& pair : state.masters) pair.model.copy_(pair.master);
   return state.initialized && state.properties.enabled ? state.input_dtype : std::nullopt;
 }
