@@ -36,6 +36,8 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "amp/grad_scaler.h"
@@ -78,14 +80,18 @@ class autocast {
 };
 
 /// apex's amp.initialize for LibTorch models and optimizers
-/// (docs/libtorch.md, "apex's front end (O0, O1)"): resolves `opt_level` and `overrides` as
+/// (docs/libtorch.md, "apex's front end (O0, O1, O2)"): resolves `opt_level` and `overrides` as
 /// amp::initialize does (apex's presets, checks, messages and printed summary) and sets up one
 /// dynamic or static loss scaler per loss (Overrides::num_losses). O0 leaves everything in fp32. O1
 /// turns on LibTorch's own autocast for the model's device type with the low-precision dtype (on
 /// the CPU BFloat16 unless overridden, as LibTorch 1.13 has no fp16 CPU matmul), on the calling
-/// thread: LibTorch's autocast state is per thread. O2 and O3 are not built yet in the bridge
-/// (amp::Error). Models and optimizers are not modified by O0/O1; every parameter must be Float32
-/// (apex's check). Replaces any earlier initialization.
+/// thread: LibTorch's autocast state is per thread. O2 casts the models' floating-point
+/// parameters and buffers to the low-precision dtype in place (affine batch norms stay Float32
+/// under keep_batchnorm_fp32), and replaces every 16-bit parameter in the optimizers' param
+/// groups by a Float32 master copy, moving its torch::optim state to the master; the model is
+/// then called through amp::libtorch::forward, which casts its inputs and copies updated masters
+/// into it. O3 is not built yet (amp::Error). Models and optimizers are not modified by O0/O1;
+/// every parameter must be Float32 (apex's check). Replaces any earlier initialization.
 Properties initialize(torch::nn::Module& model, torch::optim::Optimizer& optimizer,
                       const std::string& opt_level = "O1", const Overrides& overrides = {});
 /// Several models and optimizers (apex's lists); the first model's first parameter decides the
@@ -98,7 +104,8 @@ Properties initialize(const std::vector<torch::nn::Module*>& models,
 /// leaving it unscales the optimizer's gradients in place (ampcpp's LossScaler on their memory),
 /// updates the scale of loss `loss_id`, and after an overflow prints apex's "Gradient overflow.
 /// Skipping step, loss scaler N reducing loss scale to S" and drops the gradients, so that the
-/// next optimizer.step() leaves every parameter (and its state) as it was. Under O1 it also
+/// next optimizer.step() leaves every parameter (and its state) as it was. Under O2 the 16-bit
+/// model gradients are unscaled into the fp32 masters' gradients and then dropped. Under O1 it also
 /// clears LibTorch's weight-cast cache, so the next forward casts the updated weights. Not
 /// copyable or movable.
 class ScaledLoss {
@@ -121,6 +128,38 @@ class ScaledLoss {
   torch::Tensor scaled_;
   int uncaught_exceptions_;
 };
+
+namespace detail {
+/// Before a forward through amp::libtorch::forward: copies every O2 master into its model
+/// parameter (the optimizer may have stepped it), and returns the dtype the inputs are cast to
+/// (O2's model dtype; nullopt at O0/O1 and before initialize).
+std::optional<torch::ScalarType> begin_forward();
+
+inline torch::Tensor cast_input(const torch::Tensor& t, std::optional<torch::ScalarType> dtype) {
+  return dtype && t.defined() && t.is_floating_point() ? t.to(*dtype) : t;
+}
+template <class T>
+T&& cast_input(T&& value, std::optional<torch::ScalarType>) {
+  return std::forward<T>(value);
+}
+}  // namespace detail
+
+/// model.forward(args...) as apex's O2 patches a model's forward: first the optimizer's updated
+/// fp32 masters are copied into the 16-bit model (a C++ optimizer's step cannot be patched to do
+/// it), then floating-point torch::Tensor arguments are cast to the model's dtype, and a
+/// floating-point torch::Tensor result is cast to Float32 (other arguments and results are passed
+/// as they are). At O0 and O1 it is model.forward(args...) unchanged. At O2, call the model only
+/// through it, for training and evaluation alike
+/// (docs/libtorch.md, "O2: fp32 masters and forward").
+template <class Model, class... Args>
+auto forward(Model& model, Args&&... args) {
+  const std::optional<torch::ScalarType> dtype = detail::begin_forward();
+  auto output = model.forward(detail::cast_input(std::forward<Args>(args), dtype)...);
+  if constexpr (std::is_same_v<decltype(output), torch::Tensor>) {
+    if (dtype && output.defined() && output.is_floating_point()) return output.to(torch::kFloat);
+  }
+  return output;
+}
 
 /// Opens a scale_loss block (amp::Error before initialize, or for a loss_id outside
 /// [0, num_losses)).

@@ -1,11 +1,14 @@
-// apex's front end for LibTorch objects: initialize, scale_loss, state_dict (O0 and O1), on
-// amp::detail::resolve_properties (apex's presets and checks) and amp::LossScaler (apex's
+// apex's front end for LibTorch objects: initialize, scale_loss, forward, state_dict (O0, O1 and
+// O2), on amp::detail::resolve_properties (apex's presets and checks) and amp::LossScaler (apex's
 // dynamic loss scaling), run on the torch gradients' memory.
 #include <ATen/autocast_mode.h>
+#include <torch/nn/modules/batchnorm.h>
 
 #include <exception>
 #include <iostream>
 #include <mutex>
+#include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -17,6 +20,12 @@
 namespace amp::libtorch {
 namespace {
 
+// O2: a 16-bit model parameter and the fp32 master that replaced it in the optimizers.
+struct MasterPair {
+  torch::Tensor model;
+  torch::Tensor master;
+};
+
 // Process-wide, as apex's _amp_state.
 struct FrontEndState {
   std::mutex mutex;
@@ -24,6 +33,8 @@ struct FrontEndState {
   Properties properties;
   int verbosity = 1;
   std::vector<LossScaler> loss_scalers;
+  std::optional<torch::ScalarType> input_dtype;  // O2: forward() casts inputs to it
+  std::vector<MasterPair> masters;
 };
 
 FrontEndState& front_end() {
@@ -49,14 +60,130 @@ torch::ScalarType torch_dtype(DType dtype) {
   return dtype == DType::BFloat16 ? torch::kBFloat16 : torch::kHalf;
 }
 
-std::vector<torch::Tensor> params_with_grads(torch::optim::Optimizer& optimizer) {
-  std::vector<torch::Tensor> out;
-  for (auto& group : optimizer.param_groups()) {
-    for (auto& param : group.params()) {
-      if (param.grad().defined()) out.push_back(param);
+// apex's convert_network: keep_batchnorm_fp32 spares affine batch norms only.
+bool is_affine_batch_norm(torch::nn::Module& module) {
+  if (auto* bn = dynamic_cast<torch::nn::BatchNorm1dImpl*>(&module)) return bn->options.affine();
+  if (auto* bn = dynamic_cast<torch::nn::BatchNorm2dImpl*>(&module)) return bn->options.affine();
+  if (auto* bn = dynamic_cast<torch::nn::BatchNorm3dImpl*>(&module)) return bn->options.affine();
+  return false;
+}
+
+// set_data keeps each tensor's TensorImpl, so the optimizers' references and their state keys
+// stay valid (as torch::nn::Module::to does).
+void cast_module_tensors(torch::nn::Module& module, torch::ScalarType dtype) {
+  for (auto& item : module.named_parameters(/*recurse=*/false)) {
+    if (item.value().is_floating_point()) item.value().set_data(item.value().to(dtype));
+  }
+  for (auto& item : module.named_buffers(/*recurse=*/false)) {
+    if (item.value().is_floating_point()) item.value().set_data(item.value().to(dtype));
+  }
+}
+
+void cast_model(torch::nn::Module& model, torch::ScalarType dtype, bool keep_batchnorm_fp32) {
+  torch::NoGradGuard no_grad;
+  std::vector<torch::nn::Module*> modules{&model};
+  for (const auto& child : model.modules(/*include_self=*/false)) modules.push_back(child.get());
+  for (torch::nn::Module* module : modules) {
+    if (keep_batchnorm_fp32 && is_affine_batch_norm(*module)) continue;
+    cast_module_tensors(*module, dtype);
+  }
+}
+
+std::string state_key(const torch::Tensor& param) {
+  return c10::guts::to_string(param.unsafeGetTensorImpl());
+}
+
+// apex's O2 optimizer processing: every 16-bit parameter of every group is replaced by an fp32
+// copy (one per parameter, shared by optimizers that hold the same one). torch::optim keys its
+// per-parameter state by the TensorImpl's address, so the state is re-keyed to the master.
+std::vector<MasterPair> make_masters(const std::vector<torch::optim::Optimizer*>& optimizers) {
+  std::vector<MasterPair> pairs;
+  std::map<const c10::TensorImpl*, torch::Tensor> made;
+  for (torch::optim::Optimizer* optimizer : optimizers) {
+    auto& state = optimizer->state();
+    for (auto& group : optimizer->param_groups()) {
+      for (torch::Tensor& param : group.params()) {
+        if (param.scalar_type() != torch::kHalf && param.scalar_type() != torch::kBFloat16) {
+          continue;
+        }
+        torch::Tensor& master = made[param.unsafeGetTensorImpl()];
+        if (!master.defined()) {
+          master = param.detach().to(torch::kFloat).clone().set_requires_grad(true);
+          pairs.push_back({param, master});
+        }
+        const auto found = state.find(state_key(param));
+        if (found != state.end()) {
+          auto moved = std::move(found->second);
+          state.erase(found);
+          state[state_key(master)] = std::move(moved);
+        }
+        param = master;
+      }
     }
   }
+  return pairs;
+}
+
+std::set<const c10::TensorImpl*> optimizer_params(torch::optim::Optimizer& optimizer) {
+  std::set<const c10::TensorImpl*> out;
+  for (auto& group : optimizer.param_groups()) {
+    for (auto& param : group.params()) out.insert(param.unsafeGetTensorImpl());
+  }
   return out;
+}
+
+// Leaving scale_loss: unscales the optimizer's gradients (the 16-bit model gradients of its
+// masters into the masters' gradients, the others in place) and returns whether to skip the step;
+// on a skip every gradient involved is dropped.
+bool unscale_and_update(FrontEndState& state, LossScaler& scaler,
+                        torch::optim::Optimizer& optimizer) {
+  const std::set<const c10::TensorImpl*> in_optimizer = optimizer_params(optimizer);
+  std::set<const c10::TensorImpl*> masters;
+  std::vector<MasterPair*> pairs;
+  for (MasterPair& pair : state.masters) {
+    masters.insert(pair.master.unsafeGetTensorImpl());
+    if (in_optimizer.count(pair.master.unsafeGetTensorImpl()) && pair.model.grad().defined()) {
+      pairs.push_back(&pair);
+    }
+  }
+  std::vector<torch::Tensor> in_place;
+  for (auto& group : optimizer.param_groups()) {
+    for (auto& param : group.params()) {
+      if (param.grad().defined() && !masters.count(param.unsafeGetTensorImpl())) {
+        in_place.push_back(param);
+      }
+    }
+  }
+  std::vector<Tensor> grads, model_grads, unscaled;
+  std::vector<torch::Tensor> unscaled_torch;
+  for (const torch::Tensor& p : in_place) grads.push_back(from_torch(p.grad()));
+  for (MasterPair* pair : pairs) {
+    model_grads.push_back(from_torch(pair->model.grad()));
+    unscaled_torch.push_back(torch::empty_like(pair->master));
+    unscaled.push_back(from_torch(unscaled_torch.back()));
+  }
+  scaler.clear_overflow_state();
+  scaler.unscale(grads, grads);
+  scaler.unscale(model_grads, unscaled);
+  const bool skip = scaler.update_scale();
+  torch::NoGradGuard no_grad;
+  for (size_t i = 0; i < pairs.size(); ++i) {
+    torch::Tensor master = pairs[i]->master;
+    // apex: the model's 16-bit gradients are dropped once copied into the masters'.
+    pairs[i]->model.mutable_grad().reset();
+    if (skip) {
+      master.mutable_grad().reset();
+    } else if (master.grad().defined()) {
+      master.mutable_grad().add_(unscaled_torch[i]);  // accumulating over several backwards
+    } else {
+      master.mutable_grad() = unscaled_torch[i];
+    }
+  }
+  // torch::optim's optimizers (and the bridge's) skip parameters without a gradient.
+  if (skip) {
+    for (torch::Tensor p : in_place) p.mutable_grad().reset();
+  }
+  return skip;
 }
 
 }  // namespace
@@ -74,9 +201,10 @@ Properties initialize(const std::vector<torch::nn::Module*>& models,
     throw Error("amp::libtorch::initialize: expected at least one model and one optimizer, got " +
                 std::to_string(models.size()) + " and " + std::to_string(optimizers.size()));
   }
-  if ((opt_level == "O2" || opt_level == "O3") && overrides.enabled.value_or(true)) {
-    throw Error("amp::libtorch::initialize: opt_level " + opt_level +
-                " is not built yet in the LibTorch bridge; O0 and O1 are (docs/libtorch.md)");
+  if (opt_level == "O3" && overrides.enabled.value_or(true)) {
+    throw Error(
+        "amp::libtorch::initialize: opt_level O3 is not built yet in the LibTorch bridge; "
+        "O0, O1 and O2 are (docs/libtorch.md)");
   }
   if (!overrides.allow_incoming_model_not_fp32) check_params_fp32(models);
   torch::DeviceType device = torch::kCPU;
@@ -109,11 +237,27 @@ Properties initialize(const std::vector<torch::nn::Module*>& models,
       }
     });
   }
+  std::optional<torch::ScalarType> input_dtype;
+  std::vector<MasterPair> masters;
+  if (properties.enabled && properties.cast_model_type &&
+      *properties.cast_model_type != DType::Float32 && !overrides.disable_model_cast) {
+    input_dtype = torch_dtype(*properties.cast_model_type);
+    detail::translating_torch_errors("amp::libtorch::initialize", [&] {
+      for (torch::nn::Module* model : models) {
+        cast_model(*model, *input_dtype, properties.keep_batchnorm_fp32.value_or(false));
+      }
+    });
+  }
+  if (properties.enabled && properties.master_weights.value_or(false)) {
+    masters = make_masters(optimizers);
+  }
   FrontEndState& state = front_end();
   std::lock_guard<std::mutex> lock(state.mutex);
   state.properties = properties;
   state.verbosity = overrides.verbosity;
   state.loss_scalers = std::move(scalers);
+  state.input_dtype = input_dtype;
+  state.masters = std::move(masters);
   state.initialized = true;
   return properties;
 }
@@ -149,19 +293,10 @@ ScaledLoss::~ScaledLoss() noexcept(false) {
   const bool unwinding = std::uncaught_exceptions() > uncaught_exceptions_;
   if (state.properties.enabled && !unwinding) {
     LossScaler& scaler = state.loss_scalers[static_cast<size_t>(loss_id_)];
-    const std::vector<torch::Tensor> params = params_with_grads(*optimizer_);
-    std::vector<Tensor> grads;
-    for (const torch::Tensor& p : params) grads.push_back(from_torch(p.grad()));
-    scaler.clear_overflow_state();
-    scaler.unscale(grads, grads);
-    if (scaler.update_scale()) {
-      if (state.verbosity > 0) {
-        std::cout << "Gradient overflow.  Skipping step, loss scaler " << loss_id_
-                  << " reducing loss scale to "
-                  << optimizers::detail::python_repr(scaler.loss_scale()) << std::endl;
-      }
-      // torch::optim's optimizers (and the bridge's) skip parameters without a gradient.
-      for (torch::Tensor p : params) p.mutable_grad().reset();
+    if (unscale_and_update(state, scaler, *optimizer_) && state.verbosity > 0) {
+      std::cout << "Gradient overflow.  Skipping step, loss scaler " << loss_id_
+                << " reducing loss scale to "
+                << optimizers::detail::python_repr(scaler.loss_scale()) << std::endl;
     }
   }
   // The O1 counterpart of a torch.autocast region's end: drop the weight casts, now stale.
@@ -176,6 +311,20 @@ void ScaledLoss::backward(bool retain_graph) {
 ScaledLoss scale_loss(const torch::Tensor& loss, torch::optim::Optimizer& optimizer, int loss_id) {
   return ScaledLoss(loss, optimizer, loss_id);
 }
+
+namespace detail {
+
+std::optional<torch::ScalarType> begin_forward() {
+  FrontEndState& state = front_end();
+  std::lock_guard<std::mutex> lock(state.mutex);
+  torch::NoGradGuard no_grad;
+  // Every time: torch::optim::SGD's step in LibTorch 1.13 leaves the parameter's version counter
+  // as it was (seen while writing the O2 tests), so a step cannot be told from no step.
+  for (MasterPair& pair : state.masters) pair.model.copy_(pair.master);
+  return state.initialized && state.properties.enabled ? state.input_dtype : std::nullopt;
+}
+
+}  // namespace detail
 
 std::map<std::string, torch::Tensor> state_dict() {
   FrontEndState& state = front_end();
