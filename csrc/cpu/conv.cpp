@@ -1,13 +1,15 @@
 // oneDNN convolutions (conv.h). A primitive is built once per (pass, dtype, geometry, bias,
 // thread count) and kept in a bounded LRU cache, so a call costs a hash lookup, a few
 // dnnl::memory wrappers around the caller's pointers and one execute. Every primitive uses a
-// user-managed scratchpad, passed per thread at execution (onednn_context.h): a cached primitive
-// is then read-only and safe to run from several threads at once.
+// user-managed scratchpad, passed with each execution (onednn_context.h): a cached primitive is
+// then read-only and safe to run from several threads at once. Scratchpads, reordered operands
+// and partial gradients are allocator blocks held for one call (csrc/cpu/scratch_buffer.h), so
+// the memory statistics count them.
 //
 // Layouts: with the caller's plain layouts (nchw activations, oihw weights) oneDNN only has its
 // GEMM-based convolution, which measured 2-30x slower per pass than its direct JIT kernels on
 // the CNN of bench_step. So each primitive is created with format_tag::any, and an operand whose
-// chosen layout (typically nChw16c) differs from the plain one is reordered into a thread-local
+// chosen layout (typically nChw16c) differs from the plain one is reordered into a scratch
 // buffer before the run (inputs) or out of one after it (outputs): nchw <-> nChw16c by
 // layout_kernels() (csrc/cpu/layout_kernels.cpp), the rest by oneDNN's reorders
 // (docs/PERFORMANCE.md, "conv2d on oneDNN"). The caller sees contiguous NCHW/OIHW tensors only.
@@ -27,6 +29,7 @@
 #include "csrc/cpu/kernels.h"
 #include "csrc/cpu/lru_cache.h"
 #include "csrc/cpu/onednn_context.h"
+#include "csrc/cpu/scratch_buffer.h"
 
 namespace amp::cpu {
 namespace {
@@ -200,7 +203,6 @@ std::shared_ptr<const Plan> build_plan(Pass pass, const ConvGeometry& g, bool bi
              g.c, ", ", g.h, ", ", g.w, "], weight [", g.o, ", ", g.c, ", ", g.kh, ", ", g.kw,
              "], stride ", g.stride, ", padding ", g.padding, ": ", e.what());
   }
-  AMP_ASSERT(plan->operands.size() <= kOneDnnThreadBuffers, "conv2d: too many operands");
   return plan;
 }
 
@@ -216,14 +218,15 @@ std::shared_ptr<const Plan> plan_for(Pass pass, const ConvGeometry& g, bool bias
 
 void run(const dnnl::primitive& primitive, std::unordered_map<int, dnnl::memory>& args,
          const dnnl::memory::desc& scratchpad_md, dnnl::stream& stream) {
-  const dnnl::memory scratchpad = onednn_thread_scratchpad(scratchpad_md);
+  ScratchBuffer storage;
+  const dnnl::memory scratchpad = onednn_scratchpad(scratchpad_md, storage);
   if (scratchpad) {
     args[DNNL_ARG_SCRATCHPAD] = scratchpad;
   } else {
     args.erase(DNNL_ARG_SCRATCHPAD);
   }
   primitive.execute(stream, args);
-  stream.wait();  // the next run may reuse this thread's scratchpad and buffers
+  stream.wait();  // before the scratchpad goes back to the allocator
 }
 
 // Copies operand `op` from one layout to the other: plain to primitive for an input, primitive
@@ -251,6 +254,7 @@ void execute(const Plan& plan, std::initializer_list<const void*> pointers) {
   dnnl::stream& stream = onednn_thread_stream();
   std::unordered_map<int, dnnl::memory> args;
   std::vector<std::pair<const Operand*, dnnl::memory>> pending_outputs;
+  std::vector<ScratchBuffer> staging(plan.operands.size());  // the reordered operands
   try {
     int slot = 0;
     for (const void* pointer : pointers) {
@@ -260,7 +264,7 @@ void execute(const Plan& plan, std::initializer_list<const void*> pointers) {
         args.emplace(op.arg, plain);
       } else {
         dnnl::memory staged(op.primitive_md, engine,
-                            onednn_thread_buffer(slot, op.primitive_md.get_size()));
+                            staging[slot].reserve(op.primitive_md.get_size()));
         args.emplace(op.arg, staged);
         if (op.output) {
           pending_outputs.emplace_back(&op, plain);
@@ -288,7 +292,8 @@ void backward_weights_split_batch(const ConvGeometry& g, int threads, const void
   const int64_t weights = g.o * g.c * g.kh * g.kw, bias = grad_bias != nullptr ? g.o : 0;
   const int64_t x_image = g.c * g.h * g.w, y_image = g.o * g.oh() * g.ow();
   const size_t es = element_size(g.dtype);
-  std::vector<float> partials(static_cast<size_t>(threads * (weights + bias)));
+  ScratchBuffer partials_storage;
+  float* partials = partials_storage.reserve<float>(threads * (weights + bias));
   std::vector<std::exception_ptr> errors(threads);
   int ran = 1;
 #pragma omp parallel num_threads(threads)
@@ -300,7 +305,7 @@ void backward_weights_split_batch(const ConvGeometry& g, int threads, const void
       ConvGeometry part = g;
       const int64_t begin = g.n * t / nt;
       part.n = g.n * (t + 1) / nt - begin;
-      float* gw = partials.data() + t * (weights + bias);
+      float* gw = partials + t * (weights + bias);
       const void* xt = static_cast<const char*>(x) + begin * x_image * es;
       const void* gyt = static_cast<const char*>(grad_y) + begin * y_image * es;
       const auto plan = plan_for(Pass::BackwardWeights, part, bias > 0, /*fp32_grads=*/true);

@@ -2,7 +2,7 @@
 // backward weights with bias), for contiguous NCHW activations and OIHW weights in fp32 or bf16.
 // bf16 multiplies bf16 operands, accumulates in fp32 and rounds each output once (the bias is
 // added before that rounding). Primitives are cached per geometry, dtype and thread count and
-// use the calling thread's scratchpad (onednn_context.h), so any number of threads may run
+// use a scratchpad of their own per call (onednn_context.h), so any number of threads may run
 // convolutions at once. csrc/ops/conv.cpp runs fp16 on the fp32 primitives between exact
 // widening and one rounding (oneDNN 2.6 has fp16 convolutions only on CPUs with AVX512-FP16) and
 // keeps im2col + GEMM for float64.

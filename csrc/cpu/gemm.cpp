@@ -6,8 +6,8 @@
 // oneDNN's default (library-managed) scratchpad a primitive keeps using the scratchpad of the
 // thread that created it, so two threads running it at once overwrite each other's partial
 // results. Every primitive here is therefore created with a user-managed scratchpad, and each
-// execution passes a thread-local one: a primitive is then read-only and safe to run from any
-// number of threads at once (oneDNN's documented guarantee for scratchpad_mode::user).
+// execution passes its own (csrc/cpu/scratch_buffer.h): a primitive is then read-only and safe to
+// run from any number of threads at once (oneDNN's documented guarantee for scratchpad_mode::user).
 //
 // Layouts oneDNN's fast matmul (brgemm) does not take are handled here, chosen once per cache
 // entry by asking oneDNN which implementation it would use:
@@ -16,7 +16,7 @@
 //   - batch strides whose matrices overlap (oneDNN rejects such memory descriptors): one 2-D
 //     primitive run per batch entry;
 //   - operands with no BLAS layout (a row stride of 0 after expand), for which oneDNN would pick
-//     its slow reference kernel: a packed contiguous copy in thread-local scratch.
+//     its slow reference kernel: a packed contiguous copy in scratch memory.
 
 // GCC 12 reports -Wmaybe-uninitialized inside its own AVX-512 intrinsics (the self-initialised
 // _mm512_undefined_* values, GCC bug 105593) wherever they are inlined: in Eigen's packet math
@@ -47,11 +47,11 @@
 #include "csrc/core/dtype.h"
 #include "csrc/core/half.h"
 #include "csrc/core/macros.h"
-#include "csrc/cpu/grow_buffer.h"
 #include "csrc/cpu/kernels.h"
 #include "csrc/cpu/lru_cache.h"
 #include "csrc/cpu/onednn_context.h"
 #include "csrc/cpu/parallel.h"
+#include "csrc/cpu/scratch_buffer.h"
 #include "csrc/kernels/kernels.h"
 
 namespace amp::cpu {
@@ -87,15 +87,7 @@ std::string describe(const GemmArgs& g) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Scratch memory
-
-// Per-thread scratch buffers (csrc/cpu/grow_buffer.h), freed when the thread exits.
-enum ScratchSlot { kPackA, kPackB, kWideA, kWideB, kWideC, kWideBias, kNumSlots };
-
-GrowBuffer& scratch(ScratchSlot slot) {
-  thread_local GrowBuffer buffers[kNumSlots];
-  return buffers[slot];
-}
+// Copies
 
 // Grain (rows per thread) for copies of rows of `cols` elements: below it threads cost more
 // than they save.
@@ -141,10 +133,10 @@ Operand widened_layout(int64_t bs, int64_t rows, int64_t cols, int64_t rs, int64
 }
 
 Operand widen(const Half* src, int64_t batch, int64_t bs, int64_t rows, int64_t cols, int64_t rs,
-              int64_t cs, ScratchSlot slot) {
+              int64_t cs, ScratchBuffer& storage) {
   Operand out = widened_layout(bs, rows, cols, rs, cs);
   const int64_t count = bs == 0 ? 1 : batch;
-  float* dst = scratch(slot).get<float>(count * rows * cols);
+  float* dst = storage.reserve<float>(count * rows * cols);
   out.data = dst;
   const Layout l = canonical_layout(rows, cols, rs, cs);
   if (!l.plain) {
@@ -338,23 +330,24 @@ void execute(const Plan& plan, const GemmArgs& g) {
   const char* a = static_cast<const char*>(g.a);
   const char* b = static_cast<const char*>(g.b);
   int64_t a_bs = g.a_batch_stride, b_bs = g.b_batch_stride;
+  ScratchBuffer packed_a, packed_b, scratchpad;  // held until the stream has been waited on
   if (plan.pack) {
     const int64_t a_count = a_bs == 0 ? 1 : g.batch;
     const int64_t b_count = b_bs == 0 ? 1 : g.batch;
     // Both supported dtypes here are 4 or 2 bytes: pack moves bits, it converts nothing.
-    auto pack_operand = [&](const char* src, ScratchSlot slot, int64_t count, int64_t bs,
+    auto pack_operand = [&](const char* src, ScratchBuffer& storage, int64_t count, int64_t bs,
                             int64_t rows, int64_t cols, int64_t rs, int64_t cs) -> const char* {
       if (es == 4) {
-        auto* dst = scratch(slot).get<uint32_t>(count * rows * cols);
+        auto* dst = storage.reserve<uint32_t>(count * rows * cols);
         pack(reinterpret_cast<const uint32_t*>(src), dst, count, bs, rows, cols, rs, cs);
         return reinterpret_cast<const char*>(dst);
       }
-      auto* dst = scratch(slot).get<uint16_t>(count * rows * cols);
+      auto* dst = storage.reserve<uint16_t>(count * rows * cols);
       pack(reinterpret_cast<const uint16_t*>(src), dst, count, bs, rows, cols, rs, cs);
       return reinterpret_cast<const char*>(dst);
     };
-    a = pack_operand(a, kPackA, a_count, a_bs, g.m, g.k, g.a_row_stride, g.a_col_stride);
-    b = pack_operand(b, kPackB, b_count, b_bs, g.k, g.n, g.b_row_stride, g.b_col_stride);
+    a = pack_operand(a, packed_a, a_count, a_bs, g.m, g.k, g.a_row_stride, g.a_col_stride);
+    b = pack_operand(b, packed_b, b_count, b_bs, g.k, g.n, g.b_row_stride, g.b_col_stride);
     a_bs = a_bs == 0 ? 0 : g.m * g.k;
     b_bs = b_bs == 0 ? 0 : g.k * g.n;
   }
@@ -370,7 +363,7 @@ void execute(const Plan& plan, const GemmArgs& g) {
     args.emplace(DNNL_ARG_BIAS, dnnl::memory(plan.bias_md, engine, const_cast<void*>(g.bias)));
   }
   if (plan.scratchpad_md.get_size() > 0) {
-    args.emplace(DNNL_ARG_SCRATCHPAD, onednn_thread_scratchpad(plan.scratchpad_md));
+    args.emplace(DNNL_ARG_SCRATCHPAD, onednn_scratchpad(plan.scratchpad_md, scratchpad));
   }
   if (!plan.per_batch) {
     plan.primitive.execute(stream, args);
@@ -431,19 +424,21 @@ GemmArgs widened_problem(const GemmArgs& args) {
 
 // fp16: oneDNN 2.6 has no fp16 matmul on this CPU, and bf16 would change the numbers (8 bits of
 // mantissa instead of 11, and a range in which fp16 overflow never happens). Widening to fp32 is
-// exact, fp32 accumulates, and the output is rounded once: a tensor-core fp16 GEMM.
+// exact, fp32 accumulates, and the output is rounded once: a tensor-core fp16 GEMM. The fp32
+// copies are allocator blocks (scratch_buffer.h), so the memory statistics count them.
 void gemm_half(const GemmArgs& args) {
   GemmArgs w = widened_problem(args);
+  ScratchBuffer wide_a, wide_b, wide_c, wide_bias;
   w.a = widen(static_cast<const Half*>(args.a), args.batch, args.a_batch_stride, args.m, args.k,
-              args.a_row_stride, args.a_col_stride, kWideA)
+              args.a_row_stride, args.a_col_stride, wide_a)
             .data;
   w.b = widen(static_cast<const Half*>(args.b), args.batch, args.b_batch_stride, args.k, args.n,
-              args.b_row_stride, args.b_col_stride, kWideB)
+              args.b_row_stride, args.b_col_stride, wide_b)
             .data;
-  float* c32 = scratch(kWideC).get<float>(args.batch * args.m * args.n);
+  float* c32 = wide_c.reserve<float>(args.batch * args.m * args.n);
   w.c = c32;
   if (args.bias != nullptr) {
-    float* bias32 = scratch(kWideBias).get<float>(args.n);
+    float* bias32 = wide_bias.reserve<float>(args.n);
     half_runs().widen(static_cast<const Half*>(args.bias), bias32, args.n);
     w.bias = bias32;
   }
@@ -553,7 +548,7 @@ void gemm(const GemmArgs& args) {
     AMP_FAIL("matmul: oneDNN failed (", e.what(), ", status ", static_cast<int>(e.status), ") on ",
              describe(args));
   } catch (const std::bad_alloc&) {
-    AMP_FAIL("matmul: out of memory for scratch buffers on ", describe(args));
+    AMP_FAIL("matmul: out of memory on ", describe(args));
   }
 }
 

@@ -1,7 +1,5 @@
-// The shared oneDNN engine, per-thread streams and per-thread scratchpads (onednn_context.h).
+// The shared oneDNN engine, per-thread streams and per-execution scratchpads (onednn_context.h).
 #include "csrc/cpu/onednn_context.h"
-
-#include "csrc/cpu/grow_buffer.h"
 
 namespace amp::cpu {
 
@@ -15,16 +13,10 @@ dnnl::stream& onednn_thread_stream() {
   return stream;
 }
 
-dnnl::memory onednn_thread_scratchpad(const dnnl::memory::desc& md) {
-  thread_local GrowBuffer buffer;
+dnnl::memory onednn_scratchpad(const dnnl::memory::desc& md, ScratchBuffer& storage) {
   const size_t bytes = md.get_size();
   if (bytes == 0) return dnnl::memory();
-  return dnnl::memory(md, onednn_engine(), buffer.get(bytes));
-}
-
-void* onednn_thread_buffer(int slot, size_t bytes) {
-  thread_local GrowBuffer buffers[kOneDnnThreadBuffers];
-  return buffers[slot].get(bytes);
+  return dnnl::memory(md, onednn_engine(), storage.reserve(bytes));
 }
 
 }  // namespace amp::cpu

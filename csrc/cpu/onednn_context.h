@@ -1,7 +1,7 @@
-// The oneDNN CPU engine and the per-thread stream and scratchpad that the library's oneDNN
-// kernels (gemm.cpp, conv.cpp) share. Every primitive is created with a user-managed
-// scratchpad (dnnl::scratchpad_mode::user) and run with the calling thread's scratchpad, so a
-// cached primitive is read-only and may run from any number of threads at once (gemm.cpp's top
+// The oneDNN CPU engine and the per-thread stream that the library's oneDNN kernels (gemm.cpp,
+// conv.cpp) share, and their scratchpads. Every primitive is created with a user-managed
+// scratchpad (dnnl::scratchpad_mode::user) and each execution brings its own, so a cached
+// primitive is read-only and may run from any number of threads at once (gemm.cpp's top
 // comment says why oneDNN's default scratchpad is not safe for that).
 #pragma once
 
@@ -9,6 +9,8 @@
 
 #include <cstddef>
 #include <oneapi/dnnl/dnnl.hpp>
+
+#include "csrc/cpu/scratch_buffer.h"
 
 namespace amp::cpu {
 
@@ -19,11 +21,11 @@ dnnl::engine& onednn_engine();
 // be used by several threads at once.
 dnnl::stream& onednn_thread_stream();
 
-// This thread's scratchpad memory for a primitive whose scratchpad descriptor is `md`, or an
-// empty memory when it needs none; valid until the thread's next call. Executions are
-// synchronous (the caller waits on its stream), so one buffer per thread is never used by two
-// executions at once.
-dnnl::memory onednn_thread_scratchpad(const dnnl::memory::desc& md);
+// Scratchpad memory for one execution of a primitive whose scratchpad descriptor is `md`, in
+// `storage` (csrc/cpu/scratch_buffer.h: counted by the CPU allocator's statistics), or an empty
+// memory when it needs none. The caller keeps `storage` until the execution has finished (its
+// stream waited on).
+dnnl::memory onednn_scratchpad(const dnnl::memory::desc& md, ScratchBuffer& storage);
 
 // Inside an OpenMP parallel region oneDNN runs a primitive on the calling thread alone, but it
 // sizes the primitive at creation for omp_get_max_threads(), which there still reports the
@@ -45,13 +47,5 @@ class OneDnnSerialInParallel {
  private:
   int saved_;
 };
-
-// The number of onednn_thread_buffer slots.
-inline constexpr int kOneDnnThreadBuffers = 4;
-
-// This thread's 64-byte aligned buffer `slot` (< kOneDnnThreadBuffers) of at least `bytes`, for
-// operands reordered to a primitive's layout. It grows and is kept (a training loop repeats the
-// same shapes); it is valid until the thread's next call for the same slot.
-void* onednn_thread_buffer(int slot, size_t bytes);
 
 }  // namespace amp::cpu
