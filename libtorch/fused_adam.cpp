@@ -28,20 +28,6 @@ void check_options(const optimizers::FusedAdamOptions& o) {
   [[maybe_unused]] const optimizers::FusedAdam validated(std::vector<Tensor>{empty({1})}, o);
 }
 
-std::vector<torch::optim::OptimizerParamGroup> with_options(
-    std::vector<torch::optim::OptimizerParamGroup> groups) {
-  for (auto& group : groups) {
-    if (group.has_options()) {
-      const auto* options = dynamic_cast<const FusedAdamGroupOptions*>(&group.options());
-      if (options == nullptr) {
-        throw Error("FusedAdam: expected param group options of type FusedAdamGroupOptions");
-      }
-      check_options(options->adam);
-    }
-  }
-  return groups;
-}
-
 }  // namespace
 
 void FusedAdamGroupOptions::serialize(torch::serialize::OutputArchive& archive) const {
@@ -84,8 +70,11 @@ FusedAdam::FusedAdam(std::vector<torch::Tensor> params, optimizers::FusedAdamOpt
 
 FusedAdam::FusedAdam(std::vector<torch::optim::OptimizerParamGroup> groups,
                      optimizers::FusedAdamOptions options) try
-    : Optimizer((check_options(options), with_options(std::move(groups))),
-                std::make_unique<FusedAdamGroupOptions>(options)) {
+    : Optimizer(
+          (check_options(options), detail::checked_groups<FusedAdamGroupOptions>(
+                                       std::move(groups), "FusedAdam", "FusedAdamGroupOptions",
+                                       [](const auto& o) { check_options(o.adam); })),
+          std::make_unique<FusedAdamGroupOptions>(options)) {
 } catch (const c10::Error& e) {  // add_param_group's checks (a non-leaf, a repeated parameter)
   throw Error(std::string("FusedAdam: LibTorch raised: ") + e.what_without_backtrace());
 }

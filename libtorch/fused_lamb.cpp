@@ -28,20 +28,6 @@ void check_options(const optimizers::FusedLAMBOptions& o) {
   [[maybe_unused]] const optimizers::FusedLAMB validated(std::vector<Tensor>{empty({1})}, o);
 }
 
-std::vector<torch::optim::OptimizerParamGroup> with_options(
-    std::vector<torch::optim::OptimizerParamGroup> groups) {
-  for (auto& group : groups) {
-    if (group.has_options()) {
-      const auto* options = dynamic_cast<const FusedLAMBGroupOptions*>(&group.options());
-      if (options == nullptr) {
-        throw Error("FusedLAMB: expected param group options of type FusedLAMBGroupOptions");
-      }
-      check_options(options->lamb);
-    }
-  }
-  return groups;
-}
-
 // One group's share of a step: [g (fp32 scratch copies the kernel overwrites), p, m, v].
 struct GroupWork {
   FusedLAMBGroupOptions* options;
@@ -86,8 +72,11 @@ FusedLAMB::FusedLAMB(std::vector<torch::Tensor> params, optimizers::FusedLAMBOpt
 
 FusedLAMB::FusedLAMB(std::vector<torch::optim::OptimizerParamGroup> groups,
                      optimizers::FusedLAMBOptions options) try
-    : Optimizer((check_options(options), with_options(std::move(groups))),
-                std::make_unique<FusedLAMBGroupOptions>(options)) {
+    : Optimizer(
+          (check_options(options), detail::checked_groups<FusedLAMBGroupOptions>(
+                                       std::move(groups), "FusedLAMB", "FusedLAMBGroupOptions",
+                                       [](const auto& o) { check_options(o.lamb); })),
+          std::make_unique<FusedLAMBGroupOptions>(options)) {
 } catch (const c10::Error& e) {  // add_param_group's checks (a non-leaf, a repeated parameter)
   throw Error(std::string("FusedLAMB: LibTorch raised: ") + e.what_without_backtrace());
 }

@@ -27,20 +27,6 @@ void check_options(const optimizers::FusedSGDOptions& o) {
   [[maybe_unused]] const optimizers::FusedSGD validated(std::vector<Tensor>{empty({1})}, o);
 }
 
-std::vector<torch::optim::OptimizerParamGroup> with_options(
-    std::vector<torch::optim::OptimizerParamGroup> groups) {
-  for (auto& group : groups) {
-    if (group.has_options()) {
-      const auto* options = dynamic_cast<const FusedSGDGroupOptions*>(&group.options());
-      if (options == nullptr) {
-        throw Error("FusedSGD: expected param group options of type FusedSGDGroupOptions");
-      }
-      check_options(options->sgd);
-    }
-  }
-  return groups;
-}
-
 }  // namespace
 
 void FusedSGDGroupOptions::serialize(torch::serialize::OutputArchive& archive) const {
@@ -80,7 +66,9 @@ FusedSGD::FusedSGD(std::vector<torch::Tensor> params, optimizers::FusedSGDOption
 
 FusedSGD::FusedSGD(std::vector<torch::optim::OptimizerParamGroup> groups,
                    optimizers::FusedSGDOptions options) try
-    : Optimizer((check_options(options), with_options(std::move(groups))),
+    : Optimizer((check_options(options), detail::checked_groups<FusedSGDGroupOptions>(
+                                             std::move(groups), "FusedSGD", "FusedSGDGroupOptions",
+                                             [](const auto& o) { check_options(o.sgd); })),
                 std::make_unique<FusedSGDGroupOptions>(options)) {
 } catch (const c10::Error& e) {  // add_param_group's checks (a non-leaf, a repeated parameter)
   throw Error(std::string("FusedSGD: LibTorch raised: ") + e.what_without_backtrace());

@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "csrc/core/error.h"
 #include "csrc/multi_tensor/multi_tensor.h"
 
 namespace amp::libtorch::detail {
@@ -59,6 +60,25 @@ class ListsPerLaunch {
   size_t lists_;
   std::vector<Entry> entries_;
 };
+
+// The param groups a bridge optimizer is built from: each group's own options, where it has any,
+// must be of type GroupOptions (named `options_name` in the error) and pass `check` (ampcpp's
+// optimizer's own checks and messages). `optimizer` starts the error message.
+template <class GroupOptions, class Check>
+std::vector<torch::optim::OptimizerParamGroup> checked_groups(
+    std::vector<torch::optim::OptimizerParamGroup> groups, const char* optimizer,
+    const char* options_name, Check check) {
+  for (auto& group : groups) {
+    if (!group.has_options()) continue;
+    const auto* options = dynamic_cast<const GroupOptions*>(&group.options());
+    if (options == nullptr) {
+      throw Error(std::string(optimizer) + ": expected param group options of type " +
+                  options_name);
+    }
+    check(*options);
+  }
+  return groups;
+}
 
 // torch::load for the bridge's optimizers: LibTorch's own loading of state (which checks the group
 // count and sizes), then the saved group options in place of the current ones. LibTorch 1.13

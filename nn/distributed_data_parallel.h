@@ -51,10 +51,10 @@ struct DDPOptions {
 /// gives every rank rank 0's parameters and buffers (after checking that every rank's model has
 /// the same parameter shapes and dtypes), and also rank 0's values of whatever the module's
 /// state_dict() reports in their place: after amp::initialize O2, the Float32 master weights
-/// (docs/distributed.md, "DistributedDataParallel"). Every backward through the wrapped module then leaves each
-/// gradient averaged over the ranks. The wrapped module is this module's child "module", so
-/// parameters(), state_dict() and train()/eval() reach it (names gain the prefix "module.").
-/// Wrap after amp::initialize (amp::initialize rejects a DistributedDataParallel).
+/// (docs/distributed.md, "DistributedDataParallel"). Every backward through the wrapped module then
+/// leaves each gradient averaged over the ranks. The wrapped module is this module's child
+/// "module", so parameters(), state_dict() and train()/eval() reach it (names gain the prefix
+/// "module."). Wrap after amp::initialize (amp::initialize rejects a DistributedDataParallel).
 class DistributedDataParallel : public Module {
  public:
   struct Reducer;  ///< the buckets and the hooks' state (nn/distributed_data_parallel.cpp)
