@@ -104,14 +104,17 @@ void load_state_dict(const StateDict& sd) {
     std::cout << "Warning: state_dict contains " << entries.size() << " entries, while " << used
               << " loss_scalers are used" << std::endl;
   }
+  // Loaded into copies: an entry LossScaler::load rejects leaves every scaler as it was.
+  std::vector<LossScaler> loaded = state.loss_scalers;
   for (const auto& [index, e] : entries) {
     if (index >= used) {
       std::cout << "Skipping loss_scaler[" << index << "], since num_losses was set to " << used
                 << std::endl;
       continue;
     }
-    state.loss_scalers[index].load(*e.loss_scale, *e.unskipped);
+    loaded[index].load(*e.loss_scale, *e.unskipped);
   }
+  state.loss_scalers = std::move(loaded);
 }
 
 }  // namespace amp

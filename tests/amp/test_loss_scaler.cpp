@@ -259,9 +259,25 @@ BOOST_AUTO_TEST_CASE(bad_arguments_raise) {
   LossScaler s(LossScale("dynamic"));
   amp_test::check_error([&] { s.load(kInf, 0); }, {"LossScaler.load: expected a finite"});
   amp_test::check_error([&] { s.load(1.0, -1); }, {"LossScaler.load: expected unskipped >= 0"});
+  amp_test::check_error([&] { s.load(1.0, 2000); },
+                        {"LossScaler.load: expected unskipped < 2000 (the scale window) for a "
+                         "dynamic loss scaler, got 2000"});
   amp_test::check_error([&] { s.unscale({amp::zeros({1})}, {}); },
                         {"LossScaler.unscale: expected lists of equal length, got 1 and 0"});
   BOOST_TEST(s.loss_scale() == 65536.0);
+}
+
+// A static scaler counts unskipped steps without a window (as apex's does), so a long run's count
+// loads back; a dynamic one loaded at the window's last step grows at the next clean step.
+BOOST_AUTO_TEST_CASE(load_accepts_the_counts_each_kind_of_scaler_produces) {
+  LossScaler fixed(LossScale(128.0));
+  fixed.load(128.0, 5000);
+  BOOST_TEST(fixed.unskipped() == 5000);
+  LossScaler dynamic(LossScale("dynamic"));
+  dynamic.load(1024.0, 1999);
+  exit_with_grad(dynamic, 1.0);
+  BOOST_TEST(dynamic.loss_scale() == 2048.0);
+  BOOST_TEST(dynamic.unskipped() == 0);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
