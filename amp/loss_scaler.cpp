@@ -39,9 +39,8 @@ void LossScaler::load(double loss_scale, int64_t unskipped) {
   AMP_CHECK(unskipped >= 0, "LossScaler.load: expected unskipped >= 0, got ", unskipped);
   // A dynamic scaler resets its count at the window, so a larger count never came from one, and
   // loading it would stop the scale from ever growing again (update_scale tests for equality).
-  AMP_CHECK(!dynamic_ || unskipped < scale_window_,
-            "LossScaler.load: expected unskipped < ", scale_window_,
-            " (the scale window) for a dynamic loss scaler, got ", unskipped);
+  AMP_CHECK(!dynamic_ || unskipped < scale_window_, "LossScaler.load: expected unskipped < ",
+            scale_window_, " (the scale window) for a dynamic loss scaler, got ", unskipped);
   scale_ = loss_scale;
   unskipped_ = unskipped;
 }
