@@ -10,7 +10,8 @@
 //
 // Where it cannot run, it first checks that init_process_group says why and then exits with 77
 // (ctest: Skipped): a build without NCCL, no CUDA device, or fewer devices than ranks on this
-// machine (NCCL wants a device per rank).
+// machine (NCCL wants a device per rank). Each rank's device is its local rank from the launcher's
+// variables, which init_process_group must pick by itself (checked).
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -20,6 +21,8 @@
 #include <vector>
 
 #include "amp/amp.h"
+#include "csrc/distributed/backend.h"
+#include "csrc/distributed/local_rank.h"
 #include "tests/mpi/mpi_check.h"
 
 namespace dist = amp::distributed;
@@ -37,10 +40,12 @@ using mpi_test::my_rank;
 constexpr int kSkipped = 77;
 int device_index = 0;  // this rank's CUDA device: its index among the ranks on this machine
 
-// An integer from the environment (the launcher's), or `otherwise`.
-int env_int(const char* variable, int otherwise) {
-  const char* value = std::getenv(variable);
-  return value ? std::atoi(value) : otherwise;
+// This rank's place on its machine, as init_process_group reads it (csrc/distributed/local_rank.h):
+// Open MPI's, MPICH's or Slurm's variables; one rank alone when none is set.
+amp::distributed::detail::LocalRank local_rank() {
+  const auto local = amp::distributed::detail::local_rank_from_environment(
+      "mpi_nccl", [](const char* name) { return std::getenv(name); });
+  return local ? *local : amp::distributed::detail::LocalRank{.rank = 0, .size = 1};
 }
 
 // Why this machine cannot run the test ("" when it can), after checking init's error for it.
@@ -55,7 +60,8 @@ std::string reason_to_skip() {
                 {"init_process_group", "needs a CUDA device"}, "init without a device");
     return "no CUDA device";
   }
-  const int ranks_here = env_int("OMPI_COMM_WORLD_LOCAL_SIZE", 1);
+  // Slurm does not say how many ranks share the machine: this test runs under mpirun.
+  const int ranks_here = std::max(local_rank().size, 1);
   if (amp::cuda::device_count() < ranks_here) {
     return std::to_string(amp::cuda::device_count()) + " CUDA device(s) for " +
            std::to_string(ranks_here) + " ranks on this machine";
@@ -207,9 +213,15 @@ int main(int argc, char** argv) {
               << "/" << checks << " checks of the error passed)" << std::endl;
     return failures == 0 ? kSkipped : 1;
   }
-  device_index = env_int("OMPI_COMM_WORLD_LOCAL_RANK", 0);
-  dist::init_process_group({.backend = "nccl", .timeout_seconds = 60, .device = device_index});
+  device_index = local_rank().rank;
+  // Device -1: init_process_group picks the device itself, and must pick the one the launcher's
+  // variables name.
+  dist::init_process_group({.backend = "nccl", .timeout_seconds = 60, .device = -1});
   my_rank = dist::rank();
+  check(amp::distributed::detail::nccl_device() == device_index,
+        "init_process_group picked device " +
+            std::to_string(amp::distributed::detail::nccl_device()) +
+            ", the launcher's local rank is " + std::to_string(device_index));
   const int size = dist::world_size();
   if (scenario == "collectives") {
     test_collectives(my_rank, size);
