@@ -29,10 +29,14 @@ using RequestPtr = std::shared_ptr<Request>;
 // Built with MPI?
 bool mpi_built();
 // Joins MPI_COMM_WORLD through a private duplicate communicator; initialises MPI unless the
-// program did. Returns this process's rank and the world size.
+// program did. Returns this process's rank and the world size, and its rank among the processes
+// that share its machine's memory (MPI_Comm_split_type(MPI_COMM_TYPE_SHARED)): every rank takes
+// part, so backend "nccl" can fall back on it without a collective only some ranks call.
 struct Membership {
   int rank = 0;
   int size = 1;
+  int local_rank = 0;
+  int local_size = 1;
 };
 Membership mpi_join(const char* op);
 // Frees the communicator. `clean` is false when a collective was abandoned (timed out and never
@@ -48,7 +52,8 @@ RequestPtr start_all_gather(const void* input, void* output, int64_t count, Wire
 RequestPtr start_reduce_scatter(const void* input, void* output, int64_t count_per_rank,
                                 WireType type, ReduceOp op);
 
-// ---- NCCL: CUDA buffers, on the legacy default stream (ordered with ampcpp's kernels) ----------
+// ---- NCCL: CUDA buffers, on the communicator's own stream, ordered after the work queued on
+// ---- the compute stream by events (csrc/distributed/nccl_backend.cpp) -------------------------
 
 // Built with NCCL (and CUDA)?
 bool nccl_built();
@@ -56,9 +61,12 @@ bool nccl_built();
 constexpr int64_t kNcclIdWords = 16;
 // A fresh ncclUniqueId (only rank 0 makes one: it also starts NCCL's bootstrap listener).
 std::vector<int64_t> nccl_unique_id(const char* op);
-// Creates this process's communicator on CUDA device `device` from rank 0's id (blocks until
-// every rank has joined: ncclCommInitRank).
-void nccl_join(const char* op, const std::vector<int64_t>& id, int rank, int size, int device);
+// Creates this process's communicator on CUDA device `device` (left current) from rank 0's id:
+// non-blocking init, polled until every rank has joined or `timeout_seconds` passed (then
+// amp::Error); then starts the watchdog that aborts the communicator once a collective passes
+// the same timeout.
+void nccl_join(const char* op, const std::vector<int64_t>& id, int rank, int size, int device,
+               double timeout_seconds);
 // The device of the communicator; -1 when none.
 int nccl_device();
 // Destroys the communicator; `clean` false (a collective was abandoned) aborts it instead, which

@@ -43,15 +43,16 @@ enum class ReduceOp {
 struct InitOptions {
   std::string backend = "mpi";  ///< "mpi" (CPU tensors) or "nccl" (CUDA tensors, and CPU over MPI)
   /// Per collective, from its launch; in [0.001, 31536000] (1 ms to 365 days), else
-  /// init_process_group raises amp::Error naming the option and the range.
+  /// init_process_group raises amp::Error naming the option and the range. Backend "nccl" bounds
+  /// its communicator's init by it too, and its watchdog aborts a collective past it.
   double timeout_seconds = 300;
   /// Before each collective, one small all-reduce checks that every rank called the same
   /// collective with the same shape, dtype and arguments, so a mismatch raises amp::Error on
   /// every rank (MPI leaves it undefined: wrong results, a crash or a hang). Costs one latency.
   bool check_consistency = true;
   /// Backend "nccl": this rank's CUDA device; -1 picks the rank's index on its machine (from
-  /// OMPI_COMM_WORLD_LOCAL_RANK, MPI_LOCALRANKID or SLURM_LOCALID, else the rank) modulo the
-  /// number of visible devices.
+  /// OMPI_COMM_WORLD_LOCAL_RANK, MPI_LOCALRANKID or SLURM_LOCALID, else from MPI), and raises
+  /// amp::Error when the machine runs more ranks than it has visible devices.
   int device = -1;
 };
 

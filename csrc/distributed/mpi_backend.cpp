@@ -116,6 +116,12 @@ Membership mpi_join(const char* op) {
   Membership m;
   check_mpi(MPI_Comm_rank(s.comm, &m.rank), "MPI_Comm_rank");
   check_mpi(MPI_Comm_size(s.comm, &m.size), "MPI_Comm_size");
+  MPI_Comm local = MPI_COMM_NULL;
+  check_mpi(MPI_Comm_split_type(s.comm, MPI_COMM_TYPE_SHARED, m.rank, MPI_INFO_NULL, &local),
+            "MPI_Comm_split_type");
+  check_mpi(MPI_Comm_rank(local, &m.local_rank), "MPI_Comm_rank");
+  check_mpi(MPI_Comm_size(local, &m.local_size), "MPI_Comm_size");
+  check_mpi(MPI_Comm_free(&local), "MPI_Comm_free");
   return m;
 }
 

@@ -16,7 +16,9 @@ constexpr const char* kReason =
 
 bool nccl_built() { return false; }
 std::vector<int64_t> nccl_unique_id(const char* op) { unavailable(op); }
-void nccl_join(const char* op, const std::vector<int64_t>&, int, int, int) { unavailable(op); }
+void nccl_join(const char* op, const std::vector<int64_t>&, int, int, int, double) {
+  unavailable(op);
+}
 int nccl_device() { return -1; }
 void nccl_leave(bool) {}
 RequestPtr nccl_start_all_reduce(void*, int64_t, DType, ReduceOp) { unavailable("all_reduce"); }

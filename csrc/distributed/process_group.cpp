@@ -2,11 +2,13 @@
 // (csrc/distributed/distributed.h).
 #include <cstdlib>
 #include <functional>
+#include <optional>
 #include <string>
 #include <thread>
 
 #include "csrc/core/cuda_backend.h"
 #include "csrc/core/macros.h"
+#include "csrc/distributed/local_rank.h"
 #include "csrc/distributed/work.h"
 #include "csrc/ops/factories.h"
 
@@ -33,11 +35,22 @@ void require_usable(const char* op) {
 
 namespace {
 
-// The rank's index among the ranks on its machine, as the launchers export it.
-int local_rank(int rank) {
-  for (const char* name : {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID"}) {
-    if (const char* value = std::getenv(name)) return std::atoi(value);
-  }
+// This rank's CUDA device when InitOptions::device is -1: its index among the ranks of its
+// machine, from the launcher's variables, else from MPI (every rank computed it in mpi_join).
+// NCCL rejects two ranks of one communicator on one device, so more ranks on a machine than it
+// has devices is an error here rather than NCCL's "invalid usage" later.
+int local_device(const char* op, const detail::Membership& m) {
+  const std::optional<detail::LocalRank> launcher =
+      detail::local_rank_from_environment(op, [](const char* name) { return std::getenv(name); });
+  const int rank = launcher ? launcher->rank : m.local_rank;
+  const int size = launcher && launcher->size >= 0 ? launcher->size : m.local_size;
+  const std::string source = launcher ? launcher->variable : "MPI_Comm_split_type";
+  const int devices = cuda_backend::device_count();
+  AMP_CHECK(size <= devices && rank < devices, op,
+            ": backend \"nccl\" needs one CUDA device per rank, got local rank ", rank, " of ",
+            size, " ranks on this machine (", source, ") for ", devices,
+            " visible device(s); start at most ", devices,
+            " ranks per machine or pass InitOptions::device");
   return rank;
 }
 
@@ -55,15 +68,14 @@ void check_nccl_usable(const char* op, const InitOptions& options) {
 }
 
 // Rank 0 makes the NCCL id and sends it over MPI (the group is joined by now); every rank then
-// makes its communicator, which blocks until all have.
+// makes its communicator, which waits until all have, at most timeout_seconds.
 void join_nccl(const char* op, const InitOptions& options, const detail::Membership& m) {
-  const int device =
-      options.device >= 0 ? options.device : local_rank(m.rank) % cuda_backend::device_count();
+  const int device = options.device >= 0 ? options.device : local_device(op, m);
   const std::vector<int64_t> words =
       m.rank == 0 ? detail::nccl_unique_id(op) : std::vector<int64_t>(detail::kNcclIdWords, 0);
   Tensor id = from_vector(words, {static_cast<int64_t>(words.size())}, {.dtype = DType::Int64});
   broadcast(id, 0);
-  detail::nccl_join(op, id.to_vector<int64_t>(), m.rank, m.size, device);
+  detail::nccl_join(op, id.to_vector<int64_t>(), m.rank, m.size, device, options.timeout_seconds);
 }
 
 }  // namespace

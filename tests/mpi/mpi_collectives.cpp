@@ -14,6 +14,9 @@
 //                                 flight (one waited for later, one whose Work was dropped) and
 //                                 the peer joining them late: destroy must wait for them, and
 //                                 their results must be complete afterwards
+//   mpi_collectives local_rank    the rank's index on its machine as MPI computes it while
+//                                 joining (backend "nccl"'s fallback when no launcher variable
+//                                 is set) equals what mpirun exports
 //
 // Each rank prints one line per failed check ("[rank r] FAIL ...") and a summary, and exits
 // non-zero when a check failed; mpirun then exits non-zero too.
@@ -29,6 +32,8 @@
 #include <vector>
 
 #include "amp/amp.h"
+#include "csrc/distributed/backend.h"
+#include "csrc/distributed/local_rank.h"
 #include "tests/mpi/mpi_check.h"
 
 namespace dist = amp::distributed;
@@ -480,6 +485,29 @@ int run_peer_dies() {
   return 1;
 }
 
+// mpi_join's MPI_Comm_split_type(MPI_COMM_TYPE_SHARED), which backend "nccl" falls back on for
+// the device when no launcher variable is set: under mpirun (every rank on this machine) it must
+// agree with Open MPI's own variables and with the world.
+int run_local_rank() {
+  namespace detail = amp::distributed::detail;
+  const detail::Membership m = detail::mpi_join("mpi_collectives local_rank");
+  my_rank = m.rank;
+  const auto launcher = detail::local_rank_from_environment(
+      "mpi_collectives", [](const char* name) { return std::getenv(name); });
+  check(launcher && launcher->size >= 0,
+        "local_rank: mpirun exports OMPI_COMM_WORLD_LOCAL_RANK and OMPI_COMM_WORLD_LOCAL_SIZE");
+  if (launcher) {
+    check(m.local_rank == launcher->rank && m.local_size == launcher->size,
+          "local_rank: MPI says local rank " + std::to_string(m.local_rank) + " of " +
+              std::to_string(m.local_size) + ", mpirun " + std::to_string(launcher->rank) + " of " +
+              std::to_string(launcher->size));
+  }
+  check(m.local_rank == m.rank && m.local_size == m.size,
+        "local_rank: every rank runs on this machine, so the local rank is the rank");
+  detail::mpi_leave(true);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -495,9 +523,13 @@ int main(int argc, char** argv) {
     run_destroy_in_flight();
   } else if (scenario == "destroy_abandons") {
     run_destroy_abandons();
+  } else if (scenario == "local_rank") {
+    run_local_rank();
   } else {
-    std::cerr << "usage: mpi_collectives "
-                 "collectives|timeout|peer_dies|destroy_in_flight|destroy_abandons [world size]\n";
+    std::cerr
+        << "usage: mpi_collectives "
+           "collectives|timeout|peer_dies|destroy_in_flight|destroy_abandons|local_rank [world "
+           "size]\n";
     return 2;
   }
   std::cout << "[rank " << my_rank << "] " << scenario << ": " << checks - failures << " of "

@@ -7,19 +7,28 @@
 //                          a CUDA tensor on one rank against a CPU tensor on the other
 //   mpi_nccl ddp           DistributedDataParallel with the model on CUDA: 3 SGD steps, each rank
 //                          on its half of the batch, against one process on the whole batch
+//   mpi_nccl watchdog      rank 1 never joins an all_reduce: rank 0, blocked in a device-wide
+//                          synchronize behind the NCCL kernel, must be released by the watchdog's
+//                          ncclCommAbort after the 3 s timeout, and the collective must raise
 //
 // Where it cannot run, it first checks that init_process_group says why and then exits with 77
 // (ctest: Skipped): a build without NCCL, no CUDA device, or fewer devices than ranks on this
-// machine (NCCL wants a device per rank).
+// machine (NCCL wants a device per rank). Each rank's device is its local rank from the launcher's
+// variables, which init_process_group must pick by itself (checked).
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <iostream>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "amp/amp.h"
+#include "csrc/core/cuda_backend.h"
+#include "csrc/distributed/backend.h"
+#include "csrc/distributed/local_rank.h"
 #include "tests/mpi/mpi_check.h"
 
 namespace dist = amp::distributed;
@@ -37,10 +46,12 @@ using mpi_test::my_rank;
 constexpr int kSkipped = 77;
 int device_index = 0;  // this rank's CUDA device: its index among the ranks on this machine
 
-// An integer from the environment (the launcher's), or `otherwise`.
-int env_int(const char* variable, int otherwise) {
-  const char* value = std::getenv(variable);
-  return value ? std::atoi(value) : otherwise;
+// This rank's place on its machine, as init_process_group reads it (csrc/distributed/local_rank.h):
+// Open MPI's, MPICH's or Slurm's variables; one rank alone when none is set.
+amp::distributed::detail::LocalRank local_rank() {
+  const auto local = amp::distributed::detail::local_rank_from_environment(
+      "mpi_nccl", [](const char* name) { return std::getenv(name); });
+  return local ? *local : amp::distributed::detail::LocalRank{.rank = 0, .size = 1};
 }
 
 // Why this machine cannot run the test ("" when it can), after checking init's error for it.
@@ -55,7 +66,8 @@ std::string reason_to_skip() {
                 {"init_process_group", "needs a CUDA device"}, "init without a device");
     return "no CUDA device";
   }
-  const int ranks_here = env_int("OMPI_COMM_WORLD_LOCAL_SIZE", 1);
+  // Slurm does not say how many ranks share the machine: this test runs under mpirun.
+  const int ranks_here = std::max(local_rank().size, 1);
   if (amp::cuda::device_count() < ranks_here) {
     return std::to_string(amp::cuda::device_count()) + " CUDA device(s) for " +
            std::to_string(ranks_here) + " ranks on this machine";
@@ -197,6 +209,40 @@ void test_ddp(int rank, int size) {
             std::to_string(worst));
 }
 
+constexpr double kWatchdogTimeout = 3;
+
+// Rank 0's all_reduce goes straight to NCCL (no consistency check) and its kernel waits for rank
+// 1, which never launches its side. A device-wide synchronize then blocks behind that kernel: no
+// poll of Work::wait can end it, only the watchdog's ncclCommAbort at the deadline (plus a 100 ms
+// period). The Work and every later NCCL collective must raise naming the abort. Rank 1 reaches
+// the final barrier after rank 0 (which arrives at about 3.2 s) and within its timeout.
+void test_watchdog(int rank) {
+  using Clock = std::chrono::steady_clock;
+  if (rank != 0) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(4000));
+    return;
+  }
+  Tensor t = on_device(values(rank, 1 << 16), DType::Float32);
+  amp::cuda_backend::synchronize();  // the copy is done: the wait below is the collective's
+  const Clock::time_point start = Clock::now();
+  dist::Work work = dist::all_reduce(t, dist::ReduceOp::Sum, /*async_op=*/true);
+  try {
+    amp::cuda_backend::synchronize();
+  } catch (const amp::Error&) {
+    // An error from the aborted kernel's stream is fine: what matters is that it returned.
+  }
+  const double waited = std::chrono::duration<double>(Clock::now() - start).count();
+  check(waited >= kWatchdogTimeout - 0.1 && waited < kWatchdogTimeout + 2,
+        "watchdog: the synchronize blocked behind the collective must return once the watchdog "
+        "aborts it, after the 3 s timeout and within 2 s of it; returned after " +
+            std::to_string(waited) + " s");
+  check_error([&] { work.wait(); },
+              {"ncclCommAbort", "timeout_seconds = 3", "found by the watchdog"},
+              "watchdog: the abandoned collective's wait()");
+  check_error([&] { dist::all_reduce(t); }, {"ncclCommAbort", "unusable"},
+              "watchdog: a later NCCL collective");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -207,14 +253,26 @@ int main(int argc, char** argv) {
               << "/" << checks << " checks of the error passed)" << std::endl;
     return failures == 0 ? kSkipped : 1;
   }
-  device_index = env_int("OMPI_COMM_WORLD_LOCAL_RANK", 0);
-  dist::init_process_group({.backend = "nccl", .timeout_seconds = 60, .device = device_index});
+  device_index = local_rank().rank;
+  // Device -1: init_process_group picks the device itself, and must pick the one the launcher's
+  // variables name.
+  const bool watchdog = scenario == "watchdog";
+  dist::init_process_group({.backend = "nccl",
+                            .timeout_seconds = watchdog ? kWatchdogTimeout : 60,
+                            .check_consistency = !watchdog,
+                            .device = -1});
   my_rank = dist::rank();
+  check(amp::distributed::detail::nccl_device() == device_index,
+        "init_process_group picked device " +
+            std::to_string(amp::distributed::detail::nccl_device()) +
+            ", the launcher's local rank is " + std::to_string(device_index));
   const int size = dist::world_size();
   if (scenario == "collectives") {
     test_collectives(my_rank, size);
   } else if (scenario == "ddp") {
     test_ddp(my_rank, size);
+  } else if (scenario == "watchdog") {
+    test_watchdog(my_rank);
   } else {
     check(false, "unknown scenario '" + scenario + "'");
   }
