@@ -11,7 +11,6 @@
 ///   std::cout << y.to(amp::DType::Float32).sum().item<float>() << "\n";
 /// \endcode
 #pragma once
-#pragma GCC visibility push(default)  // public API (docs/building.md)
 
 #include "amp/autocast.h"
 #include "amp/grad_scaler.h"
@@ -88,5 +87,3 @@
 ///
 /// The guides are the Markdown files under docs/ (docs/amp.md, docs/autocast.md, ...); the
 /// build and this reference's `docs` target are described in docs/building.md.
-
-#pragma GCC visibility pop

@@ -18,8 +18,6 @@
 /// exception leaves the region. fp32 weights cast to
 /// the autocast dtype are cached until the thread's outermost region exits.
 #pragma once
-#pragma GCC visibility push(default)  // public API (docs/building.md)
-
 #include <optional>
 
 #include "csrc/autocast/autocast_state.h"
@@ -27,13 +25,14 @@
 #include "csrc/autocast/policy.h"
 #include "csrc/core/device.h"
 #include "csrc/core/dtype.h"
+#include "csrc/core/export.h"
 
 namespace amp {
 
 /// torch.autocast as an RAII region: while alive, the ops of the policy table run in the region's
 /// dtype for device_type in this thread (see the file comment); the destructor restores the
 /// previous state. Not copyable.
-class autocast {
+class AMPCPP_API autocast {
  public:
   /// dtype: the lower-precision dtype (default: the thread's current one, initially CUDA Float16
   /// and CPU BFloat16). CPU and CUDA accept Float16 and BFloat16; another dtype warns and
@@ -51,24 +50,22 @@ class autocast {
   bool previous_cache_enabled_;
 };
 
-bool is_autocast_available(DeviceType device_type);  ///< true for CPU and CUDA
+AMPCPP_API bool is_autocast_available(DeviceType device_type);  ///< true for CPU and CUDA
 /// Whether autocast is on for device_type in this thread (torch.is_autocast_enabled).
-bool is_autocast_enabled(DeviceType device_type);
+AMPCPP_API bool is_autocast_enabled(DeviceType device_type);
 /// The thread's autocast dtype for device_type (torch.get_autocast_dtype).
-DType get_autocast_dtype(DeviceType device_type);
+AMPCPP_API DType get_autocast_dtype(DeviceType device_type);
 /// Turns autocast on or off for device_type in this thread, outside any RAII region
 /// (torch.set_autocast_enabled); prefer amp::autocast, which restores the previous state.
-void set_autocast_enabled(DeviceType device_type, bool enabled);
+AMPCPP_API void set_autocast_enabled(DeviceType device_type, bool enabled);
 /// Sets the thread's autocast dtype for device_type (torch.set_autocast_dtype); amp::Error unless
 /// dtype is Float16 or BFloat16.
-void set_autocast_dtype(DeviceType device_type, DType dtype);
+AMPCPP_API void set_autocast_dtype(DeviceType device_type, DType dtype);
 /// Whether this thread caches fp32 weights cast inside autocast regions.
-bool is_autocast_cache_enabled();
+AMPCPP_API bool is_autocast_cache_enabled();
 /// Turns the cast cache on or off for this thread (torch.set_autocast_cache_enabled).
-void set_autocast_cache_enabled(bool enabled);
+AMPCPP_API void set_autocast_cache_enabled(bool enabled);
 /// Drops this thread's cached casts (torch.clear_autocast_cache).
-void clear_autocast_cache();
+AMPCPP_API void clear_autocast_cache();
 
 }  // namespace amp
-
-#pragma GCC visibility pop

@@ -23,8 +23,6 @@
 /// is the one read of the step decision in step() (and get_scale / get_growth_tracker /
 /// state_dict, which return host values); docs/grad_scaler.md lists the sync budget.
 #pragma once
-#pragma GCC visibility push(default)  // public API (docs/building.md)
-
 #include <cstddef>
 #include <cstdint>
 #include <limits>
@@ -37,6 +35,7 @@
 
 #include "amp/scale_collapse.h"
 #include "csrc/core/device.h"
+#include "csrc/core/export.h"
 #include "csrc/core/tensor.h"
 #include "csrc/io/state_dict.h"
 #include "optimizers/optimizer.h"
@@ -47,7 +46,7 @@ namespace amp {
 /// Checked when an enabled scaler is constructed (amp::Error: growth_factor > 1, 0 <
 /// backoff_factor < 1, growth_interval >= 1, init_scale finite and > 0 and within
 /// [min_scale, max_scale], hysteresis >= 1).
-struct GradScalerOptions {
+struct AMPCPP_API GradScalerOptions {
   double init_scale = 65536.0;     ///< scale before the first update (torch: init_scale=2.**16)
   double growth_factor = 2.0;      ///< factor the scale grows by after growth_interval clean steps
   double backoff_factor = 0.5;     ///< factor the scale shrinks by on an overflow
@@ -71,7 +70,7 @@ struct GradScalerOptions {
 };
 
 /// What GradScaler::step did (beyond PyTorch; GradScaler::last_step).
-struct GradScalerStepReport {
+struct AMPCPP_API GradScalerStepReport {
   /// What step() did with the optimizer.
   enum class Outcome {
     None,              ///< no step() since construction (or for this optimizer)
@@ -100,7 +99,7 @@ struct GradScalerStepReport {
 /// scale (grows after growth_interval clean steps, backs off on an overflow). Errors, with
 /// PyTorch's texts, are amp::Error: unscale_ twice or after step(), step() twice without update(),
 /// Float16 gradients without allow_fp16_grads, a non-floating or wrong-device tensor in scale().
-class GradScaler {
+class AMPCPP_API GradScaler {
  public:
   /// device: the device type of the losses and gradients (PyTorch's "cuda" default). A CUDA scaler
   /// without a usable CUDA device warns "... CUDA is not available.  Disabling." and is disabled.
@@ -226,5 +225,3 @@ class GradScaler {
 };
 
 }  // namespace amp
-
-#pragma GCC visibility pop

@@ -23,12 +23,11 @@
 /// process can compare opt levels one after another with fresh models and optimizers); an
 /// optimizer may be passed to initialize only once.
 #pragma once
-#pragma GCC visibility push(default)  // public API (docs/building.md)
-
 #include <string>
 #include <vector>
 
 #include "amp/properties.h"
+#include "csrc/core/export.h"
 #include "csrc/io/state_dict.h"
 #include "nn/module.h"
 #include "optimizers/optimizer.h"
@@ -41,28 +40,28 @@ namespace amp {
 /// rejects (apex's messages), a model with 16-bit parameters or buffers (unless
 /// allow_incoming_model_not_fp32), models and optimizers on different devices, or an optimizer
 /// already passed to initialize. Overrides::enabled = false leaves everything as it is.
-Properties initialize(nn::Module& model, optimizers::Optimizer& optimizer,
-                      const std::string& opt_level = "O1", const Overrides& overrides = {});
+AMPCPP_API Properties initialize(nn::Module& model, optimizers::Optimizer& optimizer,
+                                 const std::string& opt_level = "O1",
+                                 const Overrides& overrides = {});
 /// Inference only: no optimizer.
-Properties initialize(nn::Module& model, const std::string& opt_level = "O1",
-                      const Overrides& overrides = {});
+AMPCPP_API Properties initialize(nn::Module& model, const std::string& opt_level = "O1",
+                                 const Overrides& overrides = {});
 /// Several models and optimizers at once (apex's list form); amp::Error also for an empty model
 /// list, a null pointer or an object passed twice.
-Properties initialize(const std::vector<nn::Module*>& models,
-                      const std::vector<optimizers::Optimizer*>& optimizers,
-                      const std::string& opt_level = "O1", const Overrides& overrides = {});
+AMPCPP_API Properties initialize(const std::vector<nn::Module*>& models,
+                                 const std::vector<optimizers::Optimizer*>& optimizers,
+                                 const std::string& opt_level = "O1",
+                                 const Overrides& overrides = {});
 
 /// The properties of the last initialize (enabled = false before any).
-Properties properties();
+AMPCPP_API Properties properties();
 
 /// The loss scalers' state, apex's amp.state_dict(): "loss_scalerN.loss_scale" (Float64 0-d)
 /// and "loss_scalerN.unskipped" (Int64 0-d) for N in [0, num_losses).
-StateDict state_dict();
+AMPCPP_API StateDict state_dict();
 /// Restores what state_dict() returned, matching scalers by the N in the keys. Checks every key
 /// first and changes nothing on error. apex's warning when the dict holds a different number of
 /// scalers; entries beyond num_losses are skipped with apex's message.
-void load_state_dict(const StateDict& state_dict);
+AMPCPP_API void load_state_dict(const StateDict& state_dict);
 
 }  // namespace amp
-
-#pragma GCC visibility pop

@@ -25,8 +25,6 @@
 /// Every error, LibTorch's own (c10::Error) included, reaches the caller as amp::Error; LibTorch's
 /// message is kept in it.
 #pragma once
-#pragma GCC visibility push(default)  // public API (docs/building.md)
-
 #include <torch/nn/module.h>
 #include <torch/optim/optimizer.h>
 #include <torch/serialize/archive.h>
@@ -42,6 +40,7 @@
 
 #include "amp/grad_scaler.h"
 #include "amp/properties.h"
+#include "csrc/core/export.h"
 #include "csrc/core/tensor.h"
 #include "optimizers/fused_adam.h"
 #include "optimizers/fused_lamb.h"
@@ -57,7 +56,7 @@ namespace amp::libtorch {
 /// afresh (turning LibTorch's autocast on by hand never clears it; docs/libtorch.md,
 /// "The stale-cache trap"). LibTorch's autocast state is per thread: create and destroy a guard
 /// on one thread. Not copyable or movable.
-class autocast {
+class AMPCPP_API autocast {
  public:
   /// device: torch::kCPU or torch::kCUDA. dtype: torch::kBFloat16 or torch::kHalf (LibTorch
   /// 1.13 accepts only kBFloat16 on the CPU and raises otherwise). enabled = false turns
@@ -92,13 +91,15 @@ class autocast {
 /// then called through amp::libtorch::forward, which casts its inputs and copies updated masters
 /// into it. O3 is not built yet (amp::Error). Models and optimizers are not modified by O0/O1;
 /// every parameter must be Float32 (apex's check). Replaces any earlier initialization.
-Properties initialize(torch::nn::Module& model, torch::optim::Optimizer& optimizer,
-                      const std::string& opt_level = "O1", const Overrides& overrides = {});
+AMPCPP_API Properties initialize(torch::nn::Module& model, torch::optim::Optimizer& optimizer,
+                                 const std::string& opt_level = "O1",
+                                 const Overrides& overrides = {});
 /// Several models and optimizers (apex's lists); the first model's first parameter decides the
 /// device type.
-Properties initialize(const std::vector<torch::nn::Module*>& models,
-                      const std::vector<torch::optim::Optimizer*>& optimizers,
-                      const std::string& opt_level = "O1", const Overrides& overrides = {});
+AMPCPP_API Properties initialize(const std::vector<torch::nn::Module*>& models,
+                                 const std::vector<torch::optim::Optimizer*>& optimizers,
+                                 const std::string& opt_level = "O1",
+                                 const Overrides& overrides = {});
 
 /// apex's `with amp.scale_loss(loss, optimizer) as scaled_loss:` block as a scoped object. On
 /// leaving it unscales the optimizer's gradients in place (ampcpp's LossScaler on their memory),
@@ -108,7 +109,7 @@ Properties initialize(const std::vector<torch::nn::Module*>& models,
 /// model gradients are unscaled into the fp32 masters' gradients and then dropped. Under O1 it also
 /// clears LibTorch's weight-cast cache, so the next forward casts the updated weights. Not
 /// copyable or movable.
-class ScaledLoss {
+class AMPCPP_API ScaledLoss {
  public:
   /// Opens the block (scale_loss says when it raises).
   ScaledLoss(const torch::Tensor& loss, torch::optim::Optimizer& optimizer, int loss_id);
@@ -133,7 +134,7 @@ namespace detail {
 /// Before a forward through amp::libtorch::forward: copies every O2 master into its model
 /// parameter (the optimizer may have stepped it), and returns the dtype the inputs are cast to
 /// (O2's model dtype; nullopt at O0/O1 and before initialize).
-std::optional<torch::ScalarType> begin_forward();
+AMPCPP_API std::optional<torch::ScalarType> begin_forward();
 
 inline torch::Tensor cast_input(const torch::Tensor& t, std::optional<torch::ScalarType> dtype) {
   return dtype && t.defined() && t.is_floating_point() ? t.to(*dtype) : t;
@@ -163,13 +164,13 @@ auto forward(Model& model, Args&&... args) {
 
 /// Opens a scale_loss block (amp::Error before initialize, or for a loss_id outside
 /// [0, num_losses)).
-ScaledLoss scale_loss(const torch::Tensor& loss, torch::optim::Optimizer& optimizer,
-                      int loss_id = 0);
+AMPCPP_API ScaledLoss scale_loss(const torch::Tensor& loss, torch::optim::Optimizer& optimizer,
+                                 int loss_id = 0);
 /// apex's amp.state_dict(): "loss_scaler<N>.loss_scale" (Float64 0-d) and
 /// "loss_scaler<N>.unskipped" (Int64 0-d) per loss, as amp::state_dict.
-std::map<std::string, torch::Tensor> state_dict();
+AMPCPP_API std::map<std::string, torch::Tensor> state_dict();
 /// Loads state_dict()'s entries; checks all of them before changing anything (amp::Error).
-void load_state_dict(const std::map<std::string, torch::Tensor>& state);
+AMPCPP_API void load_state_dict(const std::map<std::string, torch::Tensor>& state);
 
 /// torch.amp.GradScaler for LibTorch optimizers, PyTorch's algorithm, state machine and error
 /// texts (docs/grad_scaler.md, "Algorithm"): scale() multiplies the loss by the scale; unscale_()
@@ -182,7 +183,7 @@ void load_state_dict(const std::map<std::string, torch::Tensor>& state);
 /// bounds are amp::GradScaler's alone and must keep their defaults). Keeps one state per
 /// optimizer, identified by address: an optimizer must outlive the scaler's use of it until the
 /// next update().
-class GradScaler {
+class AMPCPP_API GradScaler {
  public:
   /// device: where losses and gradients live (torch::kCPU or torch::kCUDA). A CUDA scaler without
   /// a CUDA device warns and is disabled, as PyTorch's. amp::Error for invalid options (as
@@ -234,7 +235,7 @@ class GradScaler {
 /// A FusedAdam parameter group's options: amp::optimizers::FusedAdamOptions as LibTorch group
 /// options, with the group's step counter (apex's group['step'], counting the steps in which the
 /// group had a gradient). Saved and loaded with the optimizer.
-struct FusedAdamGroupOptions
+struct AMPCPP_API FusedAdamGroupOptions
     : public torch::optim::OptimizerCloneableOptions<FusedAdamGroupOptions> {
   /// From ampcpp's options (amsgrad must be false, as in apex).
   explicit FusedAdamGroupOptions(optimizers::FusedAdamOptions options = {}) : adam(options) {}
@@ -251,7 +252,7 @@ struct FusedAdamGroupOptions
 };
 
 /// A FusedAdam parameter's state: its first and second moments (Float32, the parameter's shape).
-struct FusedAdamParamState
+struct AMPCPP_API FusedAdamParamState
     : public torch::optim::OptimizerCloneableParamState<FusedAdamParamState> {
   torch::Tensor exp_avg;     ///< first moment
   torch::Tensor exp_avg_sq;  ///< second moment
@@ -267,7 +268,7 @@ struct FusedAdamParamState
 /// torch::save. step() runs ampcpp's multi-tensor Adam kernel on the parameters', gradients' and
 /// moments' own memory, one launch per device of each group. Parameters and gradients must be
 /// Float32 (16-bit parameters with fp32 masters are not built yet: amp::Error).
-class FusedAdam : public torch::optim::Optimizer {
+class AMPCPP_API FusedAdam : public torch::optim::Optimizer {
  public:
   /// One group holding params.
   explicit FusedAdam(std::vector<torch::Tensor> params, optimizers::FusedAdamOptions options = {});
@@ -285,7 +286,8 @@ class FusedAdam : public torch::optim::Optimizer {
 
 /// A FusedSGD parameter group's options: amp::optimizers::FusedSGDOptions as LibTorch group
 /// options. Saved and loaded with the optimizer.
-struct FusedSGDGroupOptions : public torch::optim::OptimizerCloneableOptions<FusedSGDGroupOptions> {
+struct AMPCPP_API FusedSGDGroupOptions
+    : public torch::optim::OptimizerCloneableOptions<FusedSGDGroupOptions> {
   /// From ampcpp's options.
   explicit FusedSGDGroupOptions(optimizers::FusedSGDOptions options) : sgd(options) {}
   /// The defaults with learning rate lr (torch::optim::SGDOptions(lr); torch::load uses it).
@@ -300,7 +302,8 @@ struct FusedSGDGroupOptions : public torch::optim::OptimizerCloneableOptions<Fus
 };
 
 /// A FusedSGD parameter's state: its momentum buffer (Float32; only with momentum != 0).
-struct FusedSGDParamState : public torch::optim::OptimizerCloneableParamState<FusedSGDParamState> {
+struct AMPCPP_API FusedSGDParamState
+    : public torch::optim::OptimizerCloneableParamState<FusedSGDParamState> {
   torch::Tensor momentum_buffer;  ///< the momentum buffer
   /// LibTorch's serialization of the state (torch::save / torch::load).
   void serialize(torch::serialize::OutputArchive& archive) const override;
@@ -313,7 +316,7 @@ struct FusedSGDParamState : public torch::optim::OptimizerCloneableParamState<Fu
 /// step() runs ampcpp's multi-tensor SGD kernel on the tensors' own memory, one launch per device
 /// of each group (and a separate one for parameters whose momentum buffer is new, which starts
 /// as the gradient, as torch's). Parameters and gradients must be Float32 (amp::Error otherwise).
-class FusedSGD : public torch::optim::Optimizer {
+class AMPCPP_API FusedSGD : public torch::optim::Optimizer {
  public:
   /// One group holding params.
   FusedSGD(std::vector<torch::Tensor> params, optimizers::FusedSGDOptions options);
@@ -332,7 +335,7 @@ class FusedSGD : public torch::optim::Optimizer {
 /// A FusedLAMB parameter group's options: amp::optimizers::FusedLAMBOptions as LibTorch group
 /// options, with the group's step counter. max_grad_norm is read from the optimizer's defaults (the
 /// global gradient norm spans all groups, as in apex). Saved and loaded with the optimizer.
-struct FusedLAMBGroupOptions
+struct AMPCPP_API FusedLAMBGroupOptions
     : public torch::optim::OptimizerCloneableOptions<FusedLAMBGroupOptions> {
   /// From ampcpp's options.
   explicit FusedLAMBGroupOptions(optimizers::FusedLAMBOptions options = {}) : lamb(options) {}
@@ -353,7 +356,7 @@ struct FusedLAMBGroupOptions
 /// step() computes the global gradient norm of every group with ampcpp's multi-tensor l2norm and
 /// runs its LAMB kernel on the tensors' own memory. Every parameter with a gradient must be on one
 /// device, and parameters and gradients must be Float32 (amp::Error otherwise).
-class FusedLAMB : public torch::optim::Optimizer {
+class AMPCPP_API FusedLAMB : public torch::optim::Optimizer {
  public:
   /// One group holding params.
   explicit FusedLAMB(std::vector<torch::Tensor> params, optimizers::FusedLAMBOptions options = {});
@@ -374,11 +377,9 @@ class FusedLAMB : public torch::optim::Optimizer {
 /// has no autograd link to `t`, and ampcpp's in-place version counter does not see LibTorch's
 /// writes. Shared dtypes: Float, Half, BFloat16, Double, Long, Bool; amp::Error for another dtype,
 /// an undefined, sparse or quantized tensor, or a device other than CPU and CUDA.
-Tensor from_torch(const torch::Tensor& t);
+AMPCPP_API Tensor from_torch(const torch::Tensor& t);
 /// A torch::Tensor viewing `t`'s memory (no copy), keeping `t`'s storage alive; without
 /// autograd history (requires_grad false). amp::Error for an undefined tensor.
-torch::Tensor to_torch(const Tensor& t);
+AMPCPP_API torch::Tensor to_torch(const Tensor& t);
 
 }  // namespace amp::libtorch
-
-#pragma GCC visibility pop

@@ -24,8 +24,6 @@
 ///   skipped and the run cannot recover. amp::warn says so then, when the scale reaches 0, and
 ///   after 10, 100, 1000, ... such steps (amp/scale_collapse.h); min_loss_scale prevents it.
 #pragma once
-#pragma GCC visibility push(default)  // public API (docs/building.md)
-
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -34,12 +32,13 @@
 #include "amp/properties.h"
 #include "amp/scale_collapse.h"
 #include "csrc/core/device.h"
+#include "csrc/core/export.h"
 #include "csrc/core/tensor.h"
 
 namespace amp {
 
 /// apex's LossScaler (see the file comment for its rules).
-class LossScaler {
+class AMPCPP_API LossScaler {
  public:
   /// loss_scale: "dynamic" (or a numeric string) or a static scale; amp::Error unless it is
   /// "dynamic" or a number in fp32's normal range (so its fp32 reciprocal is finite).
@@ -88,5 +87,3 @@ class LossScaler {
 };
 
 }  // namespace amp
-
-#pragma GCC visibility pop

@@ -17,13 +17,12 @@
 ///
 /// (Float16 stands for low_precision_dtype, which may be BFloat16.)
 #pragma once
-#pragma GCC visibility push(default)  // public API (docs/building.md)
-
 #include <optional>
 #include <string>
 #include <variant>
 
 #include "csrc/core/dtype.h"
+#include "csrc/core/export.h"
 
 namespace amp {
 
@@ -34,7 +33,7 @@ using LossScale = std::variant<std::string, double>;
 inline constexpr int kMaxNumLosses = 65536;
 
 /// Overrides of the opt level's properties; std::nullopt = "not overridden" (apex's None).
-struct Overrides {
+struct AMPCPP_API Overrides {
   std::optional<bool> enabled = {};              ///< false: amp changes nothing
   std::optional<DType> cast_model_type = {};     ///< the model's dtype (O1: Float32 only)
   std::optional<bool> patch_functions = {};      ///< apex: patch_torch_functions
@@ -63,7 +62,7 @@ struct Overrides {
 
 /// The option set an opt level resolves to, after overrides (apex's Properties); what
 /// amp::initialize returns and amp::properties() reports.
-struct Properties {
+struct AMPCPP_API Properties {
   bool enabled = false;   ///< whether amp is on
   std::string opt_level;  ///< "" until an opt level is applied (and when enabled is false)
   /// The model's dtype after initialize (nullopt: left alone).
@@ -101,10 +100,8 @@ bool prints_on_this_rank(bool distributed_initialized, int world_size, int rank)
 // checked against the opt level with apex's messages (amp::Error). With verbosity > 0 it prints
 // apex's "Selected optimization level" block to stdout as it goes (rank 0 only when
 // amp::distributed is initialised with more than one process, as apex).
-Properties resolve_properties(const std::string& opt_level, const Overrides& overrides);
+AMPCPP_API Properties resolve_properties(const std::string& opt_level, const Overrides& overrides);
 
 }  // namespace detail
 
 }  // namespace amp
-
-#pragma GCC visibility pop

@@ -12,10 +12,10 @@
 ///   watch.observe(scale, floor);   // after every update of a dynamic scale
 /// \endcode
 #pragma once
-#pragma GCC visibility push(default)  // public API (docs/building.md)
-
 #include <cstdint>
 #include <optional>
+
+#include "csrc/core/export.h"
 
 namespace amp::detail {
 
@@ -26,7 +26,7 @@ bool loss_scale_cannot_recover(double scale);
 /// Counts the updates in a row that leave a dynamic scale unable to recover and warns (through
 /// amp::warn) at the first of them, at the first that leaves it exactly 0, and after 10, 100,
 /// 1000, ... of them; a recoverable scale resets the count.
-class ScaleCollapseWatch {
+class AMPCPP_API ScaleCollapseWatch {
  public:
   /// who: the scaler named in the message; floor_option: the option that keeps a floor. Both
   /// must be string literals (they are kept as pointers).
@@ -47,5 +47,3 @@ class ScaleCollapseWatch {
 };
 
 }  // namespace amp::detail
-
-#pragma GCC visibility pop

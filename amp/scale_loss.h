@@ -23,12 +23,11 @@
 /// gradients of the optimizers are put back as they were before the block, the scaler is left
 /// alone, and O1's cast cache is cleared (apex leaves them half-done).
 #pragma once
-#pragma GCC visibility push(default)  // public API (docs/building.md)
-
 #include <memory>
 #include <vector>
 
 #include "csrc/autocast/autocast_state.h"
+#include "csrc/core/export.h"
 #include "csrc/core/tensor.h"
 #include "optimizers/optimizer.h"
 
@@ -41,7 +40,7 @@ struct OptimizerStash;
 /// The object amp::scale_loss returns: holds the scaled loss for backward() and, when it goes
 /// out of scope, unscales the gradients, checks them for inf/NaN and updates the loss scale
 /// (apex's scale_loss context manager exit). Movable only by construction, not assignable.
-class ScaledLoss {
+class AMPCPP_API ScaledLoss {
  public:
   /// Takes over the block; `other` is left inactive (its destructor does nothing, its
   /// backward() raises amp::Error).
@@ -96,22 +95,23 @@ class ScaledLoss {
 /// (beyond apex, which gives silently wrong gradients there) for an empty optimizer list, an
 /// optimizer listed twice, or an optimizer whose previous scale_loss block is still open
 /// (nested blocks).
-ScaledLoss scale_loss(const Tensor& loss, optimizers::Optimizer& optimizer, int loss_id = 0,
-                      bool delay_unscale = false);
+AMPCPP_API ScaledLoss scale_loss(const Tensor& loss, optimizers::Optimizer& optimizer,
+                                 int loss_id = 0, bool delay_unscale = false);
 /// The same for several optimizers: every optimizer owning parameters this backward produces
 /// gradients for.
-ScaledLoss scale_loss(const Tensor& loss, const std::vector<optimizers::Optimizer*>& optimizers,
-                      int loss_id = 0, bool delay_unscale = false);
+AMPCPP_API ScaledLoss scale_loss(const Tensor& loss,
+                                 const std::vector<optimizers::Optimizer*>& optimizers,
+                                 int loss_id = 0, bool delay_unscale = false);
 
 /// The parameters the optimizer updates (apex's amp.master_params): after O2's initialize the
 /// fp32 master weights, whose gradients are unscaled when a scale_loss block ends (clip these,
 /// not model->parameters(), whose 16-bit gradients stay scaled); otherwise the model's
 /// parameters.
-std::vector<Tensor> master_params(const optimizers::Optimizer& optimizer);
+AMPCPP_API std::vector<Tensor> master_params(const optimizers::Optimizer& optimizer);
 
 /// While alive in a thread, no op of that thread is cast: neither O1's process-wide casting nor
 /// an enclosing amp::autocast region (apex's disable_casts; optimizer steps always run so).
-struct disable_casts {
+struct AMPCPP_API disable_casts {
   disable_casts();
   ~disable_casts();
   disable_casts(const disable_casts&) = delete;
@@ -122,5 +122,3 @@ struct disable_casts {
 };
 
 }  // namespace amp
-
-#pragma GCC visibility pop

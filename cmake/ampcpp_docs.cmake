@@ -1,5 +1,5 @@
-# The API reference: Doxygen over the public headers (AMPCPP_PUBLIC_HEADERS, computed in
-# cmake/ampcpp_install.cmake), HTML in <build>/docs/api/html. `cmake --build build --target docs`
+# The API reference: Doxygen over the public headers (AMPCPP_PUBLIC_HEADERS, listed in
+# cmake/ampcpp_public_headers.cmake), HTML in <build>/docs/api/html. `cmake --build build --target docs`
 # builds it; the ctest test api_docs (label docs) fails on any Doxygen warning, an undocumented
 # public declaration included. Both exist only when doxygen is installed (scripts/setup.sh).
 find_package(Doxygen QUIET)

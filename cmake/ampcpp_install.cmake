@@ -5,33 +5,10 @@
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
-# The public headers are what amp/amp.h reaches: the header set a user's code can include. The
-# rest of csrc/ (kernels, backends, dispatch) is private to the library and not installed.
-function(ampcpp_header_closure root out)
-  set(pending ${root})
-  set(found "")
-  while(pending)
-    list(POP_FRONT pending header)
-    if(header IN_LIST found)
-      continue()
-    endif()
-    list(APPEND found ${header})
-    file(STRINGS ${PROJECT_SOURCE_DIR}/${header} lines REGEX "^#include \"[^\"]+\"")
-    foreach(line IN LISTS lines)
-      string(REGEX REPLACE "^#include \"([^\"]+)\".*" "\\1" included "${line}")
-      if(EXISTS ${PROJECT_SOURCE_DIR}/${included})
-        list(APPEND pending ${included})
-      endif()
-    endforeach()
-  endwhile()
-  list(SORT found)
-  set(${out} ${found} PARENT_SCOPE)
-endfunction()
-
-ampcpp_header_closure(amp/amp.h AMPCPP_PUBLIC_HEADERS)
-# Optional components' headers (cmake/ampcpp_libtorch.cmake).
+# The public headers, listed by hand; everything else in the tree is private to the library and
+# not installed. Plus the optional components' headers (cmake/ampcpp_libtorch.cmake).
+include(${PROJECT_SOURCE_DIR}/cmake/ampcpp_public_headers.cmake)
 list(APPEND AMPCPP_PUBLIC_HEADERS ${AMPCPP_EXTRA_PUBLIC_HEADERS})
-set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${AMPCPP_PUBLIC_HEADERS})
 # The list, for scripts/check_install.sh to compare with what an install holds.
 string(REPLACE ";" "\n" header_lines "${AMPCPP_PUBLIC_HEADERS}")
 file(WRITE ${CMAKE_CURRENT_BINARY_DIR}/ampcpp_public_headers.txt "${header_lines}\n")

@@ -42,7 +42,7 @@ int fail(int status, const std::string& message) {
 void check_environment(const compare::CompareOptions& options) {
   if (options.device == "cuda" && !amp::cuda::is_available()) {
     throw compare::UsageError(std::string("--device cuda: no usable CUDA device (") +
-                              amp::cuda_backend::unavailable_reason() + ")");
+                              amp::cuda::unavailable_reason() + ")");
   }
   compare::prepare_output_dir(options.out);
 }

@@ -1,23 +1,22 @@
 /// \file
 /// Activation modules: ReLU, GELU ("none" or "tanh" approximation), SiLU, Tanh, Sigmoid.
 #pragma once
-#pragma GCC visibility push(default)  // public API (docs/building.md)
-
 #include <string>
 
+#include "csrc/core/export.h"
 #include "nn/module.h"
 
 namespace amp::nn {
 
 /// torch.nn.ReLU: max(x, 0) elementwise (functional::relu), in the input's dtype.
-class ReLU : public Module {
+class AMPCPP_API ReLU : public Module {
  public:
   ReLU() : Module("ReLU") {}
   Tensor forward(const Tensor& input) override;
 };
 
 /// torch.nn.GELU: functional::gelu with the exact ("none") or "tanh" approximation.
-class GELU : public Module {
+class AMPCPP_API GELU : public Module {
  public:
   /// amp::Error unless approximate is "none" or "tanh".
   explicit GELU(std::string approximate = "none");
@@ -27,26 +26,24 @@ class GELU : public Module {
 };
 
 /// torch.nn.SiLU: x * sigmoid(x) (functional::silu).
-class SiLU : public Module {
+class AMPCPP_API SiLU : public Module {
  public:
   SiLU() : Module("SiLU") {}
   Tensor forward(const Tensor& input) override;
 };
 
 /// torch.nn.Tanh: amp::tanh.
-class Tanh : public Module {
+class AMPCPP_API Tanh : public Module {
  public:
   Tanh() : Module("Tanh") {}
   Tensor forward(const Tensor& input) override;
 };
 
 /// torch.nn.Sigmoid: amp::sigmoid.
-class Sigmoid : public Module {
+class AMPCPP_API Sigmoid : public Module {
  public:
   Sigmoid() : Module("Sigmoid") {}
   Tensor forward(const Tensor& input) override;
 };
 
 }  // namespace amp::nn
-
-#pragma GCC visibility pop

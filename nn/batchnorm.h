@@ -6,19 +6,18 @@
 /// bf16 (apex O2 / keep_batchnorm_fp32): the statistics and the normalisation run in fp32 and the
 /// output has the input's dtype (functional::batch_norm).
 #pragma once
-#pragma GCC visibility push(default)  // public API (docs/building.md)
-
 #include <cstdint>
 #include <optional>
 #include <string>
 
+#include "csrc/core/export.h"
 #include "csrc/core/tensor.h"
 #include "nn/module.h"
 
 namespace amp::nn {
 
 /// The shared implementation; BatchNorm1d and BatchNorm2d only differ in the input dims allowed.
-class BatchNormBase : public Module {
+class AMPCPP_API BatchNormBase : public Module {
  public:
   /// momentum nullopt: running stats are the cumulative average (factor 1 / num_batches_tracked).
   BatchNormBase(std::string name, int64_t num_features, double eps, std::optional<double> momentum,
@@ -55,7 +54,7 @@ class BatchNormBase : public Module {
 };
 
 /// Input (N, C) or (N, C, L).
-class BatchNorm1d : public BatchNormBase {
+class AMPCPP_API BatchNorm1d : public BatchNormBase {
  public:
   /// torch.nn.BatchNorm1d; amp::Error unless num_features > 0 and eps > 0.
   explicit BatchNorm1d(int64_t num_features, double eps = 1e-5,
@@ -66,7 +65,7 @@ class BatchNorm1d : public BatchNormBase {
 };
 
 /// Input (N, C, H, W).
-class BatchNorm2d : public BatchNormBase {
+class AMPCPP_API BatchNorm2d : public BatchNormBase {
  public:
   /// torch.nn.BatchNorm2d; amp::Error unless num_features > 0 and eps > 0.
   explicit BatchNorm2d(int64_t num_features, double eps = 1e-5,
@@ -77,5 +76,3 @@ class BatchNorm2d : public BatchNormBase {
 };
 
 }  // namespace amp::nn
-
-#pragma GCC visibility pop

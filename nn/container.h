@@ -10,19 +10,18 @@
 ///   // state_dict keys: "0.weight", "0.bias", "2.weight", "2.bias"
 /// \endcode
 #pragma once
-#pragma GCC visibility push(default)  // public API (docs/building.md)
-
 #include <cstddef>
 #include <initializer_list>
 #include <memory>
 #include <vector>
 
+#include "csrc/core/export.h"
 #include "nn/module.h"
 
 namespace amp::nn {
 
 /// torch.nn.Sequential: forward runs the children in order, each on the previous one's output.
-class Sequential : public Module {
+class AMPCPP_API Sequential : public Module {
  public:
   Sequential();
   /// push_back of each module in order.
@@ -39,7 +38,7 @@ class Sequential : public Module {
 };
 
 /// torch.nn.ModuleList: modules registered as children ("0", "1", ...) for a parent's forward.
-class ModuleList : public Module {
+class AMPCPP_API ModuleList : public Module {
  public:
   ModuleList();
   /// push_back of each module in order.
@@ -59,5 +58,3 @@ class ModuleList : public Module {
 };
 
 }  // namespace amp::nn
-
-#pragma GCC visibility pop

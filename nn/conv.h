@@ -7,11 +7,10 @@
 ///   amp::Tensor y = (*conv)(amp::randn({64, 1, 28, 28}));   // (64, 32, 28, 28)
 /// \endcode
 #pragma once
-#pragma GCC visibility push(default)  // public API (docs/building.md)
-
 #include <cstdint>
 #include <string>
 
+#include "csrc/core/export.h"
 #include "csrc/core/tensor.h"
 #include "nn/module.h"
 
@@ -20,7 +19,7 @@ namespace amp::nn {
 /// torch.nn.Conv2d with square kernel, stride and padding (no dilation or groups); forward is
 /// functional::conv2d on (N, C_in, H, W) input. amp::Error for non-positive channels, kernel or
 /// stride, or negative padding.
-class Conv2d : public Module {
+class AMPCPP_API Conv2d : public Module {
  public:
   /// Square kernel, stride and padding. weight (out, in, kernel, kernel) and bias (out) start as
   /// PyTorch's: U(-1/sqrt(fan_in), 1/sqrt(fan_in)) with fan_in = in * kernel * kernel (what
@@ -46,5 +45,3 @@ class Conv2d : public Module {
 };
 
 }  // namespace amp::nn
-
-#pragma GCC visibility pop

@@ -15,18 +15,17 @@
 ///
 /// Details and what is not done: docs/distributed.md.
 #pragma once
-#pragma GCC visibility push(default)  // public API (docs/building.md)
-
 #include <cstdint>
 #include <memory>
 #include <vector>
 
+#include "csrc/core/export.h"
 #include "nn/module.h"
 
 namespace amp::nn::parallel {
 
 /// Options of DistributedDataParallel (torch.nn.parallel.DistributedDataParallel's and apex's).
-struct DDPOptions {
+struct AMPCPP_API DDPOptions {
   /// Gradients are all-reduced in buckets of about this many MiB (of the parameters' dtype), a
   /// bucket's reduction starting as soon as backward produced all its gradients; > 0.
   double bucket_cap_mb = 25;
@@ -55,7 +54,7 @@ struct DDPOptions {
 /// leaves each gradient averaged over the ranks. The wrapped module is this module's child
 /// "module", so parameters(), state_dict() and train()/eval() reach it (names gain the prefix
 /// "module."). Wrap after amp::initialize (amp::initialize rejects a DistributedDataParallel).
-class DistributedDataParallel : public Module {
+class AMPCPP_API DistributedDataParallel : public Module {
  public:
   struct Reducer;  ///< the buckets and the hooks' state (nn/distributed_data_parallel.cpp)
 
@@ -98,5 +97,3 @@ class DistributedDataParallel : public Module {
 };
 
 }  // namespace amp::nn::parallel
-
-#pragma GCC visibility pop

@@ -2,14 +2,13 @@
 /// amp::nn::Dropout: zeroes elements with probability p while training (scaling the rest by
 /// 1 / (1 - p)); the identity in eval mode. Draws from the global generator (amp::manual_seed).
 #pragma once
-#pragma GCC visibility push(default)  // public API (docs/building.md)
-
+#include "csrc/core/export.h"
 #include "nn/module.h"
 
 namespace amp::nn {
 
 /// torch.nn.Dropout: functional::dropout(input, p, is_training()); the identity in eval mode.
-class Dropout : public Module {
+class AMPCPP_API Dropout : public Module {
  public:
   /// amp::Error unless p is in [0, 1].
   explicit Dropout(double p = 0.5);
@@ -19,5 +18,3 @@ class Dropout : public Module {
 };
 
 }  // namespace amp::nn
-
-#pragma GCC visibility pop

@@ -1,17 +1,16 @@
 /// \file
 /// amp::nn::Embedding: a lookup table of num_embeddings rows of size embedding_dim.
 #pragma once
-#pragma GCC visibility push(default)  // public API (docs/building.md)
-
 #include <cstdint>
 
+#include "csrc/core/export.h"
 #include "nn/module.h"
 
 namespace amp::nn {
 
 /// torch.nn.Embedding: a lookup table of rows of weight. amp::Error unless num_embeddings and
 /// embedding_dim are positive.
-class Embedding : public Module {
+class AMPCPP_API Embedding : public Module {
  public:
   /// weight (num_embeddings, embedding_dim) ~ N(0, 1).
   Embedding(int64_t num_embeddings, int64_t embedding_dim);
@@ -27,5 +26,3 @@ class Embedding : public Module {
 };
 
 }  // namespace amp::nn
-
-#pragma GCC visibility pop

@@ -1,16 +1,15 @@
 /// \file
 /// amp::nn::Flatten: flattens dims start_dim..end_dim into one (default: all but the batch dim).
 #pragma once
-#pragma GCC visibility push(default)  // public API (docs/building.md)
-
 #include <cstdint>
 
+#include "csrc/core/export.h"
 #include "nn/module.h"
 
 namespace amp::nn {
 
 /// torch.nn.Flatten: input.flatten(start_dim, end_dim) (Tensor::flatten).
-class Flatten : public Module {
+class AMPCPP_API Flatten : public Module {
  public:
   /// Keeps dim 0 (the batch) by default.
   Flatten(int64_t start_dim = 1, int64_t end_dim = -1);
@@ -23,5 +22,3 @@ class Flatten : public Module {
 };
 
 }  // namespace amp::nn
-
-#pragma GCC visibility pop

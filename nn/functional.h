@@ -10,11 +10,10 @@
 ///   amp::Tensor per_sample = F::cross_entropy(logits, labels, F::Reduction::None);
 /// \endcode
 #pragma once
-#pragma GCC visibility push(default)  // public API (docs/building.md)
-
 #include <cstdint>
 #include <string>
 
+#include "csrc/core/export.h"
 #include "csrc/core/tensor.h"
 #include "csrc/ops/dropout.h"
 #include "csrc/ops/embedding.h"
@@ -30,15 +29,13 @@ namespace amp::nn::functional {
 // signature.
 
 /// max(x, 0) (torch.nn.functional.relu), in x's dtype.
-Tensor relu(const Tensor& x);
-Tensor gelu(const Tensor& x);                                  ///< approximate = "none"
-Tensor gelu(const Tensor& x, const std::string& approximate);  ///< "none" or "tanh"
-Tensor silu(const Tensor& x);                                  ///< amp::silu: x * sigmoid(x)
+AMPCPP_API Tensor relu(const Tensor& x);
+AMPCPP_API Tensor gelu(const Tensor& x);                                  ///< approximate = "none"
+AMPCPP_API Tensor gelu(const Tensor& x, const std::string& approximate);  ///< "none" or "tanh"
+AMPCPP_API Tensor silu(const Tensor& x);  ///< amp::silu: x * sigmoid(x)
 /// amp::softmax(x, dim); autocast runs it in fp32 on CUDA (docs/autocast.md).
-Tensor softmax(const Tensor& x, int64_t dim);
+AMPCPP_API Tensor softmax(const Tensor& x, int64_t dim);
 /// amp::log_softmax(x, dim).
-Tensor log_softmax(const Tensor& x, int64_t dim);
+AMPCPP_API Tensor log_softmax(const Tensor& x, int64_t dim);
 
 }  // namespace amp::nn::functional
-
-#pragma GCC visibility pop

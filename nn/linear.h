@@ -1,17 +1,16 @@
 /// \file
 /// amp::nn::Linear: y = x W^T + b, with PyTorch's default initialisation.
 #pragma once
-#pragma GCC visibility push(default)  // public API (docs/building.md)
-
 #include <cstdint>
 
+#include "csrc/core/export.h"
 #include "nn/module.h"
 
 namespace amp::nn {
 
 /// torch.nn.Linear: functional::linear(input, weight, bias), y = x w^T + b over the last dim.
 /// amp::Error unless in_features and out_features are positive.
-class Linear : public Module {
+class AMPCPP_API Linear : public Module {
  public:
   /// weight (out, in) ~ kaiming_uniform_(a = sqrt(5)) = U(-1/sqrt(in), 1/sqrt(in));
   /// bias (out) ~ U(-1/sqrt(in), 1/sqrt(in)).
@@ -30,5 +29,3 @@ class Linear : public Module {
 };
 
 }  // namespace amp::nn
-
-#pragma GCC visibility pop

@@ -19,8 +19,6 @@
 ///   net->to(amp::DType::Float16);   // net->fc1->weight is now Float16, same handle
 /// \endcode
 #pragma once
-#pragma GCC visibility push(default)  // public API (docs/building.md)
-
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -31,6 +29,7 @@
 #include <vector>
 
 #include "csrc/core/error.h"
+#include "csrc/core/export.h"
 #include "csrc/core/hook_list.h"
 #include "csrc/core/tensor.h"
 #include "csrc/io/state_dict.h"
@@ -42,7 +41,7 @@ namespace amp::nn {
 /// given to register_* must be non-empty, without '.', and not already name an attribute of
 /// another kind (a parameter name reused for a buffer is an amp::Error; registering the same
 /// kind under the same name replaces it).
-class Module : public std::enable_shared_from_this<Module> {
+class AMPCPP_API Module : public std::enable_shared_from_this<Module> {
  public:
   /// A pre-hook sees the input before forward and may return a replacement (undefined: keep).
   using ForwardPreHook = std::function<Tensor(Module&, const Tensor& input)>;
@@ -207,7 +206,7 @@ class Module : public std::enable_shared_from_this<Module> {
 };
 
 /// Writes module.repr().
-std::ostream& operator<<(std::ostream& out, const Module& module);
+AMPCPP_API std::ostream& operator<<(std::ostream& out, const Module& module);
 
 namespace detail {
 inline Tensor cast_call_value(const Tensor& t, std::optional<DType> dtype) {
@@ -252,5 +251,3 @@ auto call(M& module, const Args&... args) {
 }
 
 }  // namespace amp::nn
-
-#pragma GCC visibility pop

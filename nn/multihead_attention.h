@@ -10,12 +10,11 @@
 ///   L)
 /// \endcode
 #pragma once
-#pragma GCC visibility push(default)  // public API (docs/building.md)
-
 #include <cstdint>
 #include <memory>
 #include <utility>
 
+#include "csrc/core/export.h"
 #include "csrc/core/tensor.h"
 #include "nn/linear.h"
 #include "nn/module.h"
@@ -24,7 +23,7 @@ namespace amp::nn {
 
 /// torch.nn.MultiheadAttention (packed in-projection, optional biases, dropout on the
 /// attention weights). amp::Error for shapes or masks that do not fit, with the sizes found.
-class MultiheadAttention : public Module {
+class AMPCPP_API MultiheadAttention : public Module {
  public:
   /// embed_dim must be divisible by num_heads. dropout applies to the attention weights in
   /// training mode. batch_first: inputs are (N, L, E); otherwise (L, N, E). in_proj_weight
@@ -68,5 +67,3 @@ class MultiheadAttention : public Module {
 };
 
 }  // namespace amp::nn
-
-#pragma GCC visibility pop

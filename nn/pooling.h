@@ -1,19 +1,18 @@
 /// \file
 /// amp::nn::MaxPool2d and AvgPool2d: parameter-free pooling layers over NCHW inputs.
 #pragma once
-#pragma GCC visibility push(default)  // public API (docs/building.md)
-
 #include <cstdint>
 #include <optional>
 #include <string>
 
+#include "csrc/core/export.h"
 #include "csrc/core/tensor.h"
 #include "nn/module.h"
 
 namespace amp::nn {
 
 /// Max over kernel x kernel windows; stride defaults to the kernel size (PyTorch's default).
-class MaxPool2d : public Module {
+class AMPCPP_API MaxPool2d : public Module {
  public:
   /// amp::Error unless kernel > 0, stride > 0 and 0 <= padding <= kernel / 2.
   explicit MaxPool2d(int64_t kernel, std::optional<int64_t> stride = std::nullopt,
@@ -26,7 +25,7 @@ class MaxPool2d : public Module {
 };
 
 /// Average over windows, zero padding counted (count_include_pad=True).
-class AvgPool2d : public Module {
+class AMPCPP_API AvgPool2d : public Module {
  public:
   /// amp::Error unless kernel > 0, stride > 0 and 0 <= padding <= kernel / 2.
   explicit AvgPool2d(int64_t kernel, std::optional<int64_t> stride = std::nullopt,
@@ -39,5 +38,3 @@ class AvgPool2d : public Module {
 };
 
 }  // namespace amp::nn
-
-#pragma GCC visibility pop

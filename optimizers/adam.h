@@ -2,18 +2,17 @@
 /// amp::optimizers::Adam and AdamW: the reference (unfused) Adam family, written plainly per
 /// tensor with the same formulas and rounding steps as torch.optim.Adam / AdamW (1.13).
 #pragma once
-#pragma GCC visibility push(default)  // public API (docs/building.md)
-
 #include <utility>
 #include <vector>
 
+#include "csrc/core/export.h"
 #include "optimizers/optimizer.h"
 
 namespace amp::optimizers {
 
 /// torch.optim.Adam / AdamW's arguments. amp::Error (PyTorch's messages) for lr, eps or
 /// weight_decay below 0, or a beta outside [0, 1).
-struct AdamOptions {
+struct AMPCPP_API AdamOptions {
   double lr = 1e-3;                             ///< learning rate
   std::pair<double, double> betas{0.9, 0.999};  ///< (beta1, beta2): decay of m and v
   double eps = 1e-8;                            ///< added to the denominator
@@ -39,7 +38,7 @@ void check_adam_options(const Options& options);
 ///   p = p - (lr / (1 - beta1^t)) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)
 /// \endverbatim
 /// State: "exp_avg", "exp_avg_sq", "max_exp_avg_sq" (amsgrad) and the step counter.
-class AdamBase : public Optimizer {
+class AMPCPP_API AdamBase : public Optimizer {
  protected:
   void update() override;
   /// decoupled: AdamW's weight decay instead of Adam's L2 penalty.
@@ -51,7 +50,7 @@ class AdamBase : public Optimizer {
 };
 
 /// torch.optim.Adam: the update of AdamBase with the L2 penalty in the gradient.
-class Adam : public AdamBase {
+class AMPCPP_API Adam : public AdamBase {
  public:
   /// One group holding params.
   Adam(std::vector<Tensor> params, AdamOptions options = {});
@@ -60,7 +59,7 @@ class Adam : public AdamBase {
 };
 
 /// torch.optim.AdamW: the update of AdamBase with decoupled weight decay.
-class AdamW : public AdamBase {
+class AMPCPP_API AdamW : public AdamBase {
  public:
   AdamW(std::vector<Tensor> params, AdamOptions options);  ///< options as given
   explicit AdamW(std::vector<Tensor> params);              ///< weight_decay 1e-2, as PyTorch
@@ -73,5 +72,3 @@ class AdamW : public AdamBase {
 };
 
 }  // namespace amp::optimizers
-
-#pragma GCC visibility pop

@@ -7,16 +7,15 @@
 ///   amp::optimizers::FusedAdagrad opt(model.parameters(), {.lr = 1e-2});
 /// \endcode
 #pragma once
-#pragma GCC visibility push(default)  // public API (docs/building.md)
-
 #include <vector>
 
+#include "csrc/core/export.h"
 #include "optimizers/fused_optimizer.h"
 
 namespace amp::optimizers {
 
 /// apex.optimizers.FusedAdagrad's arguments (amp::Error for lr, eps or weight_decay below 0).
-struct FusedAdagradOptions {
+struct AMPCPP_API FusedAdagradOptions {
   double lr = 1e-2;             ///< learning rate
   double eps = 1e-10;           ///< added to the denominator
   double weight_decay = 0;      ///< weight decay (wd)
@@ -31,7 +30,7 @@ struct FusedAdagradOptions {
 /// \endverbatim
 /// State: "sum" (h, fp32) and "master_param" for 16-bit parameters. Group options: "lr", "eps",
 /// "weight_decay", "adagrad_w_mode".
-class FusedAdagrad : public FusedOptimizer {
+class AMPCPP_API FusedAdagrad : public FusedOptimizer {
  public:
   /// One group holding params.
   FusedAdagrad(std::vector<Tensor> params, FusedAdagradOptions options = {});
@@ -44,5 +43,3 @@ class FusedAdagrad : public FusedOptimizer {
 };
 
 }  // namespace amp::optimizers
-
-#pragma GCC visibility pop

@@ -8,18 +8,17 @@
 ///   amp::optimizers::FusedAdam opt(model.parameters(), {.lr = 3e-4, .weight_decay = 0.1});
 /// \endcode
 #pragma once
-#pragma GCC visibility push(default)  // public API (docs/building.md)
-
 #include <utility>
 #include <vector>
 
+#include "csrc/core/export.h"
 #include "optimizers/fused_optimizer.h"
 
 namespace amp::optimizers {
 
 /// apex.optimizers.FusedAdam's arguments (lr, eps, weight_decay and betas checked as
 /// torch.optim.Adam checks them, amp::Error).
-struct FusedAdamOptions {
+struct AMPCPP_API FusedAdamOptions {
   double lr = 1e-3;                             ///< learning rate
   bool bias_correction = true;                  ///< divide by 1 - beta^t
   std::pair<double, double> betas{0.9, 0.999};  ///< (beta1, beta2)
@@ -42,7 +41,7 @@ struct FusedAdamOptions {
 /// "weight_decay" and "step", the group's step counter (apex's group['step']; it counts steps in
 /// which the group had a parameter with a gradient). State: "exp_avg", "exp_avg_sq" (fp32) and,
 /// for 16-bit parameters, "master_param" (fp32).
-class FusedAdam : public FusedOptimizer {
+class AMPCPP_API FusedAdam : public FusedOptimizer {
  public:
   /// One group holding params.
   FusedAdam(std::vector<Tensor> params, FusedAdamOptions options = {});
@@ -57,5 +56,3 @@ class FusedAdam : public FusedOptimizer {
 };
 
 }  // namespace amp::optimizers
-
-#pragma GCC visibility pop

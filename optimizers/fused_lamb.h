@@ -7,17 +7,16 @@
 ///   amp::optimizers::FusedLAMB opt(model.parameters(), {.lr = 1e-3, .weight_decay = 0.01});
 /// \endcode
 #pragma once
-#pragma GCC visibility push(default)  // public API (docs/building.md)
-
 #include <utility>
 #include <vector>
 
+#include "csrc/core/export.h"
 #include "optimizers/fused_optimizer.h"
 
 namespace amp::optimizers {
 
 /// apex.optimizers.FusedLAMB's arguments (amp::Error also for max_grad_norm <= 0).
-struct FusedLAMBOptions {
+struct AMPCPP_API FusedLAMBOptions {
   double lr = 1e-3;                             ///< learning rate
   bool bias_correction = true;                  ///< bc1 = 1 - beta1^t, bc2 = 1 - beta2^t
   std::pair<double, double> betas{0.9, 0.999};  ///< (beta1, beta2)
@@ -48,7 +47,7 @@ struct FusedLAMBOptions {
 /// needs every parameter with a gradient on one device. Group options: "lr", "bias_correction",
 /// "beta1", "beta2", "eps", "weight_decay", "adam_w_mode", "grad_averaging", "max_grad_norm",
 /// "use_nvlamb", "step". State: "exp_avg", "exp_avg_sq" (fp32), "master_param" (16-bit parameters).
-class FusedLAMB : public FusedOptimizer {
+class AMPCPP_API FusedLAMB : public FusedOptimizer {
  public:
   /// One group holding params.
   FusedLAMB(std::vector<Tensor> params, FusedLAMBOptions options = {});
@@ -61,5 +60,3 @@ class FusedLAMB : public FusedOptimizer {
 };
 
 }  // namespace amp::optimizers
-
-#pragma GCC visibility pop

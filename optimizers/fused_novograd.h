@@ -7,18 +7,17 @@
 ///   amp::optimizers::FusedNovoGrad opt(model.parameters(), {.lr = 1e-2, .betas = {0.95, 0.98}});
 /// \endcode
 #pragma once
-#pragma GCC visibility push(default)  // public API (docs/building.md)
-
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "csrc/core/export.h"
 #include "optimizers/fused_optimizer.h"
 
 namespace amp::optimizers {
 
 /// apex.optimizers.FusedNovoGrad's arguments.
-struct FusedNovoGradOptions {
+struct AMPCPP_API FusedNovoGradOptions {
   double lr = 1e-3;                             ///< learning rate
   bool bias_correction = true;                  ///< see bc1 and bc2 below
   std::pair<double, double> betas{0.9, 0.999};  ///< (beta1, beta2)
@@ -47,7 +46,7 @@ struct FusedNovoGradOptions {
 /// norm n, not its square, as apex stores it) and "master_param" for 16-bit parameters. Group
 /// options: "lr", "bias_correction", "beta1", "beta2", "eps", "weight_decay",
 /// "reg_inside_moment", "grad_averaging", "norm_type", "init_zero", "step".
-class FusedNovoGrad : public FusedOptimizer {
+class AMPCPP_API FusedNovoGrad : public FusedOptimizer {
  public:
   /// One group holding params.
   FusedNovoGrad(std::vector<Tensor> params, FusedNovoGradOptions options = {});
@@ -62,5 +61,3 @@ class FusedNovoGrad : public FusedOptimizer {
 };
 
 }  // namespace amp::optimizers
-
-#pragma GCC visibility pop

@@ -8,13 +8,12 @@
 /// A subclass sets its defaults, checks its options and implements run_step(): one update of
 /// every parameter with a gradient, optionally unscaling the grads.
 #pragma once
-#pragma GCC visibility push(default)  // public API (docs/building.md)
-
 #include <functional>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "csrc/core/export.h"
 #include "optimizers/optimizer.h"
 
 namespace amp::optimizers {
@@ -22,7 +21,7 @@ namespace amp::optimizers {
 /// Base of apex's fused optimizers (see the file comment). Parameters must be contiguous and
 /// Float32, Float16 or BFloat16 (amp::Error naming the parameter, at construction and at each
 /// step); each (device, dtype) bucket of a group is updated by one multi-tensor launch.
-class FusedOptimizer : public Optimizer {
+class AMPCPP_API FusedOptimizer : public Optimizer {
  public:
   /// Fused optimizers divide the grads by the loss scale inside their kernels (FusedAdam,
   /// FusedSGD) or in one unscaling pass just before them (the others, see fp32_grads); either
@@ -123,5 +122,3 @@ void check_adam_like_options(const std::string& optimizer, const Options& option
 }  // namespace detail
 
 }  // namespace amp::optimizers
-
-#pragma GCC visibility pop

@@ -7,17 +7,16 @@
 ///   amp::optimizers::FusedSGD opt(model.parameters(), {.lr = 0.1, .momentum = 0.9});
 /// \endcode
 #pragma once
-#pragma GCC visibility push(default)  // public API (docs/building.md)
-
 #include <vector>
 
+#include "csrc/core/export.h"
 #include "optimizers/fused_optimizer.h"
 #include "optimizers/sgd.h"
 
 namespace amp::optimizers {
 
 /// apex.optimizers.FusedSGD's arguments: SGD's plus apex's own.
-struct FusedSGDOptions : SGDOptions {
+struct AMPCPP_API FusedSGDOptions : SGDOptions {
   bool wd_after_momentum = false;  ///< apply weight decay after the momentum
   /// apex: with amp's O2 masters, whether the fp32 master grads are materialised. Kept for
   /// compatibility; it changes nothing here: the kernel reads 16-bit grads and widens them in
@@ -37,7 +36,7 @@ struct FusedSGDOptions : SGDOptions {
 /// State: "momentum_buffer" (fp32; only when momentum != 0) and, for Float16/BFloat16
 /// parameters, "master_param" (the fp32 master the update runs on; the parameter receives its
 /// rounding in the same kernel pass).
-class FusedSGD : public FusedOptimizer {
+class AMPCPP_API FusedSGD : public FusedOptimizer {
  public:
   /// One group holding params.
   FusedSGD(std::vector<Tensor> params, FusedSGDOptions options);
@@ -62,5 +61,3 @@ class FusedSGD : public FusedOptimizer {
 };
 
 }  // namespace amp::optimizers
-
-#pragma GCC visibility pop

@@ -12,12 +12,11 @@
 /// Construction records each group's current lr as its base lr and applies the lr of step 0
 /// (PyTorch's initial step); last_epoch() is then 0 and each step() adds one.
 #pragma once
-#pragma GCC visibility push(default)  // public API (docs/building.md)
-
 #include <cstdint>
 #include <functional>
 #include <vector>
 
+#include "csrc/core/export.h"
 #include "csrc/io/state_dict.h"
 #include "optimizers/optimizer.h"
 
@@ -27,7 +26,7 @@ namespace amp::optimizers {
 /// every group's lr to get_lr() at the next epoch. The constructor records each group's lr as its
 /// base lr and takes the initial step (epoch 0), as PyTorch does. The optimizer must outlive
 /// the scheduler. Not copyable.
-class LRScheduler {
+class AMPCPP_API LRScheduler {
  public:
   virtual ~LRScheduler();
   LRScheduler(const LRScheduler&) = delete;
@@ -64,7 +63,7 @@ class LRScheduler {
 
 /// Decays each group's lr by gamma every step_size steps: lr = base_lr * gamma^(epoch / step_size),
 /// applied as PyTorch does (the current lr times gamma at each multiple of step_size).
-class StepLR : public LRScheduler {
+class AMPCPP_API StepLR : public LRScheduler {
  public:
   /// amp::Error unless step_size > 0 and gamma >= 0.
   StepLR(Optimizer& optimizer, int64_t step_size, double gamma = 0.1);
@@ -86,7 +85,7 @@ class StepLR : public LRScheduler {
 /// \endverbatim
 /// With warmup_steps = 0 it is torch's CosineAnnealingLR(T_max = total_steps, eta_min = min_lr)
 /// for s <= total_steps.
-class CosineAnnealingLR : public LRScheduler {
+class AMPCPP_API CosineAnnealingLR : public LRScheduler {
  public:
   /// amp::Error unless total_steps > 0, 0 <= warmup_steps <= total_steps and min_lr >= 0.
   CosineAnnealingLR(Optimizer& optimizer, int64_t warmup_steps, int64_t total_steps,
@@ -102,7 +101,7 @@ class CosineAnnealingLR : public LRScheduler {
 };
 
 /// lr = base_lr * lambda(epoch), the same function for every group.
-class LambdaLR : public LRScheduler {
+class AMPCPP_API LambdaLR : public LRScheduler {
  public:
   /// torch's LambdaLR with one function; amp::Error when lr_lambda is empty.
   LambdaLR(Optimizer& optimizer, std::function<double(int64_t)> lr_lambda);
@@ -115,5 +114,3 @@ class LambdaLR : public LRScheduler {
 };
 
 }  // namespace amp::optimizers
-
-#pragma GCC visibility pop

@@ -21,8 +21,6 @@
 /// state to a replacement, and fp32 master weights (add_master_weight) that every optimizer
 /// updates in place of a 16-bit parameter, writing the rounded result back after each step.
 #pragma once
-#pragma GCC visibility push(default)  // public API (docs/building.md)
-
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -32,6 +30,7 @@
 #include <utility>
 #include <vector>
 
+#include "csrc/core/export.h"
 #include "csrc/core/hook_list.h"
 #include "csrc/core/tensor.h"
 #include "csrc/io/state_dict.h"
@@ -43,14 +42,14 @@ namespace amp::optimizers {
 using Options = std::map<std::string, double>;
 
 /// A parameter group (torch.optim's param_groups entry): parameters sharing one set of options.
-struct ParamGroup {
+struct AMPCPP_API ParamGroup {
   std::vector<Tensor> params;  ///< floating-point leaf tensors, each in at most one group
   Options options;             ///< a key missing here takes the optimizer's default
 };
 
 /// What an optimizer keeps for one parameter: named tensors ("exp_avg", "momentum_buffer", ...)
 /// and the number of steps taken (0: never; optimizers without a counter leave it at 0).
-struct ParamState {
+struct AMPCPP_API ParamState {
   std::map<std::string, Tensor> tensors;  ///< named state tensors
   int64_t step = 0;                       ///< steps taken for this parameter
 };
@@ -58,7 +57,7 @@ struct ParamState {
 /// Base of every optimizer (torch.optim.Optimizer); see the file comment. Not copyable.
 /// Errors are amp::Error with PyTorch's texts where PyTorch has one (empty parameter list,
 /// non-leaf or non-floating parameters, a parameter in two groups, invalid option values).
-class Optimizer {
+class AMPCPP_API Optimizer {
  public:
   virtual ~Optimizer();
   Optimizer(const Optimizer&) = delete;
@@ -223,10 +222,8 @@ namespace detail {
 std::vector<ParamGroup> single_group(std::vector<Tensor> params);
 
 // Formats a double as Python's repr does ("-0.1", "1e-08", "2.0"), for PyTorch's messages.
-std::string python_repr(double value);
+AMPCPP_API std::string python_repr(double value);
 
 }  // namespace detail
 
 }  // namespace amp::optimizers
-
-#pragma GCC visibility pop

@@ -2,17 +2,16 @@
 /// amp::optimizers::SGD: stochastic gradient descent with momentum, dampening, Nesterov momentum
 /// and L2 weight decay, written plainly per tensor; the same formulas as torch.optim.SGD (1.13).
 #pragma once
-#pragma GCC visibility push(default)  // public API (docs/building.md)
-
 #include <vector>
 
+#include "csrc/core/export.h"
 #include "optimizers/optimizer.h"
 
 namespace amp::optimizers {
 
 /// torch.optim.SGD's arguments. amp::Error (PyTorch's messages) for lr, momentum or weight_decay
 /// below 0, or nesterov without momentum > 0 and dampening 0.
-struct SGDOptions {
+struct AMPCPP_API SGDOptions {
   double lr = 0.01;         ///< learning rate
   double momentum = 0;      ///< momentum factor (0: no momentum buffer)
   double dampening = 0;     ///< dampening of the momentum
@@ -38,7 +37,7 @@ void check_sgd_options(const Options& options);
 /// State: "momentum_buffer" (only when momentum != 0). No step counter. Float32 parameters,
 /// gradients and buffers without dampening are updated in one fused pass with the same bits
 /// (docs/optimizers.md, "SGD, Adam, AdamW").
-class SGD : public Optimizer {
+class AMPCPP_API SGD : public Optimizer {
  public:
   /// One group holding params.
   SGD(std::vector<Tensor> params, SGDOptions options);
@@ -56,5 +55,3 @@ class SGD : public Optimizer {
 };
 
 }  // namespace amp::optimizers
-
-#pragma GCC visibility pop

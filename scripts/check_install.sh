@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Packages an already built ampcpp as a .deb (cpack -G DEB), unpacks it into a temporary root,
-# checks that it holds exactly the public headers (what amp/amp.h reaches), and builds and runs a
-# small outside project against it twice: with find_package(ampcpp) and with pkg-config.
+# checks that it holds exactly the public headers (the list of cmake/ampcpp_public_headers.cmake,
+# which the build writes to ampcpp_public_headers.txt), that every header it holds includes only
+# headers it holds, and that its libampcpp.so exports no testing hook and only the listed detail
+# symbols (cmake/check_exports.cmake), then builds and runs a small outside project against it
+# twice: with find_package(ampcpp) and with pkg-config.
 #   scripts/check_install.sh [BUILD_DIR]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -27,7 +30,25 @@ if [[ "$expected" != "$installed" ]]; then
 fi
 echo "check_install: $(echo "$installed" | wc -l) public headers, no others"
 
+# An installed header that includes one of ours that is not installed would not compile.
+missing=""
+while read -r header; do
+  while read -r included; do
+    if [[ -f "$included" && ! -f "$prefix/include/ampcpp/$included" ]]; then
+      missing+="  $header includes $included, which is not installed"$'\n'
+    fi
+  done < <(sed -n 's/^#include "\([^"]*\)".*/\1/p' "$prefix/include/ampcpp/$header")
+done <<< "$installed"
+if [[ -n "$missing" ]]; then
+  echo "check_install: installed headers need headers that are not installed:"
+  echo -n "$missing"
+  exit 1
+fi
+echo "check_install: every installed header includes installed headers only"
+
 libdir=$(dirname "$(find "$prefix" -name 'libampcpp.so' | head -n 1)")
+cmake -DLIBRARY="$libdir/libampcpp.so" -DNM=nm -DDOC=docs/architecture.md \
+  -P cmake/check_exports.cmake
 export LD_LIBRARY_PATH="$libdir:${LD_LIBRARY_PATH:-}"
 
 cmake -S tests/install_consumer -B "$work/cmake_consumer" -G Ninja \

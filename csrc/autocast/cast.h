@@ -13,8 +13,6 @@
 /// op again with autocast excluded for the rest of the call, as PyTorch's wrappers do. Casts are
 /// ordinary differentiable conversions, so gradients flow back to the original dtype.
 #pragma once
-#pragma GCC visibility push(default)  // public API (docs/building.md)
-
 #include <cstddef>
 #include <optional>
 #include <string_view>
@@ -24,23 +22,24 @@
 
 #include "csrc/autocast/autocast_state.h"
 #include "csrc/autocast/policy.h"
+#include "csrc/core/export.h"
 #include "csrc/core/tensor.h"
 
 namespace amp::autocast_cast {
 
 /// PyTorch's is_eligible: defined, floating point, not Float64, on a device of type `type`.
-bool is_eligible(const Tensor& t, DeviceType type);
+AMPCPP_API bool is_eligible(const Tensor& t, DeviceType type);
 
 /// Casts t to `to` when eligible (same dtype: t itself). Casts of Float32 leaves that require grad
 /// to the device's autocast dtype are cached while the cache is enabled (see cache_size).
-Tensor cached_cast(const Tensor& t, DType to, DeviceType type);
+AMPCPP_API Tensor cached_cast(const Tensor& t, DType to, DeviceType type);
 
 /// The weight-cast cache: process-wide, keyed by (source tensor, target dtype), cleared when a
 /// thread's outermost autocast region exits. Unlike PyTorch (keyed by the source tensor only), an
 /// entry is not returned when the target dtype differs or when the source was modified in place
 /// since the cast (its storage version changed); it is recast.
-size_t cache_size();
-void clear_cache();  ///< drops every cached cast
+AMPCPP_API size_t cache_size();
+AMPCPP_API void clear_cache();  ///< drops every cached cast
 
 /// Prepared casts: an optimizer that rewrites a Float32 parameter in one pass can write its
 /// rounding to the dtype autocast last cast it to in the same pass (SGD's fused step does), and
@@ -51,27 +50,27 @@ void clear_cache();  ///< drops every cached cast
 ///
 /// The dtype the next step should round `param` to, if a cast asked for one and the last one
 /// written was used; otherwise nothing (and an unused rounding is dropped).
-std::optional<DType> prepared_cast_wanted(const Tensor& param);
+AMPCPP_API std::optional<DType> prepared_cast_wanted(const Tensor& param);
 /// Keeps `value`, param rounded to value.dtype() by the step that just wrote param, for the next
 /// cast (it records param's current storage version).
-void set_prepared_cast(const Tensor& param, Tensor value);
+AMPCPP_API void set_prepared_cast(const Tensor& param, Tensor value);
 
 namespace detail {
 
-struct Plan {
+struct AMPCPP_API Plan {
   autocast_policy::CastPolicy policy = autocast_policy::CastPolicy::None;
   DeviceType device = DeviceType::CPU;
   DType to = DType::Float32;  // the target of LowerPrecisionFp, Fp32 and Promote
 };
 
 // Records the first routed op this thread enters (what testing::first_routed_op reports).
-void note_routed(autocast_policy::AutocastOp op);
+AMPCPP_API void note_routed(autocast_policy::AutocastOp op);
 
 // The device type autocast applies to for these tensors, if any.
-std::optional<DeviceType> device_of(const std::vector<const Tensor*>& tensors);
+AMPCPP_API std::optional<DeviceType> device_of(const std::vector<const Tensor*>& tensors);
 // The plan of `op` for these tensors (raises for Banned and for Promote's unexpected mixes).
-Plan plan(autocast_policy::AutocastOp op, DeviceType device,
-          const std::vector<const Tensor*>& tensors);
+AMPCPP_API Plan plan(autocast_policy::AutocastOp op, DeviceType device,
+                     const std::vector<const Tensor*>& tensors);
 
 inline void collect(std::vector<const Tensor*>& out, const Tensor& t) { out.push_back(&t); }
 inline void collect(std::vector<const Tensor*>& out, const std::vector<Tensor>& ts) {
@@ -134,5 +133,3 @@ void reset_first_routed_op();  ///< forgets it (first_routed_op() returns NotRou
   return ::amp::autocast_cast::run(           \
       ::amp::autocast_policy::AutocastOp::op, \
       [](const auto&... routed_args) { return fn(routed_args...); }, __VA_ARGS__)
-
-#pragma GCC visibility pop

@@ -6,13 +6,12 @@
 /// docs/amp.md, "Opt levels"). It is the single source of truth: the ops consult it at run time,
 /// the tests iterate over it, and docs/autocast.md is generated from it (examples/autocast_table).
 #pragma once
-#pragma GCC visibility push(default)  // public API (docs/building.md)
-
 #include <span>
 #include <string>
 #include <string_view>
 
 #include "csrc/core/device.h"
+#include "csrc/core/export.h"
 
 namespace amp::autocast_policy {
 
@@ -74,7 +73,7 @@ enum class AutocastOp {
 /// One row of the autocast table: an op and its policy on each device type under amp::autocast
 /// (PyTorch's tables), and under amp::initialize's O1 (apex's lists, the same on every device:
 /// apex casts CUDA tensors only, ampcpp's O1 runs on the models' device, CPU included).
-struct OpPolicy {
+struct AMPCPP_API OpPolicy {
   AutocastOp id;                ///< NotRouted for ops without a cast policy
   std::string_view op;          ///< ampcpp's name: "mm", "nn::functional::linear"
   std::string_view torch_name;  ///< PyTorch's registration ("pow.Tensor_Scalar"); "" when none
@@ -87,22 +86,22 @@ struct OpPolicy {
 };
 
 /// Every op, in the order of docs/autocast.md.
-std::span<const OpPolicy> table();
+AMPCPP_API std::span<const OpPolicy> table();
 /// The entry of a routed op (what every autocast op call reads: an index, no lookup).
-const OpPolicy& entry(AutocastOp op);
+AMPCPP_API const OpPolicy& entry(AutocastOp op);
 /// The entry of an op by name, for tests and tools; amp::Error when the op is not in the table.
-const OpPolicy& lookup(std::string_view op);
+AMPCPP_API const OpPolicy& lookup(std::string_view op);
 
 /// PyTorch's name of a policy ("lower_precision_fp", "fp32", ...; "-" for None).
-const char* policy_name(CastPolicy policy);
+AMPCPP_API const char* policy_name(CastPolicy policy);
 
 /// The table as Markdown, as docs/autocast.md holds it.
-std::string markdown_table();
+AMPCPP_API std::string markdown_table();
 
 /// Testing only: while alive, ops on `tensors_on` device use the policy column of `column_of`
 /// (e.g. the CUDA column for CPU tensors), so the CUDA table is checked on a machine without a
 /// GPU through the same policy code. The autocast state (enabled, dtype) stays that of tensors_on.
-class ScopedColumnOverride {
+class AMPCPP_API ScopedColumnOverride {
  public:
   ScopedColumnOverride(DeviceType tensors_on, DeviceType column_of);  ///< see the class
   ~ScopedColumnOverride();
@@ -115,8 +114,6 @@ class ScopedColumnOverride {
 };
 
 /// The column ops on `type` tensors use (type itself unless overridden).
-DeviceType column_for(DeviceType type);
+AMPCPP_API DeviceType column_for(DeviceType type);
 
 }  // namespace amp::autocast_policy
-
-#pragma GCC visibility pop

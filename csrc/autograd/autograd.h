@@ -2,12 +2,9 @@
 /// The public autograd surface: NoGradGuard, autograd::grad, DetectAnomaly, ScopedName, custom
 /// functions. Tensor's own autograd members are declared in csrc/core/tensor.h.
 #pragma once
-#pragma GCC visibility push(default)  // public API (docs/building.md)
 
 #include "csrc/autograd/engine.h"
 #include "csrc/autograd/function.h"
 #include "csrc/autograd/gradcheck.h"
 #include "csrc/graph/grad_mode.h"
 #include "csrc/graph/node.h"
-
-#pragma GCC visibility pop

@@ -18,8 +18,6 @@
 ///   amp::Tensor y = ScaledExp::apply(x, 2.0);
 /// \endcode
 #pragma once
-#pragma GCC visibility push(default)  // public API (docs/building.md)
-
 #include <cxxabi.h>
 
 #include <cstdlib>
@@ -33,6 +31,7 @@
 #include <vector>
 
 #include "csrc/autocast/autocast_state.h"
+#include "csrc/core/export.h"
 #include "csrc/core/macros.h"
 #include "csrc/graph/node.h"
 
@@ -41,8 +40,9 @@ namespace amp::autograd {
 class CustomNode;
 namespace detail {
 // Connects the outputs of a custom function call to its node (see Function::apply).
-void finish_custom_call(const std::shared_ptr<CustomNode>& node, std::vector<Tensor>& outputs,
-                        const std::vector<const Tensor*>& inputs);
+AMPCPP_API void finish_custom_call(const std::shared_ptr<CustomNode>& node,
+                                   std::vector<Tensor>& outputs,
+                                   const std::vector<const Tensor*>& inputs);
 }  // namespace detail
 
 /// Non-tensor values a forward keeps for its backward (ctx->saved_data["k"] = 3.0).
@@ -50,7 +50,7 @@ using SavedValue = std::variant<double, int64_t, bool, std::string, Shape>;
 
 /// ctx of a custom Function (torch.autograd.function.FunctionCtx): what forward hands to
 /// backward.
-class AutogradContext {
+class AMPCPP_API AutogradContext {
  public:
   /// Tensors needed by backward; read them back with get_saved_variables(), which checks that
   /// none was modified in place since.
@@ -73,7 +73,7 @@ class AutogradContext {
 };
 
 /// The node of a custom function call: backward runs the user's backward.
-class CustomNode final : public Node {
+class AMPCPP_API CustomNode final : public Node {
  public:
   /// T::backward of the Function.
   using BackwardFn = std::vector<Tensor> (*)(AutogradContext*, const std::vector<Tensor>&);
@@ -93,7 +93,7 @@ class CustomNode final : public Node {
 };
 
 namespace detail {
-std::string demangle(const char* name);
+AMPCPP_API std::string demangle(const char* name);
 
 inline void collect_tensor(std::vector<const Tensor*>& out, const Tensor& t) { out.push_back(&t); }
 inline void collect_tensor(std::vector<const Tensor*>& out, const std::vector<Tensor>& ts) {
@@ -194,5 +194,3 @@ class Function {
 };
 
 }  // namespace amp::autograd
-
-#pragma GCC visibility pop

@@ -9,18 +9,17 @@
 ///   train_one_epoch();
 ///   const int64_t peak = amp::memory::max_allocated(amp::DeviceType::CPU);
 #pragma once
-#pragma GCC visibility push(default)  // public API (docs/building.md)
-
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 
 #include "csrc/core/device.h"
+#include "csrc/core/export.h"
 
 namespace amp {
 
 /// Counters of one device type's allocator, or of one device (torch.cuda.memory_stats).
-struct MemoryStats {
+struct AMPCPP_API MemoryStats {
   int64_t allocated = 0;           ///< bytes of live blocks (requests rounded to 512 bytes)
   int64_t max_allocated = 0;       ///< peak of `allocated` since start or reset_peak
   int64_t reserved = 0;            ///< bytes held from the system: live plus cached
@@ -49,7 +48,7 @@ struct MemoryStats {
 /// once, then amp::Error names the device. Caching is off (every block is its own segment, freed
 /// at once) when the environment sets AMPCPP_DISABLE_CACHING (to anything but "0") and in
 /// sanitizer builds. Not copyable.
-class CachingAllocator {
+class AMPCPP_API CachingAllocator {
  public:
   using RawAlloc = void* (*)(size_t bytes, int device_index);  ///< the system allocation it wraps
   using RawFree = void (*)(void* ptr, int device_index);       ///< the system free it wraps
@@ -85,21 +84,22 @@ class CachingAllocator {
 };
 
 /// The allocator of a device type (the CUDA one raises amp::Error when CUDA is unavailable).
-CachingAllocator& allocator_for(DeviceType type);
+AMPCPP_API CachingAllocator& allocator_for(DeviceType type);
 
 namespace memory {
 /// Bytes in live blocks of the device type (torch.cuda.memory_allocated). Like every function
 /// here, it reports zeros (and does nothing) for CUDA when CUDA is unavailable.
-int64_t allocated(DeviceType type);
-int64_t max_allocated(DeviceType type);  ///< peak of allocated() since start or reset_peak
-void reset_peak(DeviceType type);        ///< max_allocated = allocated
-int64_t reserved(DeviceType type);       ///< bytes held from the system (live + cached)
-void empty_cache(DeviceType type);       ///< returns cached whole segments to the system
-void empty_cache();                      ///< the same for every device type
-MemoryStats stats(DeviceType type);      ///< all counters at once
+AMPCPP_API int64_t allocated(DeviceType type);
+AMPCPP_API int64_t
+max_allocated(DeviceType type);                 ///< peak of allocated() since start or reset_peak
+AMPCPP_API void reset_peak(DeviceType type);    ///< max_allocated = allocated
+AMPCPP_API int64_t reserved(DeviceType type);   ///< bytes held from the system (live + cached)
+AMPCPP_API void empty_cache(DeviceType type);   ///< returns cached whole segments to the system
+AMPCPP_API void empty_cache();                  ///< the same for every device type
+AMPCPP_API MemoryStats stats(DeviceType type);  ///< all counters at once
 
 /// One device's counters (torch.cuda.memory_stats(device)).
-struct Stats {
+struct AMPCPP_API Stats {
   int64_t allocated = 0;       ///< bytes of live blocks
   int64_t reserved = 0;        ///< bytes held from the system
   int64_t peak_allocated = 0;  ///< peak of allocated since start or reset_peak_stats
@@ -107,12 +107,10 @@ struct Stats {
   int64_t alloc_retries = 0;   ///< system allocations retried after freeing the cache
   int64_t num_ooms = 0;        ///< requests refused after that retry
 };
-Stats stats(Device device);            ///< one device's counters (zeros for CUDA without CUDA)
-void reset_peak_stats(Device device);  ///< peaks of the device = current values
+AMPCPP_API Stats stats(Device device);  ///< one device's counters (zeros for CUDA without CUDA)
+AMPCPP_API void reset_peak_stats(Device device);  ///< peaks of the device = current values
 /// At most `bytes` kept cached on the device (CachingAllocator::set_cache_limit).
-void set_cache_limit(Device device, int64_t bytes);
+AMPCPP_API void set_cache_limit(Device device, int64_t bytes);
 }  // namespace memory
 
 }  // namespace amp
-
-#pragma GCC visibility pop

@@ -3,7 +3,6 @@
 /// otherwise is_available() is false, device_count() is 0, synchronize() and raw_free() do
 /// nothing, and the entry points that need a device raise amp::Error naming the op.
 #pragma once
-#pragma GCC visibility push(default)  // public API (docs/building.md)
 
 #include <cstddef>
 
@@ -37,5 +36,3 @@ void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device
 void synchronize();  ///< waits for all CUDA work; no-op without CUDA
 
 }  // namespace amp::cuda_backend
-
-#pragma GCC visibility pop

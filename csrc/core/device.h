@@ -1,10 +1,10 @@
 /// \file
 /// Devices: where a tensor's storage lives.
 #pragma once
-#pragma GCC visibility push(default)  // public API (docs/building.md)
-
 #include <compare>
 #include <string>
+
+#include "csrc/core/export.h"
 
 namespace amp {
 
@@ -13,7 +13,7 @@ enum class DeviceType { CPU, CUDA };
 constexpr int kNumDeviceTypes = 2;  ///< number of DeviceType values
 
 /// A device type and, for CUDA, the device index (torch.device).
-struct Device {
+struct AMPCPP_API Device {
   DeviceType type = DeviceType::CPU;  ///< CPU or CUDA
   int index = 0;                      ///< the CUDA device ordinal (0 for the CPU)
 
@@ -26,9 +26,7 @@ struct Device {
   auto operator<=>(const Device&) const = default;
 };
 
-const char* device_type_name(DeviceType type);  ///< "CPU", "CUDA"
-std::string to_string(Device device);           ///< "CPU", "CUDA:0"
+AMPCPP_API const char* device_type_name(DeviceType type);  ///< "CPU", "CUDA"
+AMPCPP_API std::string to_string(Device device);           ///< "CPU", "CUDA:0"
 
 }  // namespace amp
-
-#pragma GCC visibility pop

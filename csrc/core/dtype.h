@@ -1,13 +1,12 @@
 /// \file
 /// Element types, their C++ storage types and PyTorch's type-promotion lattice.
 #pragma once
-#pragma GCC visibility push(default)  // public API (docs/building.md)
-
 #include <cstddef>
 #include <cstdint>
 #include <iosfwd>
 #include <type_traits>
 
+#include "csrc/core/export.h"
 #include "csrc/core/half.h"
 
 namespace amp {
@@ -15,23 +14,23 @@ namespace amp {
 /// Element types (torch.float32, float16, bfloat16, float64, int64, bool).
 enum class DType { Float32, Float16, BFloat16, Float64, Int64, Bool };
 
-const char* dtype_name(DType dtype);  ///< "Float32", "Float16", ...
+AMPCPP_API const char* dtype_name(DType dtype);  ///< "Float32", "Float16", ...
 /// Prints dtype_name (for messages and test diagnostics).
-std::ostream& operator<<(std::ostream& out, DType dtype);
-size_t element_size(DType dtype);     ///< bytes per element
-bool is_floating_point(DType dtype);  ///< Float32, Float16, BFloat16 or Float64
-bool is_low_precision(DType dtype);   ///< Float16 or BFloat16
+AMPCPP_API std::ostream& operator<<(std::ostream& out, DType dtype);
+AMPCPP_API size_t element_size(DType dtype);     ///< bytes per element
+AMPCPP_API bool is_floating_point(DType dtype);  ///< Float32, Float16, BFloat16 or Float64
+AMPCPP_API bool is_low_precision(DType dtype);   ///< Float16 or BFloat16
 
 /// PyTorch's promote_types for two dtypes (fp16 + bf16 -> fp32, int64 + fp16 -> fp16, ...).
-DType promote_types(DType a, DType b);
+AMPCPP_API DType promote_types(DType a, DType b);
 
 /// Whether a scalar converts to `dtype` without overflow, as libtorch's checked_convert: Int64
 /// takes finite values in [-2^63, 2^63) (a fraction truncates), a floating type takes inf, NaN and
 /// finite values up to its largest, Bool takes anything. check_value_fits raises amp::Error
 /// naming `op` with libtorch's text ("value cannot be converted to type int64_t without overflow").
-bool value_fits(double value, DType dtype);
+AMPCPP_API bool value_fits(double value, DType dtype);
 /// amp::Error unless value_fits(value, dtype).
-void check_value_fits(double value, DType dtype, const char* op);
+AMPCPP_API void check_value_fits(double value, DType dtype, const char* op);
 
 /// The C++ type stored for each DType (StorageTypeOf<D>::type), and back (dtype_of<T>()).
 template <DType D>
@@ -217,5 +216,3 @@ AMP_HOST_DEVICE AMP_FORCEINLINE To convert(From v) {
     }                                          \
     AMP_FAIL(op_name, ": unknown dtype");      \
   }()
-
-#pragma GCC visibility pop

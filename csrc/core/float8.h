@@ -17,7 +17,6 @@
 /// and ±inf clamp to ±max. A NaN stays NaN in both, written as S.1111.111 / S.11111.11 (0x7F
 /// with the sign bit). Decoding to float is exact; NaN decodes to a quiet NaN of the same sign.
 #pragma once
-#pragma GCC visibility push(default)  // public API (docs/building.md)
 
 #include <cstdint>
 
@@ -161,5 +160,3 @@ struct Float8_e5m2 {
 static_assert(sizeof(Float8_e4m3fn) == 1 && sizeof(Float8_e5m2) == 1);
 
 }  // namespace amp
-
-#pragma GCC visibility pop

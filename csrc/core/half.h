@@ -4,11 +4,10 @@
 /// subnormals, overflows to +-inf and keeps NaN a NaN (quiet, sign kept), so 16-bit results on the
 /// CPU are bit-identical to what a GPU produces for the same fp32 value.
 #pragma once
-#pragma GCC visibility push(default)  // public API (docs/building.md)
-
 #include <cstdint>
 #include <cstring>
 
+#include "csrc/core/export.h"
 #include "csrc/core/macros.h"
 
 #if defined(__CUDACC__)
@@ -26,6 +25,12 @@
 namespace amp {
 
 namespace detail {
+// Per CPU level (AMP_CPU_LEVEL_NAMESPACE, csrc/core/macros.h): the per-level kernel objects compile
+// these functions with their own -march flags (and the two conversions with F16C), so each level
+// keeps its own copies under its own names instead of sharing one that the linker picks by link
+// order. Half's and BFloat16's members are forced inline, so no copy of them is emitted (the ctest
+// test cpu_levels_keep_their_own_kernels fails on one).
+inline namespace AMP_CPU_LEVEL_NAMESPACE {
 
 AMP_HOST_DEVICE AMP_FORCEINLINE uint32_t float_bits(float f) {
 #if defined(__CUDA_ARCH__)
@@ -195,12 +200,13 @@ AMP_HOST_DEVICE AMP_FORCEINLINE float bfloat16_bits_to_float(uint16_t b) {
   return bits_float(static_cast<uint32_t>(b) << 16);
 }
 
+}  // namespace AMP_CPU_LEVEL_NAMESPACE
 }  // namespace detail
 
 /// IEEE 754 binary16 (torch.float16) as its bit pattern; arithmetic goes through float.
 /// Conversions from float and double round to nearest even (one rounding), with subnormals,
 /// overflow to inf and quiet NaNs.
-struct Half {
+struct AMPCPP_API Half {
   uint16_t x = 0;  ///< the bit pattern
 
   Half() = default;
@@ -220,7 +226,7 @@ struct Half {
 
 /// bfloat16 (torch.bfloat16): the top 16 bits of a float, as its bit pattern. Conversions round
 /// to nearest even; NaNs stay quiet NaNs.
-struct BFloat16 {
+struct AMPCPP_API BFloat16 {
   uint16_t x = 0;  ///< the bit pattern
 
   BFloat16() = default;
@@ -244,5 +250,3 @@ struct BFloat16 {
 static_assert(sizeof(Half) == 2 && sizeof(BFloat16) == 2);
 
 }  // namespace amp
-
-#pragma GCC visibility pop

@@ -12,7 +12,6 @@
 ///   hooks.remove(id);
 /// \endcode
 #pragma once
-#pragma GCC visibility push(default)  // public API (docs/building.md)
 
 #include <algorithm>
 #include <cstdint>
@@ -58,5 +57,3 @@ class HookList {
 };
 
 }  // namespace amp
-
-#pragma GCC visibility pop

@@ -15,8 +15,6 @@
 ///
 /// When no profile records, each instrumented call costs one relaxed atomic load and a branch.
 #pragma once
-#pragma GCC visibility push(default)  // public API (docs/building.md)
-
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -24,6 +22,8 @@
 #include <type_traits>
 #include <utility>
 #include <vector>
+
+#include "csrc/core/export.h"
 
 namespace amp::profiler {
 
@@ -38,10 +38,10 @@ enum class EventKind {
 };
 
 /// "op", "backward", "optimizer", "cast", "allocation", "user".
-const char* kind_name(EventKind kind);
+AMPCPP_API const char* kind_name(EventKind kind);
 
 /// One recorded call. Times are nanoseconds from the profile's start.
-struct Event {
+struct AMPCPP_API Event {
   EventKind kind = EventKind::Op;  ///< what was measured
   std::string name;                ///< the op, node, step or region ("mm", "MmBackward", ...)
   std::string dtype;               ///< e.g. "Float16", "Float32->Float16" for a cast; "" when none
@@ -54,7 +54,7 @@ struct Event {
 };
 
 /// Totals of the events sharing kind, name and dtype.
-struct OpStats {
+struct AMPCPP_API OpStats {
   EventKind kind = EventKind::Op;  ///< as Event::kind
   std::string name;                ///< as Event::name
   std::string dtype;               ///< as Event::dtype
@@ -73,7 +73,7 @@ enum class SortBy {
 
 /// Records while alive (or until stop()). One profile records at a time in the process; events
 /// come from every thread that calls into the library.
-class profile {
+class AMPCPP_API profile {
  public:
   /// Starts recording. amp::Error when another profile is recording.
   profile();
@@ -110,7 +110,7 @@ class profile {
 };
 
 namespace detail {
-extern std::atomic<bool> g_recording;
+AMPCPP_API extern std::atomic<bool> g_recording;
 struct ThreadScopes;  // the open scopes of one thread (csrc/core/profiler.cpp)
 }  // namespace detail
 
@@ -118,12 +118,12 @@ struct ThreadScopes;  // the open scopes of one thread (csrc/core/profiler.cpp)
 inline bool is_enabled() { return detail::g_recording.load(std::memory_order_relaxed); }
 
 /// Nanoseconds of a steady clock (the profiler's time base).
-int64_t now_ns();
+AMPCPP_API int64_t now_ns();
 
 /// Records one event that the caller timed itself (start from now_ns()); nothing when no
 /// profile is recording.
-void record_complete(EventKind kind, std::string name, std::string dtype, int64_t start_ns,
-                     int64_t bytes = 0);
+AMPCPP_API void record_complete(EventKind kind, std::string name, std::string dtype,
+                                int64_t start_ns, int64_t bytes = 0);
 
 /// Times the enclosing scope as one event when a profile is recording at construction. `name`
 /// is a string or a callable returning one, and `dtype` a callable returning the dtype label;
@@ -134,7 +134,7 @@ void record_complete(EventKind kind, std::string name, std::string dtype, int64_
 ///
 ///   profiler::RecordScope scope(profiler::EventKind::Op, "mm", [&] { return dtype_name(a); });
 ///   profiler::RecordScope scope(profiler::EventKind::Backward, [&] { return node.name(); });
-class RecordScope {
+class AMPCPP_API RecordScope {
  public:
   /// Opens an event of `kind` named `name` with the dtype label `dtype()`, if recording.
   template <class Name, class DTypeLabel>
@@ -179,7 +179,7 @@ class RecordScope {
 /// kind "user".
 ///
 ///   { amp::profiler::record_function r("data loading"); batch = next(loader); }
-class record_function {
+class AMPCPP_API record_function {
  public:
   /// Opens a `user` event named `name` until destruction, if a profile records.
   explicit record_function(const std::string& name);
@@ -191,5 +191,3 @@ class record_function {
 };
 
 }  // namespace amp::profiler
-
-#pragma GCC visibility pop

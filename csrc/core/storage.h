@@ -1,19 +1,18 @@
 /// \file
 /// Storage: one allocation on one device, shared by a tensor and all of its views.
 #pragma once
-#pragma GCC visibility push(default)  // public API (docs/building.md)
-
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 
 #include "csrc/core/device.h"
+#include "csrc/core/export.h"
 
 namespace amp {
 
 /// A block of device memory that tensors view, with the version counter of in-place writes.
 /// Not copyable; shared through Storage.
-class StorageImpl {
+class AMPCPP_API StorageImpl {
  public:
   StorageImpl(size_t nbytes, Device device);  ///< from the device's caching allocator
   /// Views memory another library owns (the LibTorch bridge's zero-copy from_torch): `owner`
@@ -50,5 +49,3 @@ class StorageImpl {
 using Storage = std::shared_ptr<StorageImpl>;
 
 }  // namespace amp
-
-#pragma GCC visibility pop

@@ -12,8 +12,6 @@
 /// Copying a Tensor copies the handle: both names refer to the same data. Views (reshape of a
 /// contiguous tensor, transpose, narrow, expand, ...) share storage with their base.
 #pragma once
-#pragma GCC visibility push(default)  // public API (docs/building.md)
-
 #include <cstdint>
 #include <functional>
 #include <iosfwd>
@@ -24,6 +22,7 @@
 #include "csrc/core/device.h"
 #include "csrc/core/dtype.h"
 #include "csrc/core/error.h"
+#include "csrc/core/export.h"
 #include "csrc/core/storage.h"
 
 namespace amp {
@@ -37,7 +36,7 @@ class Node;
 }  // namespace autograd
 
 /// What a factory function creates (amp::zeros(shape, {.dtype = DType::Float16})).
-struct TensorOptions {
+struct AMPCPP_API TensorOptions {
   DType dtype = DType::Float32;   ///< element type
   Device device = Device::cpu();  ///< where the storage lives
   bool requires_grad = false;     ///< make a leaf that requires grad
@@ -45,7 +44,7 @@ struct TensorOptions {
 
 /// What a Tensor handle points at: the storage and the view's geometry. Shared by every copy of
 /// the handle; user code rarely touches it (Tensor::impl() identifies a tensor).
-struct TensorImpl {
+struct AMPCPP_API TensorImpl {
   Storage storage;               ///< the bytes, shared with other views
   Shape sizes;                   ///< one per dim
   Shape strides;                 ///< in elements
@@ -58,7 +57,7 @@ struct TensorImpl {
 /// torch.Tensor for ampcpp: a handle to a strided view (see the file comment). Methods on an
 /// undefined tensor raise amp::Error naming the method ("sizes: expected a defined tensor, got
 /// an undefined one"). Ops on tensors are free functions (csrc/ops/), also as operators.
-class Tensor {
+class AMPCPP_API Tensor {
  public:
   Tensor() = default;  ///< undefined: defined() == false
   /// Wraps an impl (the library's ops use it; users create tensors with factory functions).
@@ -170,11 +169,11 @@ class Tensor {
 };
 
 /// Prints "Tensor(shape=[2, 3], dtype=Float32, device=cpu, values=[...])" (first 16 values).
-std::ostream& operator<<(std::ostream& out, const Tensor& tensor);
-std::string shape_to_string(const Shape& shape);  ///< "[2, 3]"
+AMPCPP_API std::ostream& operator<<(std::ostream& out, const Tensor& tensor);
+AMPCPP_API std::string shape_to_string(const Shape& shape);  ///< "[2, 3]"
 
 /// A new, uninitialised tensor.
-Tensor empty(Shape shape, TensorOptions options = {});
+AMPCPP_API Tensor empty(Shape shape, TensorOptions options = {});
 
 // Shape arithmetic and view construction for the library's own ops (public only because the
 // inline code of public headers may use them).
@@ -197,5 +196,3 @@ int64_t wrap_dim(int64_t dim, int64_t ndim, const char* op, bool wrap_scalar = t
 }  // namespace detail
 
 }  // namespace amp
-
-#pragma GCC visibility pop

@@ -6,11 +6,10 @@
 ///   amp::ScopedWarningHandler capture([&](const std::string& m) { seen.push_back(m); });
 /// \endcode
 #pragma once
-#pragma GCC visibility push(default)  // public API (docs/building.md)
-
 #include <functional>
 #include <string>
 
+#include "csrc/core/export.h"
 #include "csrc/core/macros.h"
 
 namespace amp {
@@ -19,7 +18,7 @@ namespace amp {
 using WarningHandler = std::function<void(const std::string& message)>;
 
 /// Emits a warning: to the installed handler, else to stderr as "ampcpp warning: <message>".
-void warn(const std::string& message);
+AMPCPP_API void warn(const std::string& message);
 
 template <class... Args>
 /// warn() of the arguments concatenated with operator<<.
@@ -28,7 +27,7 @@ void warn(const Args&... args) {
 }
 
 /// Installs a process-wide handler for its lifetime (an empty handler restores printing).
-class ScopedWarningHandler {
+class AMPCPP_API ScopedWarningHandler {
  public:
   /// Installs handler; the destructor restores the previous one.
   explicit ScopedWarningHandler(WarningHandler handler);
@@ -41,5 +40,3 @@ class ScopedWarningHandler {
 };
 
 }  // namespace amp
-
-#pragma GCC visibility pop

@@ -13,8 +13,6 @@
 /// std::mt19937_64 seeded from (seed, e) through std::seed_seq, all three fully specified by the
 /// C++ standard (std::shuffle and the std:: distributions are not, so they are not used).
 #pragma once
-#pragma GCC visibility push(default)  // public API (docs/building.md)
-
 #include <cstddef>
 #include <cstdint>
 #include <iterator>
@@ -22,6 +20,7 @@
 #include <optional>
 #include <vector>
 
+#include "csrc/core/export.h"
 #include "csrc/core/tensor.h"
 #include "csrc/data/dataset.h"
 #include "csrc/data/sampler.h"
@@ -29,13 +28,13 @@
 namespace amp::data {
 
 /// One mini-batch: CPU tensors holding copies of the samples' rows.
-struct Batch {
+struct AMPCPP_API Batch {
   Tensor images;  ///< (B, ...) rows of Dataset::images
   Tensor labels;  ///< (B) rows of Dataset::labels
 };
 
 /// How DataLoader batches (torch.utils.data.DataLoader's batch_size, shuffle, drop_last).
-struct DataLoaderOptions {
+struct AMPCPP_API DataLoaderOptions {
   int64_t batch_size = 64;            ///< samples per batch (>= 1)
   bool shuffle = false;               ///< a new permutation every epoch
   uint64_t seed = 0;                  ///< seeds the permutations (with the epoch number)
@@ -47,7 +46,7 @@ struct DataLoaderOptions {
 };
 
 /// Iterates mini-batches of a Dataset, one epoch per begin() (see the file comment).
-class DataLoader {
+class AMPCPP_API DataLoader {
  public:
   /// Copies the dataset's tensors to contiguous CPU tensors. amp::Error for undefined or 0-d
   /// images or labels, differing sample counts, batch_size < 1 or a negative limit.
@@ -115,5 +114,3 @@ class DataLoader {
 };
 
 }  // namespace amp::data
-
-#pragma GCC visibility pop

@@ -7,16 +7,15 @@
 ///   amp::data::DataLoader loader(train, {.batch_size = 128, .shuffle = true, .seed = 0});
 /// \endcode
 #pragma once
-#pragma GCC visibility push(default)  // public API (docs/building.md)
-
 #include <string>
 
+#include "csrc/core/export.h"
 #include "csrc/core/tensor.h"
 
 namespace amp::data {
 
 /// An in-memory labelled dataset: sample i is (images[i], labels[i]).
-struct Dataset {
+struct AMPCPP_API Dataset {
   Tensor images;  ///< (N, 1, 28, 28) Float32, pixels / 255
   Tensor labels;  ///< (N) Int64
 };
@@ -28,8 +27,6 @@ inline constexpr const char* kFashionMnistDir = "/usr/share/datasets/fashion-mni
 /// (60000 samples) or t10k-... (10000 samples); an uncompressed file without ".gz" is used when
 /// the compressed one is absent. amp::Error naming the Debian package dataset-fashion-mnist and
 /// scripts/setup.sh when the files are missing, and naming the file when one is corrupt.
-Dataset fashion_mnist(const std::string& dir = kFashionMnistDir, bool train = true);
+AMPCPP_API Dataset fashion_mnist(const std::string& dir = kFashionMnistDir, bool train = true);
 
 }  // namespace amp::data
-
-#pragma GCC visibility pop

@@ -18,15 +18,15 @@
 /// to a multiple with drop_last), and rank r takes positions r, r + num_replicas, ... Only the
 /// permutation differs from PyTorch's (ours is the DataLoader's, docs/data.md).
 #pragma once
-#pragma GCC visibility push(default)  // public API (docs/building.md)
-
 #include <cstdint>
 #include <vector>
+
+#include "csrc/core/export.h"
 
 namespace amp::data {
 
 /// Options of one process's shard, as torch.utils.data.DistributedSampler's arguments.
-struct DistributedSampler {
+struct AMPCPP_API DistributedSampler {
   int64_t num_replicas = 1;  ///< processes sharing the dataset (amp::distributed::world_size())
   int64_t rank = 0;          ///< this process's shard, in [0, num_replicas)
   bool shuffle = true;       ///< a new permutation every epoch (the same on every rank)
@@ -36,15 +36,14 @@ struct DistributedSampler {
 
 /// Epoch `epoch`'s permutation of [0, n): Fisher-Yates driven by std::mt19937_64 seeded through
 /// std::seed_seq{seed, epoch}, with unbiased bounded draws (docs/data.md).
-std::vector<int64_t> random_permutation(int64_t n, uint64_t seed, int64_t epoch);
+AMPCPP_API std::vector<int64_t> random_permutation(int64_t n, uint64_t seed, int64_t epoch);
 
 /// How many samples each replica sees per epoch out of n: ceil(n / num_replicas), or with
 /// drop_last and a remainder, floor(n / num_replicas). amp::Error on invalid options.
-int64_t shard_size(const DistributedSampler& sampler, int64_t n);
+AMPCPP_API int64_t shard_size(const DistributedSampler& sampler, int64_t n);
 
 /// The replica's samples of epoch `epoch` out of n.
-std::vector<int64_t> shard_indices(const DistributedSampler& sampler, int64_t n, int64_t epoch);
+AMPCPP_API std::vector<int64_t> shard_indices(const DistributedSampler& sampler, int64_t n,
+                                              int64_t epoch);
 
 }  // namespace amp::data
-
-#pragma GCC visibility pop

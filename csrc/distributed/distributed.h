@@ -22,12 +22,11 @@
 /// entry point but is_initialized, rank and world_size raises amp::Error saying so; without NCCL
 /// (or CUDA), init_process_group with backend "nccl" does.
 #pragma once
-#pragma GCC visibility push(default)  // public API (docs/building.md)
-
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "csrc/core/export.h"
 #include "csrc/core/tensor.h"
 
 namespace amp::distributed {
@@ -40,7 +39,7 @@ enum class ReduceOp {
 };
 
 /// Options of init_process_group.
-struct InitOptions {
+struct AMPCPP_API InitOptions {
   std::string backend = "mpi";  ///< "mpi" (CPU tensors) or "nccl" (CUDA tensors, and CPU over MPI)
   /// Per collective, from its launch; in [0.001, 31536000] (1 ms to 365 days), else
   /// init_process_group raises amp::Error naming the option and the range. Backend "nccl" bounds
@@ -60,21 +59,21 @@ struct InitOptions {
 /// itself, that MPI stays the program's: destroy_process_group then does not finalise it. Backend
 /// "nccl" then makes an NCCL communicator on the rank's device from rank 0's id, sent over MPI
 /// (amp::Error when this build has no NCCL or no CUDA device is visible).
-void init_process_group(const InitOptions& options = {});
-bool is_initialized();  ///< between init_process_group and destroy_process_group
-int rank();             ///< 0 before init_process_group
-int world_size();       ///< 1 before init_process_group
-void barrier();         ///< with the timeout, as a collective
+AMPCPP_API void init_process_group(const InitOptions& options = {});
+AMPCPP_API bool is_initialized();  ///< between init_process_group and destroy_process_group
+AMPCPP_API int rank();             ///< 0 before init_process_group
+AMPCPP_API int world_size();       ///< 1 before init_process_group
+AMPCPP_API void barrier();         ///< with the timeout, as a collective
 /// Leaves the group (and finalises MPI when init_process_group initialised it). Collectives
 /// still in flight (asynchronous ones not waited for, their Work kept or dropped) are waited for
 /// first, up to timeout_seconds, so that their results arrive and the communicator is never freed
 /// under them; one a peer never joins is abandoned (its Work's wait() raises amp::Error) and the
 /// communicator is then left alone. Collectives after this throw until the next
 /// init_process_group; MPI itself can be initialised only once per process.
-void destroy_process_group();
+AMPCPP_API void destroy_process_group();
 
 /// Whether this build has the backend ("mpi", "nccl").
-bool is_backend_available(const std::string& backend);
+AMPCPP_API bool is_backend_available(const std::string& backend);
 
 namespace detail {
 struct WorkState;
@@ -83,7 +82,7 @@ struct WorkState;
 /// The handle of a collective. Synchronous calls return one already completed; an asynchronous
 /// call's results are in its tensors only after wait() returns (or is_completed() says true).
 /// Dropping it early is safe: the process group keeps the collective until it completes.
-class Work {
+class AMPCPP_API Work {
  public:
   Work() = default;  ///< completed
   /// A collective in flight (made by the collectives, not by users).
@@ -100,16 +99,15 @@ class Work {
 /// In place: every rank ends with the reduction of all ranks' `tensor`. Float16 and BFloat16 are
 /// reduced in Float32 and rounded once at the end; Avg divides the sum by world_size() (floating
 /// point only). A ReduceOp value other than Sum, Avg or Max raises amp::Error.
-Work all_reduce(Tensor& tensor, ReduceOp op = ReduceOp::Sum, bool async_op = false);
+AMPCPP_API Work all_reduce(Tensor& tensor, ReduceOp op = ReduceOp::Sum, bool async_op = false);
 /// Every rank ends with rank `src`'s `tensor`.
-Work broadcast(Tensor& tensor, int src, bool async_op = false);
+AMPCPP_API Work broadcast(Tensor& tensor, int src, bool async_op = false);
 /// outputs[r] receives rank r's `input`; outputs holds world_size() tensors shaped as input.
-Work all_gather(std::vector<Tensor>& outputs, const Tensor& input, bool async_op = false);
+AMPCPP_API Work all_gather(std::vector<Tensor>& outputs, const Tensor& input,
+                           bool async_op = false);
 /// `output` receives the reduction over ranks of their inputs[rank()]; inputs holds world_size()
 /// tensors shaped as output.
-Work reduce_scatter(Tensor& output, const std::vector<Tensor>& inputs, ReduceOp op = ReduceOp::Sum,
-                    bool async_op = false);
+AMPCPP_API Work reduce_scatter(Tensor& output, const std::vector<Tensor>& inputs,
+                               ReduceOp op = ReduceOp::Sum, bool async_op = false);
 
 }  // namespace amp::distributed
-
-#pragma GCC visibility pop

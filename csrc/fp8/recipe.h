@@ -6,7 +6,6 @@
 ///     amp::fp8::DelayedScaling delayed{.margin = 0, .amax_history_len = 16};
 ///     float max = amp::fp8::fp8_max(delayed.format, amp::fp8::Pass::Backward);  // 57344
 #pragma once
-#pragma GCC visibility push(default)  // public API (docs/building.md)
 
 #include <string>
 #include <variant>
@@ -55,5 +54,3 @@ using Recipe = std::variant<DelayedScaling, CurrentScaling, MXBlockScaling>;
 float fp8_max(Format format, Pass pass);
 
 }  // namespace amp::fp8
-
-#pragma GCC visibility pop

@@ -8,7 +8,6 @@
 ///     amp::fp8::record_amax(state, 3.5f);                    // during the step
 ///     amp::fp8::update_delayed_scaling(state, recipe, 448);  // once per step: scale = 128
 #pragma once
-#pragma GCC visibility push(default)  // public API (docs/building.md)
 
 #include <cstddef>
 #include <cstdint>
@@ -83,5 +82,3 @@ std::vector<uint8_t> mx_block_exponents(const float* data, size_t n, int block, 
                                         MXScaleRule rule);
 
 }  // namespace amp::fp8
-
-#pragma GCC visibility pop

@@ -1,20 +1,20 @@
 /// \file
 /// Whether ops record autograd history on this thread.
 #pragma once
-#pragma GCC visibility push(default)  // public API (docs/building.md)
+#include "csrc/core/export.h"
 
 namespace amp {
 
 namespace autograd {
 /// Whether ops record backward graphs, per thread (torch.is_grad_enabled); on by default.
-struct GradMode {
+struct AMPCPP_API GradMode {
   static bool is_enabled();               ///< this thread's grad mode
   static void set_enabled(bool enabled);  ///< sets this thread's grad mode
 };
 }  // namespace autograd
 
 /// Disables recording for its lifetime (torch.no_grad()).
-struct NoGradGuard {
+struct AMPCPP_API NoGradGuard {
   NoGradGuard();
   ~NoGradGuard();
   NoGradGuard(const NoGradGuard&) = delete;
@@ -26,7 +26,7 @@ struct NoGradGuard {
 
 namespace autograd {
 /// Sets recording on or off for its lifetime (the engine uses it for create_graph).
-struct GradModeGuard {
+struct AMPCPP_API GradModeGuard {
   explicit GradModeGuard(bool enabled);  ///< the destructor restores the previous mode
   ~GradModeGuard();
   GradModeGuard(const GradModeGuard&) = delete;
@@ -38,5 +38,3 @@ struct GradModeGuard {
 }  // namespace autograd
 
 }  // namespace amp
-
-#pragma GCC visibility pop

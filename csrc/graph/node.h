@@ -3,8 +3,6 @@
 /// gradients of the op's outputs and returns the gradients of its inputs, which flow along
 /// next_edges to the nodes that produced those inputs (or to AccumulateGrad for leaves).
 #pragma once
-#pragma GCC visibility push(default)  // public API (docs/building.md)
-
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -12,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "csrc/core/export.h"
 #include "csrc/core/tensor.h"
 #include "csrc/graph/autograd_meta.h"
 #include "csrc/graph/grad_mode.h"
@@ -21,14 +20,14 @@ namespace amp::autograd {
 class Node;
 
 /// Where a gradient flows: gradient input `input_nr` of node `fn`.
-struct Edge {
+struct AMPCPP_API Edge {
   std::shared_ptr<Node> fn;  ///< null: the input needs no gradient
   uint32_t input_nr = 0;     ///< which of fn's gradient inputs (= fn's forward outputs)
   bool valid() const { return fn != nullptr; }  ///< fn is set
 };
 
 /// Shape, dtype and device of a forward tensor: the gradient flowing for it must match.
-struct TensorMeta {
+struct AMPCPP_API TensorMeta {
   Shape shape;                   ///< sizes
   DType dtype = DType::Float32;  ///< element type
   Device device;                 ///< device
@@ -39,7 +38,7 @@ struct TensorMeta {
 
 /// Base of the backward graph's nodes (torch.autograd.graph.Node); see the file comment.
 /// Not copyable; owned through std::shared_ptr by the tensors and edges that refer to it.
-class Node : public std::enable_shared_from_this<Node> {
+class AMPCPP_API Node : public std::enable_shared_from_this<Node> {
  public:
   Node();
   /// Frees the nodes only this one kept alive without recursing (see node.cpp).
@@ -74,7 +73,7 @@ class Node : public std::enable_shared_from_this<Node> {
 /// A tensor saved for backward. Checks at unpack time that it was not modified in place since
 /// it was saved, and that the graph was not freed. Saved outputs of the node itself are stored
 /// without their grad_fn (that would be a reference cycle) and get it back when unpacked.
-class SavedVariable {
+class AMPCPP_API SavedVariable {
  public:
   SavedVariable() = default;
   /// Saves t; is_output: t is an output of the node that saves it.
@@ -95,7 +94,7 @@ class SavedVariable {
 
 /// The backward of a leaf: accumulates into the leaf's grad, then runs its post-accumulate-grad
 /// hooks (its tensor hooks run in the engine before, as for any node's output gradient).
-class AccumulateGrad final : public Node {
+class AMPCPP_API AccumulateGrad final : public Node {
  public:
   /// The node of leaf `variable`.
   explicit AccumulateGrad(Tensor variable);
@@ -114,7 +113,7 @@ using BackwardFn = std::function<std::vector<Tensor>(
     const std::vector<Tensor>& grads, const std::vector<Tensor>& saved, const Node& node)>;
 
 /// A Node whose backward is a BackwardFn (what record() creates).
-class FunctionNode final : public Node {
+class AMPCPP_API FunctionNode final : public Node {
  public:
   /// name: a string literal ("MulBackward"); fn: the backward.
   FunctionNode(const char* name, BackwardFn fn) : name_(name), fn_(std::move(fn)) {}
@@ -129,29 +128,29 @@ class FunctionNode final : public Node {
 };
 
 /// True when grad mode is on and any input requires grad.
-bool any_requires_grad(std::initializer_list<const Tensor*> inputs);
-bool any_requires_grad(const std::vector<Tensor>& inputs);         ///< as above
-bool any_requires_grad(const std::vector<const Tensor*>& inputs);  ///< as above
+AMPCPP_API bool any_requires_grad(std::initializer_list<const Tensor*> inputs);
+AMPCPP_API bool any_requires_grad(const std::vector<Tensor>& inputs);         ///< as above
+AMPCPP_API bool any_requires_grad(const std::vector<const Tensor*>& inputs);  ///< as above
 
 /// The edge a gradient for `t` flows along: its grad_fn, its AccumulateGrad, or none.
-Edge gradient_edge(const Tensor& t);
+AMPCPP_API Edge gradient_edge(const Tensor& t);
 /// The leaf's AccumulateGrad node, created on first use and shared while alive.
-std::shared_ptr<Node> grad_accumulator(const Tensor& leaf);
+AMPCPP_API std::shared_ptr<Node> grad_accumulator(const Tensor& leaf);
 /// Makes `out` output number `output_nr` of `node`.
-void set_history(Tensor& out, const std::shared_ptr<Node>& node, uint32_t output_nr = 0);
+AMPCPP_API void set_history(Tensor& out, const std::shared_ptr<Node>& node, uint32_t output_nr = 0);
 /// Fills a node's next_edges and input_meta from the forward inputs, and its scope.
-void collect_inputs(Node& node, const std::vector<const Tensor*>& inputs);
+AMPCPP_API void collect_inputs(Node& node, const std::vector<const Tensor*>& inputs);
 
 /// A tensor for record() to save.
-struct Saved {
+struct AMPCPP_API Saved {
   const Tensor* tensor;  ///< the tensor
   bool is_output;        ///< it is `out` (saved without its grad_fn)
 };
 
 /// Records a single-output op: when grad mode is on and an input requires grad, `out` gets a
 /// FunctionNode as grad_fn with the given saved tensors. Returns whether it recorded.
-bool record(const char* name, Tensor& out, std::initializer_list<const Tensor*> inputs,
-            std::initializer_list<Saved> saved, BackwardFn fn);
+AMPCPP_API bool record(const char* name, Tensor& out, std::initializer_list<const Tensor*> inputs,
+                       std::initializer_list<Saved> saved, BackwardFn fn);
 
 /// Runs fn with grad mode off: op implementations compute under it and then record themselves
 /// once, so helper ops they call internally leave no history.
@@ -162,7 +161,7 @@ auto without_grad(Fn&& fn) {
 }
 
 /// Names the ops recorded in this scope (nested names join with '.'); anomaly errors report it.
-class ScopedName {
+class AMPCPP_API ScopedName {
  public:
   /// Appends name to the thread's current scope (joined with '.').
   explicit ScopedName(const std::string& name);
@@ -176,5 +175,3 @@ class ScopedName {
 };
 
 }  // namespace amp::autograd
-
-#pragma GCC visibility pop

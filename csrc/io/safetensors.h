@@ -14,11 +14,10 @@
 /// laid out as the reference serializer does: by decreasing dtype alignment, then by name, so
 /// each tensor's data starts at a multiple of its element size.
 #pragma once
-#pragma GCC visibility push(default)  // public API (docs/building.md)
-
 #include <map>
 #include <string>
 
+#include "csrc/core/export.h"
 #include "csrc/io/state_dict.h"
 
 namespace amp {
@@ -34,19 +33,18 @@ using CheckpointMetadata = std::map<std::string, std::string>;
 /// failure (an undefined tensor, a key that is not UTF-8 or is "__metadata__", a target that is
 /// not a regular file, an I/O error); the temporary file is removed and an existing file at
 /// `path` is left untouched.
-void save(const StateDict& state, const std::string& path);
+AMPCPP_API void save(const StateDict& state, const std::string& path);
 /// Same, with "__metadata__" entries (omitted from the header when empty, as the reference does).
-void save(const StateDict& state, const std::string& path, const CheckpointMetadata& metadata);
+AMPCPP_API void save(const StateDict& state, const std::string& path,
+                     const CheckpointMetadata& metadata);
 
 /// Reads a safetensors file with dtypes F32, F16, BF16, F64, I64, BOOL into CPU tensors. The
 /// whole file is validated before any tensor is allocated (header length, JSON, dtypes, shapes
 /// against byte ranges, ranges covering the data section exactly once), so a truncated, corrupt or
 /// hostile file raises amp::Error ("load '<path>': ... expected ..., got ...") and never crashes
 /// or allocates more than the file holds.
-StateDict load(const std::string& path);
+AMPCPP_API StateDict load(const std::string& path);
 /// Same, also returning the "__metadata__" entries (empty when the file has none).
-StateDict load(const std::string& path, CheckpointMetadata* metadata);
+AMPCPP_API StateDict load(const std::string& path, CheckpointMetadata* metadata);
 
 }  // namespace amp
-
-#pragma GCC visibility pop

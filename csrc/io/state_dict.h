@@ -3,7 +3,6 @@
 /// amp frontend save to and restore from (docs/design_decisions.md, "State dicts";
 /// docs/checkpoints.md).
 #pragma once
-#pragma GCC visibility push(default)  // public API (docs/building.md)
 
 #include <map>
 #include <string>
@@ -17,5 +16,3 @@ namespace amp {
 using StateDict = std::map<std::string, Tensor>;
 
 }  // namespace amp
-
-#pragma GCC visibility pop

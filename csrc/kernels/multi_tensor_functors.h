@@ -23,7 +23,7 @@
 #include "csrc/core/dtype.h"
 #include "csrc/core/half.h"
 #include "csrc/core/macros.h"
-#include "csrc/kernels/multi_tensor_modes.h"
+#include "csrc/core/multi_tensor_modes.h"
 
 namespace amp::multi_tensor {
 

@@ -29,14 +29,13 @@
 /// The kernels compute in fp32 (loads converted to fp32, one rounding on store), with apex's
 /// formulas in apex's operand order; docs/multi_tensor.md lists them.
 #pragma once
-#pragma GCC visibility push(default)  // public API (docs/building.md)
-
 #include <cstdint>
 #include <utility>
 #include <vector>
 
+#include "csrc/core/export.h"
+#include "csrc/core/multi_tensor_modes.h"
 #include "csrc/core/tensor.h"
-#include "csrc/kernels/multi_tensor_modes.h"
 
 namespace amp::multi_tensor {
 
@@ -47,81 +46,84 @@ using TensorLists = std::vector<std::vector<Tensor>>;
 constexpr int64_t kDefaultChunkSize = 2048 * 32;
 
 /// A zeroed noop/overflow flag: a 1-element Int64 tensor on `device`.
-Tensor make_flag(Device device = Device::cpu());
+AMPCPP_API Tensor make_flag(Device device = Device::cpu());
 
 /// Parallel lists split into what one launch accepts (one device, one dtype per list): tensor i
 /// of every list goes to the bucket of (tensor i's device in the first list, the dtype of tensor i
 /// in each list). Buckets come in order of first appearance and keep the lists' order. The lists
 /// must have equal lengths; an empty input gives no bucket.
-struct ListBucket {
+struct AMPCPP_API ListBucket {
   Device device;      ///< the device of the bucket's tensors
   TensorLists lists;  ///< the bucket's share of each list
 };
 /// Splits lists into ListBuckets (see ListBucket); amp::Error when the lists' lengths differ.
-std::vector<ListBucket> bucket_by_device_and_dtype(const TensorLists& lists);
+AMPCPP_API std::vector<ListBucket> bucket_by_device_and_dtype(const TensorLists& lists);
 
 /// Device-side loss-scaling inputs of the fused optimizers (both optional, 1-element Float32
 /// tensors on the lists' device). found_inf != 0 skips the whole update (nothing is written);
 /// otherwise, with inv_scale, each grad is multiplied by *inv_scale inside the kernel and the
 /// unscaled grad is written back (apex's capturable Adam), then used for the update.
-struct GradScaling {
+struct AMPCPP_API GradScaling {
   Tensor inv_scale;  ///< 1 / loss scale, or undefined
   Tensor found_inf;  ///< non-zero skips the update, or undefined
 };
 
 /// Lists [in, out]: out = in * scale. in and out dtypes are each Float32, Float16 or BFloat16;
 /// out may be in (in place). Sets noop_flag if an input element is inf or NaN.
-void scale(int64_t chunk_size, const Tensor& noop_flag, const TensorLists& lists, double scale);
+AMPCPP_API void scale(int64_t chunk_size, const Tensor& noop_flag, const TensorLists& lists,
+                      double scale);
 
 /// Lists [x, y, out]: out = a * x + b * y; dtypes Float32/Float16/BFloat16 per list. Checks x and
 /// y (arg_to_check = -1), only x (0) or only y (1) for inf/NaN and sets noop_flag.
-void axpby(int64_t chunk_size, const Tensor& noop_flag, const TensorLists& lists, double a,
-           double b, int arg_to_check);
+AMPCPP_API void axpby(int64_t chunk_size, const Tensor& noop_flag, const TensorLists& lists,
+                      double a, double b, int arg_to_check);
 
 /// Lists [x]: the L2 norm of all tensors together (Float32 [1]) and, if per_tensor, of each
 /// tensor (Float32 [ntensors]; otherwise a Float32 [0]). Squares are summed in fp32, one partial
 /// per chunk, partials combined in a fixed order (deterministic; CPU and CUDA agree bit for bit).
 /// Sets noop_flag if a chunk's partial is inf or NaN. x dtypes: Float32/Float16/BFloat16.
-std::pair<Tensor, Tensor> l2norm(int64_t chunk_size, const Tensor& noop_flag,
-                                 const TensorLists& lists, bool per_tensor = false);
+AMPCPP_API std::pair<Tensor, Tensor> l2norm(int64_t chunk_size, const Tensor& noop_flag,
+                                            const TensorLists& lists, bool per_tensor = false);
 
 /// apex multi_tensor_adam. Lists [g, p, m, v] (g, p: one dtype of Float32/Float16/BFloat16/
 /// Float64; m, v: Float32) or, with fp32 master weights, [g, p, m, v, master] (g, p: one dtype
 /// of Float32/Float16/BFloat16; m, v, master: Float32): the update runs on the master and p
 /// receives its rounding in the same pass. Bias corrections 1 - beta^step (if bias_correction)
 /// are computed on the host. Ignores noop_flag; honours `scaling`.
-void adam(int64_t chunk_size, const Tensor& noop_flag, const TensorLists& lists, double lr,
-          double beta1, double beta2, double epsilon, int64_t step, AdamMode mode,
-          bool bias_correction, double weight_decay, const GradScaling& scaling = {});
+AMPCPP_API void adam(int64_t chunk_size, const Tensor& noop_flag, const TensorLists& lists,
+                     double lr, double beta1, double beta2, double epsilon, int64_t step,
+                     AdamMode mode, bool bias_correction, double weight_decay,
+                     const GradScaling& scaling = {});
 
 /// apex multi_tensor_sgd. Lists [g, w, mom] (g: Float32/Float16/BFloat16; w and mom: one dtype of
 /// Float32/Float16/BFloat16) or [g, w, mom, w_out] with w and mom Float32 (master weights) and
 /// w_out Float16/BFloat16, which receives the rounded new weight. g is multiplied by `scale`
 /// first. Does nothing when noop_flag is non-zero; honours `scaling`.
-void sgd(int64_t chunk_size, const Tensor& noop_flag, const TensorLists& lists, double wd,
-         double momentum, double dampening, double lr, bool nesterov, bool first_run,
-         bool wd_after_momentum, double scale, const GradScaling& scaling = {});
+AMPCPP_API void sgd(int64_t chunk_size, const Tensor& noop_flag, const TensorLists& lists,
+                    double wd, double momentum, double dampening, double lr, bool nesterov,
+                    bool first_run, bool wd_after_momentum, double scale,
+                    const GradScaling& scaling = {});
 
 /// apex multi_tensor_lamb. Lists [g, p, m, v], one dtype of Float32/Float16/BFloat16 for all.
 /// global_grad_norm: Float32 [1] on the device. Overwrites g with the update (as apex). Sets
 /// noop_flag if a parameter or update norm is inf/NaN.
-void lamb(int64_t chunk_size, const Tensor& noop_flag, const TensorLists& lists, double lr,
-          double beta1, double beta2, double epsilon, int64_t step, bool bias_correction,
-          double weight_decay, bool grad_averaging, AdamMode mode, const Tensor& global_grad_norm,
-          double max_grad_norm, bool use_nvlamb);
+AMPCPP_API void lamb(int64_t chunk_size, const Tensor& noop_flag, const TensorLists& lists,
+                     double lr, double beta1, double beta2, double epsilon, int64_t step,
+                     bool bias_correction, double weight_decay, bool grad_averaging, AdamMode mode,
+                     const Tensor& global_grad_norm, double max_grad_norm, bool use_nvlamb);
 
 /// apex multi_tensor_novograd. Lists [g, p, m], one dtype of Float32/Float16/BFloat16/Float64.
 /// grad_norms: Float32 [ntensors], the per-tensor second-moment norms, blended in place with this
 /// step's grad norms first (norm_type 2: L2, 0: L-inf). moment_mode 0: regularisation inside
 /// the moment, 1: decoupled.
-void novograd(int64_t chunk_size, const Tensor& noop_flag, const TensorLists& lists,
-              const Tensor& grad_norms, double lr, double beta1, double beta2, double epsilon,
-              int64_t step, bool bias_correction, double weight_decay, bool grad_averaging,
-              int moment_mode, int norm_type);
+AMPCPP_API void novograd(int64_t chunk_size, const Tensor& noop_flag, const TensorLists& lists,
+                         const Tensor& grad_norms, double lr, double beta1, double beta2,
+                         double epsilon, int64_t step, bool bias_correction, double weight_decay,
+                         bool grad_averaging, int moment_mode, int norm_type);
 
 /// apex multi_tensor_adagrad. Lists [g, p, h], one dtype of Float32/Float16/BFloat16/Float64.
-void adagrad(int64_t chunk_size, const Tensor& noop_flag, const TensorLists& lists, double lr,
-             double epsilon, AdagradMode mode, double weight_decay);
+AMPCPP_API void adagrad(int64_t chunk_size, const Tensor& noop_flag, const TensorLists& lists,
+                        double lr, double epsilon, AdagradMode mode, double weight_decay);
 
 /// torch._amp_foreach_non_finite_check_and_unscale_: multiplies every grad in place by
 /// *inv_scale (no multiply when it is exactly 1) and sets *found_inf = 1.0 if any grad element
@@ -130,28 +132,28 @@ void adagrad(int64_t chunk_size, const Tensor& noop_flag, const TensorLists& lis
 /// step that GradScaler lets run never sees a non-finite gradient because of the scale.
 /// found_inf and inv_scale: 1-element Float32 tensors on the grads' device. Grads may be
 /// Float32/Float16/BFloat16/Float64, mixed, and non-contiguous. An empty list returns at once.
-void non_finite_check_and_unscale_(const std::vector<Tensor>& scaled_grads, const Tensor& found_inf,
-                                   const Tensor& inv_scale);
+AMPCPP_API void non_finite_check_and_unscale_(const std::vector<Tensor>& scaled_grads,
+                                              const Tensor& found_inf, const Tensor& inv_scale);
 /// The same check without the write: sets *found_inf = 1.0 if any grad * *inv_scale, computed
 /// as non_finite_check_and_unscale_ computes it, is inf or NaN; the grads are left as they are.
 /// For optimizers that unscale inside their own kernels (GradScaler's supports_amp_scaling path).
-void non_finite_check_(const std::vector<Tensor>& scaled_grads, const Tensor& found_inf,
-                       const Tensor& inv_scale);
+AMPCPP_API void non_finite_check_(const std::vector<Tensor>& scaled_grads, const Tensor& found_inf,
+                                  const Tensor& inv_scale);
 
 /// torch._amp_update_scale_: on found_inf != 0, scale *= backoff_factor and the tracker resets;
 /// otherwise the tracker counts the step, and when it reaches growth_interval (==) the scale
 /// grows by growth_factor if the result is finite and the tracker resets. scale: Float32 [1];
 /// growth_tracker: Int64 [1] (torch: int32; ampcpp has no Int32); found_inf: Float32 [1]; all on
 /// one device. Returns scale.
-Tensor update_scale_(const Tensor& scale, const Tensor& growth_tracker, const Tensor& found_inf,
-                     double growth_factor, double backoff_factor, int64_t growth_interval);
+AMPCPP_API Tensor update_scale_(const Tensor& scale, const Tensor& growth_tracker,
+                                const Tensor& found_inf, double growth_factor,
+                                double backoff_factor, int64_t growth_interval);
 
 /// update_scale_'s rule on host values, for front ends that keep the scale on the host
 /// (amp::GradScaler's hysteresis path): the same arithmetic as the kernel, so both give the same
 /// bits.
-void update_scale_on_host(float* scale, int64_t* growth_tracker, const float* found_inf,
-                          double growth_factor, double backoff_factor, int64_t growth_interval);
+AMPCPP_API void update_scale_on_host(float* scale, int64_t* growth_tracker, const float* found_inf,
+                                     double growth_factor, double backoff_factor,
+                                     int64_t growth_interval);
 
 }  // namespace amp::multi_tensor
-
-#pragma GCC visibility pop

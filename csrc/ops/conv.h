@@ -8,28 +8,25 @@
 /// accumulation and round once. Every op records differentiable backward ops, so backward,
 /// create_graph=true and higher derivatives work. docs/nn_conv.md describes the numerics.
 #pragma once
-#pragma GCC visibility push(default)  // public API (docs/building.md)
-
 #include <cstdint>
 
+#include "csrc/core/export.h"
 #include "csrc/core/tensor.h"
 
 namespace amp::nn::functional {
 
 /// im2col (torch.nn.functional.unfold): x (N, C, H, W) -> (N, C*kh*kw, OH*OW), rows ordered
 /// (c, ki, kj), columns (oh, ow); positions in the zero padding read 0. Its backward is fold.
-Tensor unfold(const Tensor& x, int64_t kernel_h, int64_t kernel_w, int64_t stride = 1,
-              int64_t padding = 0);
+AMPCPP_API Tensor unfold(const Tensor& x, int64_t kernel_h, int64_t kernel_w, int64_t stride = 1,
+                         int64_t padding = 0);
 /// col2im (torch.nn.functional.fold): the adjoint of unfold, summing every column entry back
 /// into (N, C, height, width) (entries in the padding are dropped). Its backward is unfold.
-Tensor fold(const Tensor& cols, int64_t height, int64_t width, int64_t kernel_h, int64_t kernel_w,
-            int64_t stride = 1, int64_t padding = 0);
+AMPCPP_API Tensor fold(const Tensor& cols, int64_t height, int64_t width, int64_t kernel_h,
+                       int64_t kernel_w, int64_t stride = 1, int64_t padding = 0);
 
 /// x (N, C, H, W) or (C, H, W), w (O, C, kh, kw), b (O) or undefined; all of one dtype and device.
 /// Returns (N, O, (H + 2p - kh) / s + 1, (W + 2p - kw) / s + 1).
-Tensor conv2d(const Tensor& x, const Tensor& w, const Tensor& b = {}, int64_t stride = 1,
-              int64_t padding = 0);
+AMPCPP_API Tensor conv2d(const Tensor& x, const Tensor& w, const Tensor& b = {}, int64_t stride = 1,
+                         int64_t padding = 0);
 
 }  // namespace amp::nn::functional
-
-#pragma GCC visibility pop

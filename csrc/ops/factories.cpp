@@ -189,9 +189,6 @@ Tensor arange(int64_t end, TensorOptions options) {
   return arange(0.0, static_cast<double>(end), 1.0, options);
 }
 
-// A free function template's explicit instantiations take the visibility in force at its
-// definition, not the header's: from_vector is public API (docs/building.md), so it is exported.
-#pragma GCC visibility push(default)
 template <class T>
 Tensor from_vector(const std::vector<T>& data, Shape shape, TensorOptions options) {
   check_request(shape, options, "from_vector");
@@ -213,6 +210,5 @@ template Tensor from_vector(const std::vector<double>&, Shape, TensorOptions);
 template Tensor from_vector(const std::vector<int64_t>&, Shape, TensorOptions);
 template Tensor from_vector(const std::vector<int>&, Shape, TensorOptions);
 template Tensor from_vector(const std::vector<bool>&, Shape, TensorOptions);
-#pragma GCC visibility pop
 
 }  // namespace amp

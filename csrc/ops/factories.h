@@ -1,52 +1,51 @@
 /// \file
 /// Tensor factories and the global random generator.
 #pragma once
-#pragma GCC visibility push(default)  // public API (docs/building.md)
-
 #include <cstdint>
 #include <vector>
 
+#include "csrc/core/export.h"
 #include "csrc/core/tensor.h"
 
 namespace amp {
 
 /// A tensor of zeros (torch.zeros). Factories raise amp::Error for negative sizes, an element
 /// count that overflows int64, a value the dtype cannot hold, or a CUDA device without CUDA.
-Tensor zeros(Shape shape, TensorOptions options = {});
-Tensor ones(Shape shape, TensorOptions options = {});                ///< a tensor of ones
-Tensor full(Shape shape, double value, TensorOptions options = {});  ///< every element = value
-Tensor zeros_like(const Tensor& like);               ///< zeros of like's shape, dtype and device
-Tensor ones_like(const Tensor& like);                ///< ones of like's shape, dtype and device
-Tensor full_like(const Tensor& like, double value);  ///< value, shaped like `like`
-Tensor empty_like(const Tensor& like);               ///< uninitialised, shaped like `like`
+AMPCPP_API Tensor zeros(Shape shape, TensorOptions options = {});
+AMPCPP_API Tensor ones(Shape shape, TensorOptions options = {});  ///< a tensor of ones
+AMPCPP_API Tensor full(Shape shape, double value,
+                       TensorOptions options = {});  ///< every element = value
+AMPCPP_API Tensor zeros_like(const Tensor& like);    ///< zeros of like's shape, dtype and device
+AMPCPP_API Tensor ones_like(const Tensor& like);     ///< ones of like's shape, dtype and device
+AMPCPP_API Tensor full_like(const Tensor& like, double value);  ///< value, shaped like `like`
+AMPCPP_API Tensor empty_like(const Tensor& like);  ///< uninitialised, shaped like `like`
 /// [start, end) in steps of `step`; Int64 unless options say otherwise.
-Tensor arange(double start, double end, double step = 1.0,
-              TensorOptions options = {.dtype = DType::Int64});
+AMPCPP_API Tensor arange(double start, double end, double step = 1.0,
+                         TensorOptions options = {.dtype = DType::Int64});
 /// 0, 1, ..., end - 1.
-Tensor arange(int64_t end, TensorOptions options = {.dtype = DType::Int64});
+AMPCPP_API Tensor arange(int64_t end, TensorOptions options = {.dtype = DType::Int64});
 
 /// Uniform [0, 1) and standard normal samples from the global generator (Philox4x32-10, drawn
 /// in fp32 on the CPU, so a seed gives the same values on every device and thread count). rand
 /// keeps as many random bits as the dtype's significand (11 for Float16, 8 for BFloat16), so
 /// 16-bit samples never round up to 1.
-Tensor rand(Shape shape, TensorOptions options = {});
-Tensor randn(Shape shape, TensorOptions options = {});  ///< N(0, 1) samples; floating dtypes only
+AMPCPP_API Tensor rand(Shape shape, TensorOptions options = {});
+AMPCPP_API Tensor randn(Shape shape,
+                        TensorOptions options = {});  ///< N(0, 1) samples; floating dtypes only
 /// Reseeds the global generator (torch.manual_seed) and restarts its stream.
-void manual_seed(uint64_t seed);
+AMPCPP_API void manual_seed(uint64_t seed);
 /// The global generator's state, torch.get_rng_state() for checkpoints: a 1-d Int64 tensor of two
 /// elements, the seed (its 64 bits read as signed) and the number of Philox blocks drawn since
 /// manual_seed. Draws after set_rng_state(state) repeat the draws made after this call.
-Tensor get_rng_state();
+AMPCPP_API Tensor get_rng_state();
 /// Restores a state returned by get_rng_state(); amp::Error unless `state` is an Int64 tensor of
 /// shape (2) with a non-negative block count.
-void set_rng_state(const Tensor& state);
+AMPCPP_API void set_rng_state(const Tensor& state);
 
 /// T in {float, double, int64_t, int, bool}; values are converted to options.dtype (RNE).
 template <class T>
-Tensor from_vector(const std::vector<T>& data, Shape shape, TensorOptions options = {});
+AMPCPP_API Tensor from_vector(const std::vector<T>& data, Shape shape, TensorOptions options = {});
 /// A 0-d tensor.
-Tensor scalar_tensor(double value, TensorOptions options = {});
+AMPCPP_API Tensor scalar_tensor(double value, TensorOptions options = {});
 
 }  // namespace amp
-
-#pragma GCC visibility pop

@@ -1,8 +1,9 @@
 /// \file
-/// The mode enums of the multi-tensor kernels, shared by the public API (multi_tensor.h) and the
-/// host/device functors (functors.h).
+/// The mode enums of the multi-tensor kernels, shared by the public API
+/// (csrc/multi_tensor/multi_tensor.h) and the host/device functors
+/// (csrc/kernels/multi_tensor_functors.h). Data only, so in core, below both: the kernel headers
+/// are private and not installed, and the public API needs these enums.
 #pragma once
-#pragma GCC visibility push(default)  // public API (docs/building.md)
 
 namespace amp::multi_tensor {
 
@@ -21,5 +22,3 @@ enum class AdagradMode { L2 = 0, DecoupledWeightDecay = 1 };
 enum class NormKind { L2, LInf };
 
 }  // namespace amp::multi_tensor
-
-#pragma GCC visibility pop
