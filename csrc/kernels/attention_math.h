@@ -26,12 +26,65 @@ constexpr int64_t kKeyBlock = 64;
 
 // Accumulator elements one forward_head call needs as scratch.
 inline int64_t forward_scratch_size(const AttentionGeometry& g) {
-  return g.l * g.e + g.l * g.ev + 2 * g.l + kKeyBlock * (g.e + g.ev + 1);
+  return g.l * g.e + g.l * g.ev + 2 * g.l + kKeyBlock * (g.e + g.ev + g.l);
 }
 
 // Accumulator elements one backward_head call needs as scratch.
 inline int64_t backward_scratch_size(const AttentionGeometry& g) {
-  return 2 * g.l * g.e + g.l * g.ev + g.l + kKeyBlock * (3 * g.e + 3 * g.ev + 3);
+  return 2 * g.l * g.e + g.l * g.ev + g.l + kKeyBlock * (3 * g.e + 2 * g.ev + 2 * g.l);
+}
+
+// c (m x n, row stride ldc) += a b, a's element (i, t) at a[i * a_row + t * a_col], b (k x n)
+// row-major with row stride ldb. Each c element adds its k products in order of t onto its old
+// value. Blocks of 4 rows x 16 columns are held in fixed-size arrays the compiler keeps in vector
+// registers, so every b load feeds 4 multiply-adds and c is read and written once per block.
+template <class Acc>
+AMP_HOST_DEVICE void tile_product(int64_t m, int64_t n, int64_t k, const Acc* a, int64_t a_row,
+                                  int64_t a_col, const Acc* b, int64_t ldb, Acc* c, int64_t ldc) {
+  constexpr int kRows = 4, kCols = 16;
+  int64_t j0 = 0;
+  for (; j0 + kCols <= n; j0 += kCols) {
+    int64_t i = 0;
+    for (; i + kRows <= m; i += kRows) {
+      Acc acc[kRows][kCols];
+      for (int r = 0; r < kRows; ++r) {
+        for (int jj = 0; jj < kCols; ++jj) acc[r][jj] = c[(i + r) * ldc + j0 + jj];
+      }
+      for (int64_t t = 0; t < k; ++t) {
+        const Acc* bt = b + t * ldb + j0;
+        const Acc* at = a + i * a_row + t * a_col;
+        const Acc a0 = at[0], a1 = at[a_row], a2 = at[2 * a_row], a3 = at[3 * a_row];
+        // One loop over the columns (not over rows, then columns): the compiler vectorises it.
+        for (int jj = 0; jj < kCols; ++jj) {
+          const Acc bj = bt[jj];
+          acc[0][jj] += a0 * bj;
+          acc[1][jj] += a1 * bj;
+          acc[2][jj] += a2 * bj;
+          acc[3][jj] += a3 * bj;
+        }
+      }
+      for (int r = 0; r < kRows; ++r) {
+        for (int jj = 0; jj < kCols; ++jj) c[(i + r) * ldc + j0 + jj] = acc[r][jj];
+      }
+    }
+    for (; i < m; ++i) {
+      Acc acc[kCols];
+      for (int jj = 0; jj < kCols; ++jj) acc[jj] = c[i * ldc + j0 + jj];
+      for (int64_t t = 0; t < k; ++t) {
+        const Acc ar = a[i * a_row + t * a_col];
+        for (int jj = 0; jj < kCols; ++jj) acc[jj] += ar * b[t * ldb + j0 + jj];
+      }
+      for (int jj = 0; jj < kCols; ++jj) c[i * ldc + j0 + jj] = acc[jj];
+    }
+  }
+  if (j0 == n) return;
+  for (int64_t i = 0; i < m; ++i) {  // the last n % 16 columns, in the same order
+    for (int64_t j = j0; j < n; ++j) {
+      Acc acc = c[i * ldc + j];
+      for (int64_t t = 0; t < k; ++t) acc += a[i * a_row + t * a_col] * b[t * ldb + j];
+      c[i * ldc + j] = acc;
+    }
+  }
 }
 
 // dst (rows x cols, contiguous) = src rows of `row_stride` elements, widened.
@@ -76,18 +129,11 @@ struct Head {
   }
 };
 
-// s[j] = scale * (q . k_{j0 + j}) + mask for the n keys of a block, -inf where masked. kt is the
-// block's keys transposed (e x n), so the loop over j is unit-stride and vectorises; the dot
-// products add over d in order.
+// s[j] = scale * s[j] + mask for the n keys of a block starting at key j0, -inf where masked;
+// s holds the dot products q_i . k_{j0 + j} (added over d in order).
 template <class T, class Acc>
-AMP_HOST_DEVICE void block_scores(const AttentionGeometry& g, const Head<T>& h, int64_t i,
-                                  int64_t j0, int64_t n, const Acc* q, const Acc* kt, Acc* s) {
-  for (int64_t j = 0; j < n; ++j) s[j] = Acc(0);
-  for (int64_t d = 0; d < g.e; ++d) {
-    const Acc qd = q[d];
-    const Acc* row = kt + d * n;
-    for (int64_t j = 0; j < n; ++j) s[j] += qd * row[j];
-  }
+AMP_HOST_DEVICE void scale_and_mask(const AttentionGeometry& g, const Head<T>& h, int64_t i,
+                                    int64_t j0, int64_t n, Acc* s) {
   const Acc scale = static_cast<Acc>(g.scale);
   for (int64_t j = 0; j < n; ++j) s[j] *= scale;
   constexpr Acc kNegInf = -std::numeric_limits<Acc>::infinity();
@@ -113,6 +159,16 @@ AMP_HOST_DEVICE void block_scores(const AttentionGeometry& g, const Head<T>& h, 
   }
 }
 
+// The block's score tile st (l x n) = scale * q k_block^T + mask; kt is the block's keys
+// transposed (e x n).
+template <class T, class Acc>
+AMP_HOST_DEVICE void block_scores(const AttentionGeometry& g, const Head<T>& h, int64_t j0,
+                                  int64_t n, const Acc* q, const Acc* kt, Acc* st) {
+  for (int64_t x = 0; x < g.l * n; ++x) st[x] = Acc(0);
+  tile_product(g.l, n, g.e, q, g.e, int64_t{1}, kt, n, st, n);
+  for (int64_t i = 0; i < g.l; ++i) scale_and_mask(g, h, i, j0, n, st + i * n);
+}
+
 // The dropout factor of weight (i, j0 + j): 0 when dropped, 1 / (1 - p) when kept, 1 without
 // dropout.
 template <class T, class Acc>
@@ -131,13 +187,13 @@ AMP_HOST_DEVICE void forward_head(const AttentionGeometry& g, const AttentionOpe
   constexpr Acc kNegInf = -std::numeric_limits<Acc>::infinity();
   const Head<T> h(g, in, bh);
   const int64_t l = g.l, e = g.e, ev = g.ev;
-  Acc* q = scratch;              // l x e
-  Acc* o = q + l * e;            // l x ev, the unnormalised output rows
-  Acc* row_max = o + l * ev;     // l
-  Acc* row_sum = row_max + l;    // l
-  Acc* kt = row_sum + l;         // e x kKeyBlock
-  Acc* vb = kt + e * kKeyBlock;  // kKeyBlock x ev
-  Acc* s = vb + kKeyBlock * ev;  // kKeyBlock
+  Acc* q = scratch;               // l x e
+  Acc* o = q + l * e;             // l x ev, the unnormalised output rows
+  Acc* row_max = o + l * ev;      // l
+  Acc* row_sum = row_max + l;     // l
+  Acc* kt = row_sum + l;          // e x kKeyBlock
+  Acc* vb = kt + e * kKeyBlock;   // kKeyBlock x ev
+  Acc* st = vb + kKeyBlock * ev;  // l x kKeyBlock: the block's scores, then its weights
   widen_rows(h.q, l, e, g.q.row, q);
   for (int64_t x = 0; x < l * ev; ++x) o[x] = Acc(0);
   for (int64_t i = 0; i < l; ++i) {
@@ -148,30 +204,28 @@ AMP_HOST_DEVICE void forward_head(const AttentionGeometry& g, const AttentionOpe
     const int64_t n = std::min(kKeyBlock, g.s - j0);
     widen_transposed(h.k + j0 * g.k.row, n, e, g.k.row, kt);
     widen_rows(h.v + j0 * g.v.row, n, ev, g.v.row, vb);
+    block_scores(g, h, j0, n, q, kt, st);
     for (int64_t i = 0; i < l; ++i) {
-      if (g.mask == AttentionMask::Causal && j0 > i) continue;  // the whole block is masked
-      block_scores(g, h, i, j0, n, q + i * e, kt, s);
+      Acc* s = st + i * n;
       Acc block_max = s[0];
       for (int64_t j = 1; j < n; ++j) block_max = rows::keep_larger(block_max, s[j]);
       const Acc new_max = rows::keep_larger(row_max[i], block_max);
-      if (new_max == kNegInf) continue;  // every key so far masked: nothing to add yet
+      if (new_max == kNegInf) {  // every key so far masked: nothing to add yet
+        for (int64_t j = 0; j < n; ++j) s[j] = Acc(0);
+        continue;
+      }
       // The running sum and output were relative to the old maximum: rescale them.
       const Acc rescale = row_max[i] == kNegInf ? Acc(0) : vector_math::exp(row_max[i] - new_max);
+      for (int64_t j = 0; j < n; ++j) s[j] = vector_math::exp(s[j] - new_max);
       Acc block_sum = Acc(0);
-      for (int64_t j = 0; j < n; ++j) {
-        s[j] = vector_math::exp(s[j] - new_max);
-        block_sum += s[j];
-      }
+      for (int64_t j = 0; j < n; ++j) block_sum += s[j];
       row_sum[i] = row_sum[i] * rescale + block_sum;
       row_max[i] = new_max;
       Acc* oi = o + i * ev;
       for (int64_t c = 0; c < ev; ++c) oi[c] *= rescale;
-      for (int64_t j = 0; j < n; ++j) {
-        const Acc p = s[j] * keep_factor<T, Acc>(g, h, i, j0 + j);
-        const Acc* vj = vb + j * ev;
-        for (int64_t c = 0; c < ev; ++c) oi[c] += p * vj[c];
-      }
+      for (int64_t j = 0; j < n; ++j) s[j] *= keep_factor<T, Acc>(g, h, i, j0 + j);
     }
+    tile_product(l, ev, n, st, n, int64_t{1}, vb, ev, o, ev);  // o += weights v_block
   }
   // A row whose keys are all masked has sum 0 and gives 0 / 0 = NaN, as softmax of a row of
   // -inf does in the composed ops.
@@ -184,8 +238,9 @@ AMP_HOST_DEVICE void forward_head(const AttentionGeometry& g, const AttentionOpe
 
 // The gradients of sum(out * grad_out) for one (batch, head) pair: grad_q (l x e), grad_k
 // (s x e), grad_v (s x ev), contiguous. With p = exp(score - lse) and D_i = grad_out_i . out_i,
-// d score_ij = p_ij (grad_out_i . v_j * keep_ij - D_i) (keep_ij: the dropout factor). scratch
-// holds backward_scratch_size(g) accumulators.
+// d score_ij = p_ij (grad_out_i . v_j * keep_ij - D_i) (keep_ij: the dropout factor). Per key
+// block, as tile products: dv += W^T grad_out, dk += dS^T q, dq += dS k. scratch holds
+// backward_scratch_size(g) accumulators.
 template <class T>
 AMP_HOST_DEVICE void backward_head(const AttentionGeometry& g, const AttentionOperands& in,
                                    int64_t bh, const T* out, const opmath_t<T>* lse,
@@ -204,9 +259,8 @@ AMP_HOST_DEVICE void backward_head(const AttentionGeometry& g, const AttentionOp
   Acc* vt = kb + kKeyBlock * e;   // ev x kKeyBlock
   Acc* dk = vt + ev * kKeyBlock;  // kKeyBlock x e
   Acc* dv = dk + kKeyBlock * e;   // kKeyBlock x ev
-  Acc* p = dv + kKeyBlock * ev;   // kKeyBlock: the weights
-  Acc* dp = p + kKeyBlock;        // kKeyBlock: grad_out_i . v_j
-  Acc* ds = dp + kKeyBlock;       // kKeyBlock: scale * d score
+  Acc* pt = dv + kKeyBlock * ev;  // l x kKeyBlock: scores, weights, then dropped weights
+  Acc* dt = pt + l * kKeyBlock;   // l x kKeyBlock: grad_out_i . v_j, then scale * d score
   widen_rows(h.q, l, e, g.q.row, q);
   widen_rows(grad_out, l, ev, ev, go);
   for (int64_t x = 0; x < l * e; ++x) dq[x] = Acc(0);
@@ -220,37 +274,25 @@ AMP_HOST_DEVICE void backward_head(const AttentionGeometry& g, const AttentionOp
     widen_transposed(h.k + j0 * g.k.row, n, e, g.k.row, kt);
     widen_rows(h.k + j0 * g.k.row, n, e, g.k.row, kb);
     widen_transposed(h.v + j0 * g.v.row, n, ev, g.v.row, vt);
-    for (int64_t x = 0; x < n * e; ++x) dk[x] = Acc(0);
-    for (int64_t x = 0; x < n * ev; ++x) dv[x] = Acc(0);
+    block_scores(g, h, j0, n, q, kt, pt);
+    for (int64_t x = 0; x < l * n; ++x) dt[x] = Acc(0);
+    tile_product(l, n, ev, go, ev, int64_t{1}, vt, n, dt, n);
     for (int64_t i = 0; i < l; ++i) {
-      if (g.mask == AttentionMask::Causal && j0 > i) continue;
-      block_scores(g, h, i, j0, n, q + i * e, kt, p);
+      Acc* p = pt + i * n;
+      Acc* d = dt + i * n;
       for (int64_t j = 0; j < n; ++j) p[j] = vector_math::exp(p[j] - lse[i]);
-      for (int64_t j = 0; j < n; ++j) dp[j] = Acc(0);
-      const Acc* goi = go + i * ev;
-      for (int64_t c = 0; c < ev; ++c) {
-        const Acc gc = goi[c];
-        const Acc* row = vt + c * n;
-        for (int64_t j = 0; j < n; ++j) dp[j] += gc * row[j];
-      }
       for (int64_t j = 0; j < n; ++j) {
         const Acc keep = keep_factor<T, Acc>(g, h, i, j0 + j);
-        ds[j] = p[j] * (dp[j] * keep - dot_out[i]) * scale;
+        d[j] = p[j] * (d[j] * keep - dot_out[i]) * scale;
         p[j] *= keep;  // now the weight that multiplied v_j
       }
-      const Acc* qi = q + i * e;
-      Acc* dqi = dq + i * e;
-      for (int64_t j = 0; j < n; ++j) {
-        const Acc* kj = kb + j * e;
-        Acc* dkj = dk + j * e;
-        Acc* dvj = dv + j * ev;
-        for (int64_t d = 0; d < e; ++d) {
-          dqi[d] += ds[j] * kj[d];
-          dkj[d] += ds[j] * qi[d];
-        }
-        for (int64_t c = 0; c < ev; ++c) dvj[c] += p[j] * goi[c];
-      }
     }
+    for (int64_t x = 0; x < n * e; ++x) dk[x] = Acc(0);
+    for (int64_t x = 0; x < n * ev; ++x) dv[x] = Acc(0);
+    // The transposed tiles are read in place: element (j, i) of W^T is pt[i * n + j].
+    tile_product(n, ev, l, pt, int64_t{1}, n, go, ev, dv, ev);
+    tile_product(n, e, l, dt, int64_t{1}, n, q, e, dk, e);
+    tile_product(l, e, n, dt, n, int64_t{1}, kb, e, dq, e);
     for (int64_t x = 0; x < n * e; ++x) grad_k[j0 * e + x] = convert<T>(dk[x]);
     for (int64_t x = 0; x < n * ev; ++x) grad_v[j0 * ev + x] = convert<T>(dv[x]);
   }
