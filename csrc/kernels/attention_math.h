@@ -169,6 +169,22 @@ AMP_HOST_DEVICE void block_scores(const AttentionGeometry& g, const Head<T>& h, 
   for (int64_t i = 0; i < g.l; ++i) scale_and_mask(g, h, i, j0, n, st + i * n);
 }
 
+// The maximum of s[0..n) (NaN if any is NaN) over 8 lanes, as rows::softmax takes it, so the
+// loop vectorises; the maximum is exact whatever the order.
+template <class Acc>
+AMP_HOST_DEVICE AMP_FORCEINLINE Acc lane_max(const Acc* s, int64_t n) {
+  Acc lanes[8];
+  for (int j = 0; j < 8; ++j) lanes[j] = s[0];
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    for (int j = 0; j < 8; ++j) lanes[j] = rows::keep_larger(lanes[j], s[i + j]);
+  }
+  for (; i < n; ++i) lanes[0] = rows::keep_larger(lanes[0], s[i]);
+  Acc m = lanes[0];
+  for (int j = 1; j < 8; ++j) m = rows::keep_larger(m, lanes[j]);
+  return m;
+}
+
 // The dropout factor of weight (i, j0 + j): 0 when dropped, 1 / (1 - p) when kept, 1 without
 // dropout.
 template <class T, class Acc>
@@ -207,9 +223,7 @@ AMP_HOST_DEVICE void forward_head(const AttentionGeometry& g, const AttentionOpe
     block_scores(g, h, j0, n, q, kt, st);
     for (int64_t i = 0; i < l; ++i) {
       Acc* s = st + i * n;
-      Acc block_max = s[0];
-      for (int64_t j = 1; j < n; ++j) block_max = rows::keep_larger(block_max, s[j]);
-      const Acc new_max = rows::keep_larger(row_max[i], block_max);
+      const Acc new_max = rows::keep_larger(row_max[i], lane_max(s, n));
       if (new_max == kNegInf) {  // every key so far masked: nothing to add yet
         for (int64_t j = 0; j < n; ++j) s[j] = Acc(0);
         continue;
@@ -217,8 +231,7 @@ AMP_HOST_DEVICE void forward_head(const AttentionGeometry& g, const AttentionOpe
       // The running sum and output were relative to the old maximum: rescale them.
       const Acc rescale = row_max[i] == kNegInf ? Acc(0) : vector_math::exp(row_max[i] - new_max);
       for (int64_t j = 0; j < n; ++j) s[j] = vector_math::exp(s[j] - new_max);
-      Acc block_sum = Acc(0);
-      for (int64_t j = 0; j < n; ++j) block_sum += s[j];
+      const Acc block_sum = rows::sum<Acc, Acc>(s, n);
       row_sum[i] = row_sum[i] * rescale + block_sum;
       row_max[i] = new_max;
       Acc* oi = o + i * ev;
