@@ -2,7 +2,8 @@
 // csrc/kernels/attention_math.h): values and gradients against a float64 reference written here
 // (softmax of the full score rows, the textbook gradient), finite differences, the dropout draws
 // of the composed route, sizes that are no multiple of the kernel's key block, empty dims and
-// bad input.
+// bad input. Float16 goes through the op on the composed route (csrc/ops/attention.cpp says why)
+// and through the kernel table to the fused kernel.
 //
 // Tolerances: the reference runs on the inputs already rounded to the dtype, so what is left is
 // the kernel's fp32 arithmetic (sums of at most a few hundred products: 1e-5 of the largest
