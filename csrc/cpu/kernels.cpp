@@ -13,6 +13,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "csrc/cpu/attention_kernels.h"
 #include "csrc/cpu/conv.h"
 #include "csrc/cpu/convert_block.h"
 #include "csrc/cpu/elementwise_loop.h"
@@ -263,7 +264,10 @@ const DeviceKernels& kernels() {
                                    cpu::col2im,
                                    AMP_CPU_CAPABILITY::pool_kernels().max_pool2d,
                                    max_pool2d_backward_kernel,
-                                   cpu::max_pool2d_gather};
+                                   cpu::max_pool2d_gather,
+                                   cpu::attention_fused,
+                                   cpu::attention_forward,
+                                   cpu::attention_backward};
   return table;
 }
 

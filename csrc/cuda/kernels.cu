@@ -542,15 +542,53 @@ void conv2d_backward_weights(const ConvGeometry&, const void*, const void*, void
   no_direct_convolution("conv2d_backward");
 }
 
+// ---- attention ----
+// The CUDA table has no fused attention: attention_fused says no for every dtype and
+// csrc/ops/attention.cpp composes batched cuBLAS GEMMs (gemm above, batch strides), the mask
+// (where) and softmax_kernel. The two attention_* entries are then never called.
+
+bool attention_fused(DType) { return false; }
+
+[[noreturn]] void no_fused_attention() {
+  AMP_FAIL("scaled_dot_product_attention: the CUDA backend has no fused attention kernel ",
+           "(attention_fused is false; the op composes batched GEMMs and softmax)");
+}
+
+void attention_forward(const AttentionGeometry&, const AttentionOperands&, void*, void*) {
+  no_fused_attention();
+}
+void attention_backward(const AttentionGeometry&, const AttentionOperands&, const void*,
+                        const void*, const void*, void*, void*, void*) {
+  no_fused_attention();
+}
+
 }  // namespace
 
 const DeviceKernels& kernels() {
   require_available("CUDA kernel");
-  static const DeviceKernels table{
-      unary_kernel,  binary_kernel,   where_kernel,   copy_kernel,          fill_kernel,
-      reduce_kernel, softmax_kernel,  gemm,           gather_rows,          sum_row_groups,
-      sum_columns,   conv2d_supports, conv2d_forward, conv2d_backward_data, conv2d_backward_weights,
-      im2col,        col2im,          max_pool2d,     max_pool2d_backward,  max_pool2d_gather};
+  static const DeviceKernels table{unary_kernel,
+                                   binary_kernel,
+                                   where_kernel,
+                                   copy_kernel,
+                                   fill_kernel,
+                                   reduce_kernel,
+                                   softmax_kernel,
+                                   gemm,
+                                   gather_rows,
+                                   sum_row_groups,
+                                   sum_columns,
+                                   conv2d_supports,
+                                   conv2d_forward,
+                                   conv2d_backward_data,
+                                   conv2d_backward_weights,
+                                   im2col,
+                                   col2im,
+                                   max_pool2d,
+                                   max_pool2d_backward,
+                                   max_pool2d_gather,
+                                   attention_fused,
+                                   attention_forward,
+                                   attention_backward};
   return table;
 }
 

@@ -8,6 +8,7 @@
 
 #include "csrc/core/device.h"
 #include "csrc/core/dtype.h"
+#include "csrc/kernels/attention_geometry.h"
 #include "csrc/kernels/elementwise_plan.h"
 #include "csrc/kernels/functors.h"
 #include "csrc/kernels/window_geometry.h"
@@ -102,6 +103,19 @@ struct DeviceKernels {
   // (max pooling's double backward).
   void (*max_pool2d_gather)(DType dtype, const void* x, const void* offsets, void* out,
                             const PoolGeometry& g);
+
+  // ---- attention (csrc/ops/attention.cpp); geometry in attention_geometry.h ----
+  // Whether attention_forward/backward take tensors of `dtype` on this device; otherwise the op
+  // composes batched GEMMs, the mask and softmax (the CUDA backend today).
+  bool (*attention_fused)(DType dtype);
+  // out = softmax(q k^T * scale + mask) (dropped out as g.keep says) v, and the log-sum-exp of
+  // every score row in the accumulation type, without materialising the scores.
+  void (*attention_forward)(const AttentionGeometry& g, const AttentionOperands& in, void* out,
+                            void* lse);
+  // grad_q, grad_k and grad_v of sum(out * grad_out), recomputing the scores from lse.
+  void (*attention_backward)(const AttentionGeometry& g, const AttentionOperands& in,
+                             const void* out, const void* lse, const void* grad_out, void* grad_q,
+                             void* grad_k, void* grad_v);
 };
 
 // The output dtype of a reduction of a tensor of `in_dtype`.

@@ -130,11 +130,6 @@ ParsedCommandLine parse_command_line(int argc, const char* const* argv) {
       dtype == "both" ? std::vector<std::string>{"fp16", "bf16"} : std::vector<std::string>{dtype};
   check_choice("optimizer", o.optimizer, kOptimizers, "optimizer");
   check_choice("device", o.device, kDevices, "device");
-  if (o.device == "cuda" && o.model == "transformer") {
-    throw UsageError(
-        "--model transformer runs on --device cpu only: scaled_dot_product_attention has no CUDA "
-        "kernel yet");
-  }
   check_at_least<int64_t>("epochs", o.epochs, 1);
   check_at_least<int64_t>("batch-size", o.batch_size, 1);
   if (vm.count("lr")) {
