@@ -17,6 +17,7 @@
 #include "csrc/cpu/convert_block.h"
 #include "csrc/cpu/elementwise_loop.h"
 #include "csrc/cpu/gemm.h"
+#include "csrc/cpu/normalization_kernels.h"
 #include "csrc/cpu/parallel.h"
 #include "csrc/cpu/window_kernels.h"
 #include "csrc/kernels/row_kernels.h"
@@ -244,26 +245,15 @@ void max_pool2d_backward_kernel(DType dtype, const void* grad_y, const void* off
 // The convolution (oneDNN, conv.cpp) and the window kernels outside the pool's are compiled
 // once; every level's table points to them.
 const DeviceKernels& kernels() {
-  static const DeviceKernels table{unary_kernel,
-                                   binary_kernel,
-                                   where_kernel,
-                                   copy_kernel,
-                                   fill_kernel,
-                                   reduce_kernel,
-                                   softmax_kernel,
-                                   gemm,
-                                   gather_rows_kernel,
-                                   sum_row_groups_kernel,
-                                   sum_columns_kernel,
-                                   cpu::onednn_conv_supports,
-                                   cpu::conv2d_forward,
-                                   cpu::conv2d_backward_data,
-                                   cpu::conv2d_backward_weights,
-                                   cpu::im2col,
-                                   cpu::col2im,
-                                   AMP_CPU_CAPABILITY::pool_kernels().max_pool2d,
-                                   max_pool2d_backward_kernel,
-                                   cpu::max_pool2d_gather};
+  static const DeviceKernels table{
+      unary_kernel, binary_kernel, where_kernel, copy_kernel, fill_kernel, reduce_kernel,
+      softmax_kernel, gemm, gather_rows_kernel, sum_row_groups_kernel, sum_columns_kernel,
+      cpu::onednn_conv_supports, cpu::conv2d_forward, cpu::conv2d_backward_data,
+      cpu::conv2d_backward_weights, cpu::im2col, cpu::col2im,
+      AMP_CPU_CAPABILITY::pool_kernels().max_pool2d, max_pool2d_backward_kernel,
+      cpu::max_pool2d_gather,
+      // ---- normalization ----
+      AMP_CPU_CAPABILITY::norm_forward, AMP_CPU_CAPABILITY::norm_backward};
   return table;
 }
 

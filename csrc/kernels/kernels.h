@@ -10,6 +10,7 @@
 #include "csrc/core/dtype.h"
 #include "csrc/kernels/elementwise_plan.h"
 #include "csrc/kernels/functors.h"
+#include "csrc/kernels/normalization_math.h"
 #include "csrc/kernels/window_geometry.h"
 
 namespace amp {
@@ -102,6 +103,14 @@ struct DeviceKernels {
   // (max pooling's double backward).
   void (*max_pool2d_gather)(DType dtype, const void* x, const void* offsets, void* out,
                             const PoolGeometry& g);
+
+  // ---- normalization (csrc/ops/normalization.cpp); geometry, order and math in
+  // normalization_math.h ----
+  // batch_norm, group_norm and layer_norm forward over x of `dtype`: the statistics (unless
+  // given), then y = affine(normalized(x)) rounded once to `dtype`.
+  void (*norm_forward)(DType dtype, const NormGeometry& g, const NormForwardArgs& args);
+  // Their backward: grad_x, grad_weight and grad_bias from grad_y and the forward's statistics.
+  void (*norm_backward)(DType dtype, const NormGeometry& g, const NormBackwardArgs& args);
 };
 
 // The output dtype of a reduction of a tensor of `in_dtype`.
