@@ -292,6 +292,32 @@ BOOST_AUTO_TEST_CASE(gradients_match_finite_differences) {
   BOOST_TEST(gg.ok, gg.message);
 }
 
+// Under create_graph the backward is the same formula written with recorded ops (so it can be
+// differentiated again); its first derivatives must be the kernel's. gradgradcheck alone would
+// not see a wrong formula there: it differentiates that formula against its own differences.
+BOOST_AUTO_TEST_CASE(create_graph_gradients_equal_the_kernel_gradients) {
+  amp::manual_seed(18);
+  const Tensor x = f64({4, 6, 5}, -2, 2), dy = f64({4, 6, 5}, -1, 1).detach();
+  const Tensor w = f64({6}, 0.5, 2), b = f64({6}, -1, 1), rm = f64({6}, -1, 1).detach(),
+               rv = f64({6}, 0.5, 2).detach();
+  const Tensor wl = f64({5}, 0.5, 2), bl = f64({5}, -1, 1);
+  const std::vector<std::pair<std::string, std::function<Tensor()>>> ops = {
+      {"layer_norm", [&] { return F::layer_norm(x, {5}, wl, bl); }},
+      {"group_norm", [&] { return F::group_norm(x, 3, w, b); }},
+      {"batch_norm training", [&] { return F::batch_norm(x, {}, {}, w, b, true); }},
+      {"batch_norm eval", [&] { return F::batch_norm(x, rm, rv, w, b, false); }}};
+  for (const auto& [name, op] : ops) {
+    const bool layer = name == "layer_norm";
+    const std::vector<Tensor> inputs = {x, layer ? wl : w, layer ? bl : b};
+    const auto kernel = amp::autograd::grad({op()}, inputs, {dy});
+    const auto recorded = amp::autograd::grad({op()}, inputs, {dy}, std::nullopt, true);
+    for (size_t i = 0; i < 3; ++i) {
+      BOOST_TEST(check_close(recorded[i], values(kernel[i]), kTol,
+                             name + " gradient " + std::to_string(i)));
+    }
+  }
+}
+
 BOOST_AUTO_TEST_CASE(strided_inputs_give_the_contiguous_results) {
   amp::manual_seed(17);
   for (DType dtype : floating_dtypes()) {
