@@ -595,7 +595,8 @@ __global__ void norm_group_stats_kernel(NormGeometry g, const T* x, acc_t<T>* me
        s += int64_t{gridDim.x} * kThreads) {
     const T* row = x + s * len;
     Acc total, total_sq;
-    norm::segment_sums<1>(len, [&](int64_t i, Acc* o) { o[0] = convert<Acc>(row[i]); }, &total);
+    norm::segment_sums<1>(
+        len, [&](int64_t i, Acc* o) { o[0] = convert<Acc>(row[i]); }, &total);
     const Acc mu = total / static_cast<Acc>(len);
     norm::segment_sums<1>(
         len,
@@ -622,7 +623,8 @@ __global__ void norm_batch_stats_kernel(NormGeometry g, const T* x, acc_t<T>* me
         g.n,
         [&](int64_t ni, Acc* s) {
           const T* seg = x + (ni * g.c + ci) * l;
-          norm::segment_sums<1>(l, [&](int64_t i, Acc* o) { o[0] = convert<Acc>(seg[i]); }, s);
+          norm::segment_sums<1>(
+              l, [&](int64_t i, Acc* o) { o[0] = convert<Acc>(seg[i]); }, s);
         },
         partial, total);
     if (threadIdx.x == 0) shared_mean = total[0] / static_cast<Acc>(g.count());
@@ -648,9 +650,8 @@ __global__ void norm_batch_stats_kernel(NormGeometry g, const T* x, acc_t<T>* me
 
 // y, one thread per element.
 template <class T>
-__global__ void norm_write_kernel(NormGeometry g, const T* x, const acc_t<T>* w,
-                                  const acc_t<T>* b, const acc_t<T>* mean,
-                                  const acc_t<T>* invstd, T* y) {
+__global__ void norm_write_kernel(NormGeometry g, const T* x, const acc_t<T>* w, const acc_t<T>* b,
+                                  const acc_t<T>* mean, const acc_t<T>* invstd, T* y) {
   using Acc = acc_t<T>;
   const int64_t total = g.numel();
   for (int64_t e = blockIdx.x * int64_t{kThreads} + threadIdx.x; e < total;
@@ -839,8 +840,7 @@ const DeviceKernels& kernels() {
       reduce_kernel, softmax_kernel,  gemm,           gather_rows,          sum_row_groups,
       sum_columns,   conv2d_supports, conv2d_forward, conv2d_backward_data, conv2d_backward_weights,
       im2col,        col2im,          max_pool2d,     max_pool2d_backward,  max_pool2d_gather,
-      // ---- normalization ----
-      norm_forward, norm_backward};
+      norm_forward,  norm_backward};  // the last row: normalization
   return table;
 }
 

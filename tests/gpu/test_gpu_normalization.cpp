@@ -144,8 +144,8 @@ BOOST_AUTO_TEST_CASE(batch_norm_on_cuda_gives_the_cpus_bits_and_running_stats) {
   }
 }
 
-// DESIGN.md §11: a training step waits for the device only to read the loss. BatchNorm counts
-// its batches on the device (momentum=None too: the factor comes from a host copy of the count).
+// A training step waits for the device only to read the loss: BatchNorm counts its batches on
+// the device (momentum=None too: the factor comes from a host copy of the count).
 BOOST_AUTO_TEST_CASE(batch_norm_training_step_copies_nothing_between_host_and_device) {
   for (std::optional<double> momentum : {std::optional<double>(0.1), std::optional<double>()}) {
     auto bn = std::make_shared<amp::nn::BatchNorm2d>(4, 1e-5, momentum);
