@@ -13,7 +13,8 @@ set(AMPCPP_DISPATCHED_SOURCES
     ${CMAKE_CURRENT_SOURCE_DIR}/csrc/cpu/half_runs.cpp
     ${CMAKE_CURRENT_SOURCE_DIR}/csrc/cpu/pool_kernels.cpp
     ${CMAKE_CURRENT_SOURCE_DIR}/csrc/cpu/layout_kernels.cpp
-    ${CMAKE_CURRENT_SOURCE_DIR}/csrc/cpu/attention_kernels.cpp)
+    ${CMAKE_CURRENT_SOURCE_DIR}/csrc/cpu/attention_kernels.cpp
+    ${CMAKE_CURRENT_SOURCE_DIR}/csrc/cpu/normalization_kernels.cpp)
 list(REMOVE_ITEM AMPCPP_SOURCES ${AMPCPP_DISPATCHED_SOURCES})
 
 # The master-weight SGD loop (a 16-bit copy written in the same pass) is longer than GCC's

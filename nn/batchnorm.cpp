@@ -4,6 +4,7 @@
 
 #include "csrc/core/macros.h"
 #include "csrc/graph/grad_mode.h"
+#include "csrc/ops/elementwise.h"
 #include "csrc/ops/factories.h"
 #include "nn/functional_conv.h"
 
@@ -39,15 +40,30 @@ Tensor BatchNormBase::forward(const Tensor& input) {
             " channels (dim 1), got shape ", shape_to_string(input.sizes()));
   double factor = momentum_.value_or(0.0);
   if (is_training()) {
-    {
-      NoGradGuard no_grad;
-      num_batches_tracked.fill_(static_cast<double>(num_batches_tracked.item<int64_t>() + 1));
-    }
+    const int64_t seen = count_batch();
     // momentum=None: a cumulative moving average over the batches seen.
-    if (!momentum_) factor = 1.0 / static_cast<double>(num_batches_tracked.item<int64_t>());
+    if (!momentum_) factor = 1.0 / static_cast<double>(seen);
   }
   return functional::batch_norm(input, running_mean, running_var, weight, bias, is_training(),
                                 factor, eps_);
+}
+
+int64_t BatchNormBase::count_batch() {
+  NoGradGuard no_grad;
+  // The host copy of the count is trusted while the buffer holds what this layer last wrote
+  // (same storage, same version); after anything else wrote it (load_state_dict,
+  // reset_running_stats, a copy_) the buffer is read once. So a training step on the GPU adds
+  // one on the device and never waits for it.
+  const bool in_step = tracked_storage_.lock() == num_batches_tracked.storage() &&
+                       tracked_version_ == num_batches_tracked.storage()->version();
+  if (!in_step) tracked_ = num_batches_tracked.item<int64_t>();
+  num_batches_tracked.copy_(
+      add(num_batches_tracked,
+          ones({}, {.dtype = DType::Int64, .device = num_batches_tracked.device()})));
+  ++tracked_;
+  tracked_storage_ = num_batches_tracked.storage();
+  tracked_version_ = num_batches_tracked.storage()->version();
+  return tracked_;
 }
 
 std::string BatchNormBase::extra_repr() const {

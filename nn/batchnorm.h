@@ -7,6 +7,7 @@
 /// output has the input's dtype (functional::batch_norm).
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -47,10 +48,17 @@ class AMPCPP_API BatchNormBase : public Module {
   virtual void check_input_dim(const Tensor& input) const = 0;
 
  private:
+  /// Adds one to num_batches_tracked on its device and returns the new count from a host copy
+  /// kept in step with the buffer (no device read while only this layer writes it).
+  int64_t count_batch();
+
   int64_t num_features_;
   double eps_;
   std::optional<double> momentum_;
   bool affine_;
+  int64_t tracked_ = 0;                         // the host copy of num_batches_tracked
+  std::weak_ptr<StorageImpl> tracked_storage_;  // the buffer's storage when tracked_ was taken
+  uint64_t tracked_version_ = 0;                // and its version then
 };
 
 /// Input (N, C) or (N, C, L).

@@ -18,6 +18,7 @@
 #include "csrc/cpu/convert_block.h"
 #include "csrc/cpu/elementwise_loop.h"
 #include "csrc/cpu/gemm.h"
+#include "csrc/cpu/normalization_kernels.h"
 #include "csrc/cpu/parallel.h"
 #include "csrc/cpu/window_kernels.h"
 #include "csrc/kernels/row_kernels.h"
@@ -245,29 +246,34 @@ void max_pool2d_backward_kernel(DType dtype, const void* grad_y, const void* off
 // The convolution (oneDNN, conv.cpp) and the window kernels outside the pool's are compiled
 // once; every level's table points to them.
 const DeviceKernels& kernels() {
-  static const DeviceKernels table{unary_kernel,
-                                   binary_kernel,
-                                   where_kernel,
-                                   copy_kernel,
-                                   fill_kernel,
-                                   reduce_kernel,
-                                   softmax_kernel,
-                                   gemm,
-                                   gather_rows_kernel,
-                                   sum_row_groups_kernel,
-                                   sum_columns_kernel,
-                                   cpu::onednn_conv_supports,
-                                   cpu::conv2d_forward,
-                                   cpu::conv2d_backward_data,
-                                   cpu::conv2d_backward_weights,
-                                   cpu::im2col,
-                                   cpu::col2im,
-                                   AMP_CPU_CAPABILITY::pool_kernels().max_pool2d,
-                                   max_pool2d_backward_kernel,
-                                   cpu::max_pool2d_gather,
-                                   cpu::attention_fused,
-                                   cpu::attention_forward,
-                                   cpu::attention_backward};
+  // Designated, in DeviceKernels' order: a family added to the table is one line here.
+  static const DeviceKernels table{
+      .unary = unary_kernel,
+      .binary = binary_kernel,
+      .where = where_kernel,
+      .copy = copy_kernel,
+      .fill = fill_kernel,
+      .reduce = reduce_kernel,
+      .softmax = softmax_kernel,
+      .gemm = gemm,
+      .gather_rows = gather_rows_kernel,
+      .sum_row_groups = sum_row_groups_kernel,
+      .sum_columns = sum_columns_kernel,
+      .conv2d_supports = cpu::onednn_conv_supports,
+      .conv2d_forward = cpu::conv2d_forward,
+      .conv2d_backward_data = cpu::conv2d_backward_data,
+      .conv2d_backward_weights = cpu::conv2d_backward_weights,
+      .im2col = cpu::im2col,
+      .col2im = cpu::col2im,
+      .max_pool2d = AMP_CPU_CAPABILITY::pool_kernels().max_pool2d,
+      .max_pool2d_backward = max_pool2d_backward_kernel,
+      .max_pool2d_gather = cpu::max_pool2d_gather,
+      .attention_fused = cpu::attention_fused,
+      .attention_forward = cpu::attention_forward,
+      .attention_backward = cpu::attention_backward,
+      .norm_forward = AMP_CPU_CAPABILITY::norm_forward,
+      .norm_backward = AMP_CPU_CAPABILITY::norm_backward,
+  };
   return table;
 }
 

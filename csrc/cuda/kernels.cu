@@ -22,6 +22,7 @@
 #include "csrc/core/dtype.h"
 #include "csrc/cuda/cuda_check.cuh"
 #include "csrc/cuda/kernels.h"
+#include "csrc/kernels/normalization_math.h"
 #include "csrc/kernels/row_kernels.h"
 #include "csrc/kernels/window_math.h"
 
@@ -562,33 +563,326 @@ void attention_backward(const AttentionGeometry&, const AttentionOperands&, cons
   no_fused_attention();
 }
 
+// ---------------------------------------------------------------------------------------------
+// ---- normalization ----
+// batch_norm, group_norm and layer_norm in the order of csrc/kernels/normalization_math.h, with
+// its functions, so the statistics and gradients are the CPU kernels' bits. A statistic over one
+// segment (group and layer norm) is one thread's; one over many segments (batch norm, and every
+// parameter gradient) is one block's: each thread sums one segment of a run of kThreads, thread
+// 0 adds their sums in segment order.
+
+// Adds K sums per segment ni < n, sums(ni, out) writing them, in ni order from +0 into total.
+// Every thread of the block calls it; total is valid in thread 0.
+template <int K, class Acc, class Sums>
+__device__ void add_segments_in_order(int64_t n, const Sums& sums, Acc (&partial)[K][kThreads],
+                                      Acc* total) {
+  for (int k = 0; k < K; ++k) total[k] = 0;
+  for (int64_t base = 0; base < n; base += kThreads) {
+    const int64_t ni = base + threadIdx.x;
+    if (ni < n) {
+      Acc s[K];
+      sums(ni, s);
+      for (int k = 0; k < K; ++k) partial[k][threadIdx.x] = s[k];
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      const int64_t run = n - base < kThreads ? n - base : kThreads;
+      for (int64_t j = 0; j < run; ++j) {
+        for (int k = 0; k < K; ++k) total[k] += partial[k][j];
+      }
+    }
+    __syncthreads();
+  }
+}
+
+template <class T>
+__device__ void store_norm_stats(const NormGeometry& g, int64_t s, acc_t<T> mu, acc_t<T> sum_sq,
+                                 acc_t<T>* mean, acc_t<T>* invstd, acc_t<T>* var) {
+  using Acc = acc_t<T>;
+  const Acc v = sum_sq / static_cast<Acc>(g.count());
+  mean[s] = mu;
+  invstd[s] = norm::inverse_std(v, g.eps);
+  if (var != nullptr) var[s] = v;
+}
+
+// One thread per (sample, group): its one segment.
+template <class T>
+__global__ void norm_group_stats_kernel(NormGeometry g, const T* x, acc_t<T>* mean,
+                                        acc_t<T>* invstd, acc_t<T>* var) {
+  using Acc = acc_t<T>;
+  const int64_t len = g.count();
+  for (int64_t s = blockIdx.x * int64_t{kThreads} + threadIdx.x; s < g.stats();
+       s += int64_t{gridDim.x} * kThreads) {
+    const T* row = x + s * len;
+    Acc total, total_sq;
+    norm::segment_sums<1>(
+        len, [&](int64_t i, Acc* o) { o[0] = convert<Acc>(row[i]); }, &total);
+    const Acc mu = total / static_cast<Acc>(len);
+    norm::segment_sums<1>(
+        len,
+        [&](int64_t i, Acc* o) {
+          const Acc d = convert<Acc>(row[i]) - mu;
+          o[0] = d * d;
+        },
+        &total_sq);
+    store_norm_stats<T>(g, s, mu, total_sq, mean, invstd, var);
+  }
+}
+
+// One block per channel: its n segments (ni, c, :).
+template <class T>
+__global__ void norm_batch_stats_kernel(NormGeometry g, const T* x, acc_t<T>* mean,
+                                        acc_t<T>* invstd, acc_t<T>* var) {
+  using Acc = acc_t<T>;
+  __shared__ Acc partial[1][kThreads];
+  __shared__ Acc shared_mean;
+  const int64_t l = g.l;
+  for (int64_t ci = blockIdx.x; ci < g.c; ci += gridDim.x) {
+    Acc total[1];
+    add_segments_in_order<1>(
+        g.n,
+        [&](int64_t ni, Acc* s) {
+          const T* seg = x + (ni * g.c + ci) * l;
+          norm::segment_sums<1>(
+              l, [&](int64_t i, Acc* o) { o[0] = convert<Acc>(seg[i]); }, s);
+        },
+        partial, total);
+    if (threadIdx.x == 0) shared_mean = total[0] / static_cast<Acc>(g.count());
+    __syncthreads();
+    const Acc mu = shared_mean;
+    add_segments_in_order<1>(
+        g.n,
+        [&](int64_t ni, Acc* s) {
+          const T* seg = x + (ni * g.c + ci) * l;
+          norm::segment_sums<1>(
+              l,
+              [&](int64_t i, Acc* o) {
+                const Acc d = convert<Acc>(seg[i]) - mu;
+                o[0] = d * d;
+              },
+              s);
+        },
+        partial, total);
+    if (threadIdx.x == 0) store_norm_stats<T>(g, ci, mu, total[0], mean, invstd, var);
+    __syncthreads();  // shared_mean is rewritten for the next channel
+  }
+}
+
+// y, one thread per element.
+template <class T>
+__global__ void norm_write_kernel(NormGeometry g, const T* x, const acc_t<T>* w, const acc_t<T>* b,
+                                  const acc_t<T>* mean, const acc_t<T>* invstd, T* y) {
+  using Acc = acc_t<T>;
+  const int64_t total = g.numel();
+  for (int64_t e = blockIdx.x * int64_t{kThreads} + threadIdx.x; e < total;
+       e += int64_t{gridDim.x} * kThreads) {
+    const int64_t ni = e / (g.c * g.l), ci = (e / g.l) % g.c, s = g.stat_of(ni, ci);
+    y[e] = convert<T>(
+        norm::affine(norm::normalized(convert<Acc>(x[e]), mean[s], invstd[s]), w, b, ci));
+  }
+}
+
+// Batch statistics' backward, one block per channel: the sums of a, a * xhat, grad_y * xhat and
+// grad_y over its segments, then grad_x of its elements.
+template <class T>
+__global__ void norm_batch_backward_kernel(NormGeometry g, NormBackwardArgs args) {
+  using Acc = acc_t<T>;
+  __shared__ Acc partial[4][kThreads];
+  __shared__ Acc sums[2];
+  const T* x = static_cast<const T*>(args.x);
+  const T* gy = static_cast<const T*>(args.grad_y);
+  const Acc* w = static_cast<const Acc*>(args.weight);
+  const Acc* mean = static_cast<const Acc*>(args.mean);
+  const Acc* invstd = static_cast<const Acc*>(args.invstd);
+  T* gx = static_cast<T*>(args.grad_x);
+  const int64_t l = g.l;
+  const Acc m = static_cast<Acc>(g.count());
+  for (int64_t ci = blockIdx.x; ci < g.c; ci += gridDim.x) {
+    const Acc mu = mean[ci], inv = invstd[ci];
+    Acc total[4];
+    add_segments_in_order<4>(
+        g.n,
+        [&](int64_t ni, Acc* s) {
+          const int64_t offset = (ni * g.c + ci) * l;
+          norm::segment_sums<4>(
+              l,
+              [&](int64_t i, Acc* o) {
+                const Acc gv = convert<Acc>(gy[offset + i]);
+                const Acc xh = norm::normalized(convert<Acc>(x[offset + i]), mu, inv);
+                const Acc a = norm::xhat_grad(gv, w, ci);
+                o[0] = a;
+                o[1] = a * xh;
+                o[2] = gv * xh;
+                o[3] = gv;
+              },
+              s);
+        },
+        partial, total);
+    if (threadIdx.x == 0) {
+      if (args.grad_weight != nullptr) static_cast<Acc*>(args.grad_weight)[ci] = total[2];
+      if (args.grad_bias != nullptr) static_cast<Acc*>(args.grad_bias)[ci] = total[3];
+      sums[0] = total[0];
+      sums[1] = total[1];
+    }
+    __syncthreads();
+    if (gx != nullptr) {
+      for (int64_t idx = threadIdx.x; idx < g.n * l; idx += kThreads) {
+        const int64_t offset = ((idx / l) * g.c + ci) * l + idx % l;
+        const Acc xh = norm::normalized(convert<Acc>(x[offset]), mu, inv);
+        const Acc a = norm::xhat_grad(convert<Acc>(gy[offset]), w, ci);
+        gx[offset] =
+            convert<T>(norm::input_grad(a, xh, inv, sums[0], sums[1], m, args.batch_stats));
+      }
+    }
+    __syncthreads();  // sums is rewritten for the next channel
+  }
+}
+
+// Group statistics' grad_x, one thread per (sample, group) segment.
+template <class T>
+__global__ void norm_group_input_grad_kernel(NormGeometry g, NormBackwardArgs args) {
+  using Acc = acc_t<T>;
+  const T* x = static_cast<const T*>(args.x);
+  const T* gy = static_cast<const T*>(args.grad_y);
+  const Acc* w = static_cast<const Acc*>(args.weight);
+  const int64_t len = g.count(), l = g.l, cpg = g.channels_per_group();
+  const Acc m = static_cast<Acc>(len);
+  for (int64_t s = blockIdx.x * int64_t{kThreads} + threadIdx.x; s < g.stats();
+       s += int64_t{gridDim.x} * kThreads) {
+    const Acc mu = static_cast<const Acc*>(args.mean)[s];
+    const Acc inv = static_cast<const Acc*>(args.invstd)[s];
+    const int64_t c0 = (s % g.groups) * cpg;
+    const T* xr = x + s * len;
+    const T* gr = gy + s * len;
+    Acc sums[2];
+    norm::segment_sums<2>(
+        len,
+        [&](int64_t i, Acc* o) {
+          const Acc a = norm::xhat_grad(convert<Acc>(gr[i]), w, c0 + i / l);
+          o[0] = a;
+          o[1] = a * norm::normalized(convert<Acc>(xr[i]), mu, inv);
+        },
+        sums);
+    T* out = static_cast<T*>(args.grad_x) + s * len;
+    for (int64_t i = 0; i < len; ++i) {
+      const Acc a = norm::xhat_grad(convert<Acc>(gr[i]), w, c0 + i / l);
+      const Acc xh = norm::normalized(convert<Acc>(xr[i]), mu, inv);
+      out[i] = convert<T>(norm::input_grad(a, xh, inv, sums[0], sums[1], m, args.batch_stats));
+    }
+  }
+}
+
+// Group statistics' parameter gradients, one block per channel: its segments (ni, c, :).
+template <class T>
+__global__ void norm_group_param_grads_kernel(NormGeometry g, NormBackwardArgs args) {
+  using Acc = acc_t<T>;
+  __shared__ Acc partial[2][kThreads];
+  const T* x = static_cast<const T*>(args.x);
+  const T* gy = static_cast<const T*>(args.grad_y);
+  const Acc* mean = static_cast<const Acc*>(args.mean);
+  const Acc* invstd = static_cast<const Acc*>(args.invstd);
+  const int64_t l = g.l;
+  for (int64_t ci = blockIdx.x; ci < g.c; ci += gridDim.x) {
+    Acc total[2];
+    add_segments_in_order<2>(
+        g.n,
+        [&](int64_t ni, Acc* s) {
+          const int64_t offset = (ni * g.c + ci) * l, st = g.stat_of(ni, ci);
+          const Acc mu = mean[st], inv = invstd[st];
+          norm::segment_sums<2>(
+              l,
+              [&](int64_t i, Acc* o) {
+                const Acc gv = convert<Acc>(gy[offset + i]);
+                o[0] = gv * norm::normalized(convert<Acc>(x[offset + i]), mu, inv);
+                o[1] = gv;
+              },
+              s);
+        },
+        partial, total);
+    if (threadIdx.x == 0) {
+      if (args.grad_weight != nullptr) static_cast<Acc*>(args.grad_weight)[ci] = total[0];
+      if (args.grad_bias != nullptr) static_cast<Acc*>(args.grad_bias)[ci] = total[1];
+    }
+  }
+}
+
+void norm_forward(DType dtype, const NormGeometry& g, const NormForwardArgs& args) {
+  AMP_DISPATCH_FLOATING(dtype, "normalization", [&] {
+    using Acc = acc_t<scalar_t>;
+    const auto* x = static_cast<const scalar_t*>(args.x);
+    auto* mean = static_cast<Acc*>(args.mean);
+    auto* invstd = static_cast<Acc*>(args.invstd);
+    if (!args.stats_given && g.stats() > 0) {
+      auto* var = static_cast<Acc*>(args.var);
+      if (g.batch()) {
+        norm_batch_stats_kernel<scalar_t>
+            <<<blocks_for_rows(g.c), kThreads>>>(g, x, mean, invstd, var);
+        AMP_CUDA_CHECK_LAUNCH("batch_norm (norm_batch_stats_kernel)");
+      } else {
+        norm_group_stats_kernel<scalar_t>
+            <<<blocks_for(g.stats()), kThreads>>>(g, x, mean, invstd, var);
+        AMP_CUDA_CHECK_LAUNCH("group_norm / layer_norm (norm_group_stats_kernel)");
+      }
+    }
+    if (g.numel() == 0) return;
+    norm_write_kernel<scalar_t><<<blocks_for(g.numel()), kThreads>>>(
+        g, x, static_cast<const Acc*>(args.weight), static_cast<const Acc*>(args.bias), mean,
+        invstd, static_cast<scalar_t*>(args.y));
+    AMP_CUDA_CHECK_LAUNCH("normalization (norm_write_kernel)");
+  });
+}
+
+void norm_backward(DType dtype, const NormGeometry& g, const NormBackwardArgs& args) {
+  AMP_DISPATCH_FLOATING(dtype, "normalization backward", [&] {
+    if (g.c == 0) return;
+    if (g.batch()) {
+      norm_batch_backward_kernel<scalar_t><<<blocks_for_rows(g.c), kThreads>>>(g, args);
+      AMP_CUDA_CHECK_LAUNCH("batch_norm backward (norm_batch_backward_kernel)");
+      return;
+    }
+    if (args.grad_x != nullptr && g.stats() > 0) {
+      norm_group_input_grad_kernel<scalar_t><<<blocks_for(g.stats()), kThreads>>>(g, args);
+      AMP_CUDA_CHECK_LAUNCH("group_norm / layer_norm backward (norm_group_input_grad_kernel)");
+    }
+    if (args.grad_weight != nullptr || args.grad_bias != nullptr) {
+      norm_group_param_grads_kernel<scalar_t><<<blocks_for_rows(g.c), kThreads>>>(g, args);
+      AMP_CUDA_CHECK_LAUNCH("group_norm / layer_norm backward (norm_group_param_grads_kernel)");
+    }
+  });
+}
+
 }  // namespace
 
 const DeviceKernels& kernels() {
   require_available("CUDA kernel");
-  static const DeviceKernels table{unary_kernel,
-                                   binary_kernel,
-                                   where_kernel,
-                                   copy_kernel,
-                                   fill_kernel,
-                                   reduce_kernel,
-                                   softmax_kernel,
-                                   gemm,
-                                   gather_rows,
-                                   sum_row_groups,
-                                   sum_columns,
-                                   conv2d_supports,
-                                   conv2d_forward,
-                                   conv2d_backward_data,
-                                   conv2d_backward_weights,
-                                   im2col,
-                                   col2im,
-                                   max_pool2d,
-                                   max_pool2d_backward,
-                                   max_pool2d_gather,
-                                   attention_fused,
-                                   attention_forward,
-                                   attention_backward};
+  // Designated, in DeviceKernels' order: a family added to the table is one line here.
+  static const DeviceKernels table{
+      .unary = unary_kernel,
+      .binary = binary_kernel,
+      .where = where_kernel,
+      .copy = copy_kernel,
+      .fill = fill_kernel,
+      .reduce = reduce_kernel,
+      .softmax = softmax_kernel,
+      .gemm = gemm,
+      .gather_rows = gather_rows,
+      .sum_row_groups = sum_row_groups,
+      .sum_columns = sum_columns,
+      .conv2d_supports = conv2d_supports,
+      .conv2d_forward = conv2d_forward,
+      .conv2d_backward_data = conv2d_backward_data,
+      .conv2d_backward_weights = conv2d_backward_weights,
+      .im2col = im2col,
+      .col2im = col2im,
+      .max_pool2d = max_pool2d,
+      .max_pool2d_backward = max_pool2d_backward,
+      .max_pool2d_gather = max_pool2d_gather,
+      .attention_fused = attention_fused,
+      .attention_forward = attention_forward,
+      .attention_backward = attention_backward,
+      .norm_forward = norm_forward,
+      .norm_backward = norm_backward,
+  };
   return table;
 }
 

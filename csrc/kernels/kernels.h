@@ -11,6 +11,7 @@
 #include "csrc/kernels/attention_geometry.h"
 #include "csrc/kernels/elementwise_plan.h"
 #include "csrc/kernels/functors.h"
+#include "csrc/kernels/normalization_math.h"
 #include "csrc/kernels/window_geometry.h"
 
 namespace amp {
@@ -116,6 +117,13 @@ struct DeviceKernels {
   void (*attention_backward)(const AttentionGeometry& g, const AttentionOperands& in,
                              const void* out, const void* lse, const void* grad_out, void* grad_q,
                              void* grad_k, void* grad_v);
+  // ---- normalization (csrc/ops/normalization.cpp); geometry, order and math in
+  // normalization_math.h ----
+  // batch_norm, group_norm and layer_norm forward over x of `dtype`: the statistics (unless
+  // given), then y = affine(normalized(x)) rounded once to `dtype`.
+  void (*norm_forward)(DType dtype, const NormGeometry& g, const NormForwardArgs& args);
+  // Their backward: grad_x, grad_weight and grad_bias from grad_y and the forward's statistics.
+  void (*norm_backward)(DType dtype, const NormGeometry& g, const NormBackwardArgs& args);
 };
 
 // The output dtype of a reduction of a tensor of `in_dtype`.

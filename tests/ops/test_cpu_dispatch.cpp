@@ -425,4 +425,62 @@ BOOST_AUTO_TEST_CASE(fused_adam_over_fp16_params_gives_the_same_bits_at_every_le
   });
 }
 
+// The normalization kernels (batch statistics over segments of 37, group statistics over rows of
+// 3 x 37, layer norm's rows of 61 with per-column parameters): forward outputs and statistics,
+// then grad_x, grad_weight and grad_bias, concatenated, at every level.
+BOOST_AUTO_TEST_CASE(normalization_gives_the_same_bits_at_every_level) {
+  const amp::NormGeometry geometries[] = {{.n = 5, .c = 6, .l = 37, .groups = 0, .eps = 1e-5},
+                                          {.n = 5, .c = 6, .l = 37, .groups = 2, .eps = 1e-5},
+                                          {.n = 7, .c = 61, .l = 1, .groups = 1, .eps = 1e-5}};
+  for (const amp::NormGeometry& g : geometries) {
+    for (DType dtype : kFloatTypes) {
+      const int64_t numel = g.numel(), c = g.c, stats = g.stats();
+      amp::manual_seed(6);
+      const Tensor x = (amp::randn({numel}) * 3.0 + 1.0).to(dtype);
+      const Tensor dy = amp::randn({numel}).to(dtype);
+      const Tensor w = amp::rand({c}) + 0.5, b = amp::rand({c}) - 0.5;
+      const std::string what = std::string("normalization, ") + std::to_string(g.groups) +
+                               " groups, " + amp::dtype_name(dtype);
+      // y (numel, dtype) | grad_x (numel, dtype) as one buffer, then the fp32 statistics and
+      // parameter gradients.
+      auto run = [&](const LevelTables& t, Tensor& y, Tensor& gx, Tensor& fp32_out) {
+        Tensor mean = amp::empty({stats}), invstd = amp::empty({stats}), var = amp::empty({stats});
+        Tensor gw = amp::empty({c}), gb = amp::empty({c});
+        t.kernels->norm_forward(dtype, g,
+                                {.x = x.data_ptr(),
+                                 .weight = w.data_ptr(),
+                                 .bias = b.data_ptr(),
+                                 .mean = mean.data_ptr(),
+                                 .invstd = invstd.data_ptr(),
+                                 .var = var.data_ptr(),
+                                 .stats_given = false,
+                                 .y = y.data_ptr()});
+        t.kernels->norm_backward(dtype, g,
+                                 {.x = x.data_ptr(),
+                                  .grad_y = dy.data_ptr(),
+                                  .weight = w.data_ptr(),
+                                  .mean = mean.data_ptr(),
+                                  .invstd = invstd.data_ptr(),
+                                  .batch_stats = true,
+                                  .grad_x = gx.data_ptr(),
+                                  .grad_weight = gw.data_ptr(),
+                                  .grad_bias = gb.data_ptr()});
+        fp32_out = amp::cat({mean, invstd, var, gw, gb}, 0);
+      };
+      check_levels_agree(what + ", y and grad_x", amp::empty({2 * numel}, {.dtype = dtype}),
+                         [&](const LevelTables& t, Tensor& out) {
+                           Tensor y = out.narrow(0, 0, numel), gx = out.narrow(0, numel, numel);
+                           Tensor rest;
+                           run(t, y, gx, rest);
+                         });
+      check_levels_agree(what + ", statistics and parameter gradients",
+                         amp::empty({3 * stats + 2 * c}), [&](const LevelTables& t, Tensor& out) {
+                           Tensor y = amp::empty({numel}, {.dtype = dtype}), gx = y.clone(), rest;
+                           run(t, y, gx, rest);
+                           out.copy_(rest);
+                         });
+    }
+  }
+}
+
 BOOST_AUTO_TEST_SUITE_END()
