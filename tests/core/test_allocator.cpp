@@ -499,16 +499,16 @@ BOOST_FIXTURE_TEST_CASE(a_block_used_on_another_stream_is_reused_only_after_its_
   alloc.record_stream(a, 2);  // once per stream
   alloc.deallocate(a);
   BOOST_TEST_REQUIRE(streams.events.size() == 1u);
-  BOOST_TEST(streams.events[0].stream == 2u);  // recorded on the stream that used it
-  BOOST_TEST(alloc.stats().allocated == 0);    // no longer counted as allocated
+  BOOST_TEST(streams.events.at(0).stream == 2u);  // recorded on the stream that used it
+  BOOST_TEST(alloc.stats().allocated == 0);       // no longer counted as allocated
   void* b = alloc.allocate(4 * kKiBu, 0, 1);
   BOOST_TEST(address(b) != address(a));  // stream 2 may still be reading a
   alloc.deallocate(b);
-  streams.events[0].done = true;
+  streams.events.at(0).done = true;
   void* c = alloc.allocate(4 * kKiBu, 0, 1);
   BOOST_TEST(address(c) == address(a));  // event done: back in stream 1's pool
-  BOOST_TEST(streams.events[0].destroyed);
-  BOOST_TEST(!streams.events[0].waited);  // the host never waited
+  BOOST_TEST(streams.events.at(0).destroyed);
+  BOOST_TEST(!streams.events.at(0).waited);  // the host never waited
   alloc.deallocate(c);
   BOOST_TEST(streams.events.size() == 1u);  // record_stream is forgotten once the block is free
 }
@@ -523,7 +523,7 @@ BOOST_FIXTURE_TEST_CASE(a_block_waiting_for_its_event_does_not_merge_with_free_n
   void* c = alloc.allocate(8 * kKiBu, 0, 1);
   BOOST_TEST(address(c) != address(a));  // a + b joined would have served it
   alloc.deallocate(c);
-  streams.events[0].done = true;
+  streams.events.at(0).done = true;
   void* d = alloc.allocate(8 * kKiBu, 0, 1);
   BOOST_TEST(address(d) == address(a));  // once done, a merges with b
   alloc.deallocate(d);
@@ -578,15 +578,15 @@ BOOST_FIXTURE_TEST_CASE(a_block_with_a_recorded_event_is_reused_only_after_the_e
   BOOST_TEST(!alloc.owns(a));
   void* b = alloc.allocate(4 * kKiBu, 0, 0);
   BOOST_TEST(address(b) != address(a));
-  streams.events[0].done = true;
+  streams.events.at(0).done = true;
   void* c = alloc.allocate(4 * kKiBu, 0, 0);
   BOOST_TEST(address(c) == address(a));
-  BOOST_TEST(streams.events[0].destroyed);
+  BOOST_TEST(streams.events.at(0).destroyed);
   // An event for memory the allocator does not own is destroyed at once.
   int outside = 0;
   streams.events.push_back({.device = 0, .stream = 9});
   alloc.record_event(&outside, 0, streams.events.size());
-  BOOST_TEST(streams.events[1].destroyed);
+  BOOST_TEST(streams.events.at(1).destroyed);
   for (void* p : {b, c}) alloc.deallocate(p);
 }
 
