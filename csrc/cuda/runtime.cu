@@ -6,10 +6,12 @@
 #include <cuda_runtime.h>
 
 #include <cstring>
+#include <optional>
 #include <string>
 
 #include "csrc/core/cuda_backend.h"
 #include "csrc/core/macros.h"
+#include "csrc/cuda/architectures.h"
 #include "csrc/cuda/cuda_check.cuh"
 #include "csrc/cuda/streams.cuh"
 
@@ -31,28 +33,37 @@ struct Availability {
 // for its architecture or PTX the driver can compile for it (CMAKE_CUDA_ARCHITECTURES).
 __global__ void kernel_image_probe() {}
 
-// Why the device cannot run this build's kernels, or an empty string when it can.
+// Why the device cannot run this build's kernels, or an empty string when it can. Read from the
+// build's architecture list when it can be (no context is created on the device); otherwise the
+// driver is asked for the probe kernel's attributes on the device.
 std::string missing_kernel_image(int device) {
   cudaDeviceProp prop{};
   if (cudaGetDeviceProperties(&prop, device) != cudaSuccess) {
     (void)cudaGetLastError();
     return "device " + std::to_string(device) + ": cudaGetDeviceProperties failed";
   }
-  if (cudaSetDevice(device) != cudaSuccess) {
+  const std::optional<bool> covered =
+      detail::architectures_cover(AMPCPP_CUDA_ARCHITECTURES, prop.major, prop.minor);
+  if (covered == true) return {};
+  std::string why = "no SASS or PTX for it";
+  if (!covered) {
+    if (cudaSetDevice(device) != cudaSuccess) {
+      (void)cudaGetLastError();
+      return "device " + std::to_string(device) + ": cudaSetDevice failed";
+    }
+    cudaFuncAttributes attributes{};
+    const cudaError_t status = cudaFuncGetAttributes(&attributes, kernel_image_probe);
+    if (status == cudaSuccess) return {};
     (void)cudaGetLastError();
-    return "device " + std::to_string(device) + ": cudaSetDevice failed";
+    why = cudaGetErrorName(status);
   }
-  cudaFuncAttributes attributes{};
-  const cudaError_t status = cudaFuncGetAttributes(&attributes, kernel_image_probe);
-  if (status == cudaSuccess) return {};
-  (void)cudaGetLastError();
   return "device " + std::to_string(device) + " (" + prop.name + ", compute capability " +
          std::to_string(prop.major) + "." + std::to_string(prop.minor) +
          ") has no kernel image in this build (CUDA architectures " AMPCPP_CUDA_ARCHITECTURES
          "): " +
-         cudaGetErrorName(status) +
-         "; rebuild with -DCMAKE_CUDA_ARCHITECTURES naming "
-         "it, or hide it with CUDA_VISIBLE_DEVICES";
+         why +
+         "; rebuild with -DCMAKE_CUDA_ARCHITECTURES naming it, or hide it with "
+         "CUDA_VISIBLE_DEVICES";
 }
 
 // Asked once: the answer does not change while the process runs, and without a driver

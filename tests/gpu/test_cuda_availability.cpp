@@ -3,11 +3,13 @@
 // memory does not need a device. A unit suite without a precondition: it must run, and check
 // something, with and without a device (the ops on a device: test_gpu_ops.cpp).
 #include <boost/test/unit_test.hpp>
+#include <optional>
 #include <string>
 
 #include "csrc/core/allocator.h"
 #include "csrc/core/cuda_backend.h"
 #include "csrc/core/tensor.h"
+#include "csrc/cuda/architectures.h"
 #include "csrc/cuda/cuda.h"
 #include "csrc/data/dataloader.h"
 #include "csrc/ops/factories.h"
@@ -71,6 +73,27 @@ BOOST_AUTO_TEST_CASE(device_stream_and_event_calls_raise_the_reason_without_cuda
   // Without pinning a loader still works on the CPU.
   amp::data::DataLoader loader(data, {.batch_size = 2});
   BOOST_TEST((*loader.begin()).images.sizes() == (amp::Shape{2, 2}));
+}
+
+// The availability probe's reading of CMAKE_CUDA_ARCHITECTURES: a device older than every entry
+// (sm < 80 for the default "80 90") has no kernel image, and CUDA is reported unavailable.
+BOOST_AUTO_TEST_CASE(kernel_images_cover_a_device_by_the_cuda_compatibility_rules) {
+  using amp::cuda_backend::detail::architectures_cover;
+  const std::optional<bool> yes = true, no = false, unknown = std::nullopt;
+  BOOST_TEST((architectures_cover("80 90", 7, 0) == no));    // V100: no image
+  BOOST_TEST((architectures_cover("80 90", 7, 5) == no));    // T4
+  BOOST_TEST((architectures_cover("80 90", 8, 0) == yes));   // A100: SASS
+  BOOST_TEST((architectures_cover("80 90", 8, 6) == yes));   // A10: sm_80 SASS runs on 8.6
+  BOOST_TEST((architectures_cover("80 90", 12, 0) == yes));  // newer: PTX compute_90
+  BOOST_TEST((architectures_cover("80-real", 9, 0) == no));  // SASS only within major 8
+  BOOST_TEST((architectures_cover("80-real", 8, 9) == yes));
+  BOOST_TEST((architectures_cover("86-real", 8, 0) == no));     // SASS needs minor >= 6
+  BOOST_TEST((architectures_cover("86", 8, 0) == no));          // and so does its PTX
+  BOOST_TEST((architectures_cover("90-virtual", 8, 6) == no));  // PTX only for 9.0 and up
+  BOOST_TEST((architectures_cover("70-real 90-virtual", 7, 5) == yes));
+  BOOST_TEST((architectures_cover("native", 8, 0) == unknown));  // then the driver is asked
+  BOOST_TEST((architectures_cover("90a", 9, 0) == unknown));
+  BOOST_TEST((architectures_cover("", 8, 0) == unknown));
 }
 
 BOOST_AUTO_TEST_CASE(elapsed_ms_needs_two_timing_events) {
