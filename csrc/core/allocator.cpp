@@ -1,5 +1,6 @@
 #include "csrc/core/allocator.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <iterator>
@@ -9,7 +10,9 @@
 #include <new>
 #include <set>
 #include <string>
+#include <tuple>
 #include <utility>
+#include <vector>
 
 #include "csrc/core/cuda_backend.h"
 #include "csrc/core/macros.h"
@@ -59,6 +62,27 @@ bool worth_splitting(bool small_pool, size_t remainder) {
   return small_pool ? remainder >= kMinBlockSize : remainder > kSmallSize;
 }
 
+// The CUDA allocator's streams: the current stream of the request's device, and events that
+// cuda_backend records without timing.
+StreamOps cuda_stream_ops() {
+  return {.current_stream = [](int device) { return cuda_backend::current_stream(device); },
+          .record_event =
+              [](int device, uintptr_t stream) {
+                const cuda_backend::EventId event = cuda_backend::event_create(device, false);
+                try {
+                  cuda_backend::event_record(device, event, stream);
+                } catch (...) {
+                  cuda_backend::event_destroy(device, event);
+                  throw;
+                }
+                return event;
+              },
+          .event_done = [](int, uintptr_t event) { return cuda_backend::event_query(event); },
+          .wait_event = [](int, uintptr_t event) { cuda_backend::event_synchronize(event); },
+          .destroy_event = [](int device,
+                              uintptr_t event) { cuda_backend::event_destroy(device, event); }};
+}
+
 }  // namespace
 
 struct CachingAllocator::Impl {
@@ -68,13 +92,25 @@ struct CachingAllocator::Impl {
     int device = 0;
     bool small_pool = false;
     bool live = false;
+    uintptr_t stream = 0;                  // the stream it was allocated for: its pool's
+    std::vector<uintptr_t> stream_uses{};  // other streams that used it (record_stream)
+    std::vector<std::pair<int, uintptr_t>> event_uses{};  // (device, event) of record_event
+    int pending_events = 0;      // deallocated, waiting for these events before it is pooled
     size_t rounded_request = 0;  // what `allocated` counts while live
     char* segment = nullptr;     // the system allocation the block lies in
     size_t segment_bytes = 0;
     bool whole_segment() const;
+    bool pooled() const { return !live && pending_events == 0; }  // free and reusable
   };
-  using Blocks = std::map<char*, Block>;            // by address: neighbours are adjacent entries
-  using Pool = std::set<std::pair<size_t, char*>>;  // free blocks by (size, address): best fit
+  using Blocks = std::map<char*, Block>;  // by address: neighbours are adjacent entries
+  // Free blocks by (stream, size, address): best fit among the requesting stream's blocks.
+  using Pool = std::set<std::tuple<uintptr_t, size_t, char*>>;
+  // An event recorded on a stream that used a deallocated block (record_stream).
+  struct PendingEvent {
+    int device;
+    uintptr_t event;
+    char* block;
+  };
 
   struct DeviceState {
     Pool small;
@@ -87,13 +123,15 @@ struct CachingAllocator::Impl {
   RawAlloc raw_alloc;
   RawFree raw_free;
   bool caching;
+  StreamOps streams;
+  std::vector<PendingEvent> pending;  // in the order recorded
   mutable std::mutex mutex;
   Blocks blocks;  // every block of every device (addresses are unique across devices)
   std::map<int, DeviceState> devices;
   MemoryStats total;  // the sums over devices; its peaks are peaks of the sums
 
-  Impl(DeviceType t, RawAlloc a, RawFree f, bool c)
-      : type(t), raw_alloc(a), raw_free(f), caching(c) {}
+  Impl(DeviceType t, RawAlloc a, RawFree f, bool c, StreamOps s)
+      : type(t), raw_alloc(a), raw_free(f), caching(c), streams(s) {}
 
   DeviceState& device(int index) { return devices[index]; }
   Pool& pool_of(const Block& b) {
@@ -113,10 +151,16 @@ struct CachingAllocator::Impl {
 
   void pool_insert(Blocks::iterator it);
   void pool_erase(Blocks::iterator it);
-  Blocks::iterator find_free_block(int device_index, size_t size, bool small_pool);
-  Blocks::iterator new_segment(size_t bytes, size_t size, int device_index, bool small_pool);
+  Blocks::iterator find_free_block(int device_index, uintptr_t stream, size_t size,
+                                   bool small_pool);
+  Blocks::iterator new_segment(size_t bytes, size_t size, int device_index, uintptr_t stream,
+                               bool small_pool);
   void split(Blocks::iterator it, size_t size);
   Blocks::iterator merge_with_free_neighbours(Blocks::iterator it);
+  void return_to_pool(Blocks::iterator it);
+  bool record_events(Blocks::iterator it);
+  void process_events();
+  void wait_for_events();
   void release_segment(Blocks::iterator it);
   void release_cached_segments(int device_index, int64_t keep_at_most);
   [[noreturn]] void out_of_memory(size_t bytes, size_t segment_bytes, int device_index);
@@ -129,7 +173,7 @@ bool CachingAllocator::Impl::Block::whole_segment() const { return size == segme
 // that free merge into it, which takes it out of the pool first.
 void CachingAllocator::Impl::pool_insert(Blocks::iterator it) {
   const Block& b = it->second;
-  pool_of(b).emplace(b.size, it->first);
+  pool_of(b).emplace(b.stream, b.size, it->first);
   if (!b.whole_segment()) {
     count(b.device,
           [&](MemoryStats& s) { s.inactive_split_bytes += static_cast<int64_t>(b.size); });
@@ -138,36 +182,36 @@ void CachingAllocator::Impl::pool_insert(Blocks::iterator it) {
 
 void CachingAllocator::Impl::pool_erase(Blocks::iterator it) {
   const Block& b = it->second;
-  pool_of(b).erase({b.size, it->first});
+  pool_of(b).erase({b.stream, b.size, it->first});
   if (!b.whole_segment()) {
     count(b.device,
           [&](MemoryStats& s) { s.inactive_split_bytes -= static_cast<int64_t>(b.size); });
   }
 }
 
-// The smallest free block of the pool that holds `size` bytes (ties: the lowest address), taken
-// out of the pool; blocks.end() when none does.
+// The smallest free block of the stream's pool that holds `size` bytes (ties: the lowest
+// address), taken out of the pool; blocks.end() when none does.
 CachingAllocator::Impl::Blocks::iterator CachingAllocator::Impl::find_free_block(int device_index,
+                                                                                 uintptr_t stream,
                                                                                  size_t size,
                                                                                  bool small_pool) {
   DeviceState& d = device(device_index);
   Pool& pool = small_pool ? d.small : d.large;
-  const auto fit = pool.lower_bound({size, nullptr});
-  if (fit == pool.end()) return blocks.end();
-  const auto it = blocks.find(fit->second);
+  const auto fit = pool.lower_bound({stream, size, nullptr});
+  if (fit == pool.end() || std::get<0>(*fit) != stream) return blocks.end();
+  const auto it = blocks.find(std::get<2>(*fit));
   pool_erase(it);
   return it;
 }
 
 // A new segment from the system holding one block of its full size (not pooled); after a
 // refusal, the device's cached whole segments are freed and the request retried once.
-CachingAllocator::Impl::Blocks::iterator CachingAllocator::Impl::new_segment(size_t bytes,
-                                                                             size_t size,
-                                                                             int device_index,
-                                                                             bool small_pool) {
+CachingAllocator::Impl::Blocks::iterator CachingAllocator::Impl::new_segment(
+    size_t bytes, size_t size, int device_index, uintptr_t stream, bool small_pool) {
   const size_t seg = caching ? segment_size(size) : size;
   void* raw = raw_alloc(seg, device_index);
   if (raw == nullptr) {
+    wait_for_events();
     release_cached_segments(device_index, 0);
     count(device_index, [](MemoryStats& s) { ++s.alloc_retries; });
     raw = raw_alloc(seg, device_index);
@@ -180,6 +224,7 @@ CachingAllocator::Impl::Blocks::iterator CachingAllocator::Impl::new_segment(siz
              .emplace(base, Block{.size = seg,
                                   .device = device_index,
                                   .small_pool = small_pool,
+                                  .stream = stream,
                                   .segment = base,
                                   .segment_bytes = seg})
              .first;
@@ -227,7 +272,7 @@ CachingAllocator::Impl::Blocks::iterator CachingAllocator::Impl::merge_with_free
   if (it != blocks.begin()) {
     const auto prev = std::prev(it);
     const Block& p = prev->second;
-    if (!p.live && p.segment == it->second.segment) {
+    if (p.pooled() && p.segment == it->second.segment) {
       pool_erase(prev);
       prev->second.size += it->second.size;
       blocks.erase(it);
@@ -235,12 +280,65 @@ CachingAllocator::Impl::Blocks::iterator CachingAllocator::Impl::merge_with_free
     }
   }
   const auto next = std::next(it);
-  if (next != blocks.end() && !next->second.live && next->second.segment == it->second.segment) {
+  if (next != blocks.end() && next->second.pooled() && next->second.segment == it->second.segment) {
     pool_erase(next);
     it->second.size += next->second.size;
     blocks.erase(next);
   }
   return it;
+}
+
+// Pools a block that is free and reusable now (merged with its free neighbours first), then
+// trims the device's cache to its limit.
+void CachingAllocator::Impl::return_to_pool(Blocks::iterator it) {
+  const int device_index = it->second.device;
+  it = merge_with_free_neighbours(it);
+  pool_insert(it);
+  const int64_t limit = device(device_index).cache_limit;
+  if (limit != std::numeric_limits<int64_t>::max()) release_cached_segments(device_index, limit);
+}
+
+// For a block just deallocated that other streams used: records an event on each of them and
+// keeps the block out of every pool until process_events sees them all done. False when there
+// is nothing to wait for.
+bool CachingAllocator::Impl::record_events(Blocks::iterator it) {
+  Block& b = it->second;
+  if (b.stream_uses.empty() && b.event_uses.empty()) return false;
+  for (const auto& [device, event] : b.event_uses) {
+    pending.push_back({device, event, it->first});
+    ++b.pending_events;
+  }
+  b.event_uses.clear();
+  for (const uintptr_t stream : b.stream_uses) {
+    pending.push_back({b.device, streams.record_event(b.device, stream), it->first});
+    ++b.pending_events;
+  }
+  b.stream_uses.clear();
+  return true;
+}
+
+// Pools the blocks whose events have all completed (PyTorch's process_events, at every
+// allocate).
+void CachingAllocator::Impl::process_events() {
+  size_t kept = 0;
+  for (size_t i = 0; i < pending.size(); ++i) {
+    const PendingEvent e = pending[i];
+    if (!streams.event_done(e.device, e.event)) {
+      pending[kept++] = e;
+      continue;
+    }
+    streams.destroy_event(e.device, e.event);
+    const auto it = blocks.find(e.block);
+    if (--it->second.pending_events == 0) return_to_pool(it);
+  }
+  pending.resize(kept);
+}
+
+// Waits for every pending event and pools their blocks (before empty_cache and the
+// out-of-memory retry, so that memory used on other streams can go back to the system).
+void CachingAllocator::Impl::wait_for_events() {
+  for (const PendingEvent& e : pending) streams.wait_event(e.device, e.event);
+  process_events();
 }
 
 // Gives a whole segment's one block (in no pool) back to the system.
@@ -254,15 +352,15 @@ void CachingAllocator::Impl::release_segment(Blocks::iterator it) {
   });
 }
 
-// Frees the device's cached whole segments, largest first, until its cached bytes (reserved
-// minus allocated) are at most keep_at_most or none is left.
+// Frees the device's cached whole segments, largest first within each stream's pool, until its
+// cached bytes (reserved minus allocated) are at most keep_at_most or none is left.
 void CachingAllocator::Impl::release_cached_segments(int device_index, int64_t keep_at_most) {
   DeviceState& d = device(device_index);
   for (Pool* pool : {&d.large, &d.small}) {
     for (auto fit = pool->end(); fit != pool->begin();) {
       if (d.stats.reserved - d.stats.allocated <= keep_at_most) return;
       --fit;
-      const auto it = blocks.find(fit->second);
+      const auto it = blocks.find(std::get<2>(*fit));
       if (!it->second.whole_segment()) continue;
       fit = pool->erase(fit);  // a whole segment is not inactive_split: no counter to update
       release_segment(it);
@@ -281,8 +379,8 @@ void CachingAllocator::Impl::out_of_memory(size_t bytes, size_t segment_bytes, i
 }
 
 CachingAllocator::CachingAllocator(DeviceType type, RawAlloc raw_alloc, RawFree raw_free,
-                                   bool caching)
-    : impl_(std::make_unique<Impl>(type, raw_alloc, raw_free, caching)) {}
+                                   bool caching, StreamOps streams)
+    : impl_(std::make_unique<Impl>(type, raw_alloc, raw_free, caching, streams)) {}
 
 CachingAllocator::~CachingAllocator() {
   // Live blocks belong to tensors that may outlive static destruction order; only the cache
@@ -300,14 +398,22 @@ size_t CachingAllocator::round_size(size_t bytes) {
 
 void* CachingAllocator::allocate(size_t bytes, int device_index) {
   if (bytes == 0) return nullptr;
+  const StreamOps& ops = impl_->streams;
+  return allocate(bytes, device_index,
+                  ops.current_stream != nullptr ? ops.current_stream(device_index) : 0);
+}
+
+void* CachingAllocator::allocate(size_t bytes, int device_index, uintptr_t stream) {
+  if (bytes == 0) return nullptr;
   const int64_t profile_start = profiler::is_enabled() ? profiler::now_ns() : 0;
   const size_t size = round_size(bytes);
   const bool small_pool = size <= kSmallSize;
   Impl& m = *impl_;
   std::lock_guard<std::mutex> lock(m.mutex);
-  auto it = m.caching ? m.find_free_block(device_index, size, small_pool) : m.blocks.end();
+  if (!m.pending.empty()) m.process_events();
+  auto it = m.caching ? m.find_free_block(device_index, stream, size, small_pool) : m.blocks.end();
   const bool cached = it != m.blocks.end();
-  if (!cached) it = m.new_segment(bytes, size, device_index, small_pool);
+  if (!cached) it = m.new_segment(bytes, size, device_index, stream, small_pool);
   m.split(it, size);
   Impl::Block& b = it->second;
   b.live = true;
@@ -341,13 +447,59 @@ void CachingAllocator::deallocate(void* ptr) {
   b.live = false;
   b.rounded_request = 0;
   if (!m.caching) {
+    // The system free (cudaFree) waits for all work on the device, other streams' included;
+    // cudaFreeHost waits for the copies from the block.
+    for (const auto& [device, event] : b.event_uses) m.streams.destroy_event(device, event);
+    b.event_uses.clear();
+    b.stream_uses.clear();
     m.release_segment(it);
     return;
   }
-  it = m.merge_with_free_neighbours(it);
-  m.pool_insert(it);
-  const int64_t limit = m.device(device_index).cache_limit;
-  if (limit != std::numeric_limits<int64_t>::max()) m.release_cached_segments(device_index, limit);
+  bool waiting = false;
+  try {
+    waiting = m.record_events(it);
+  } catch (...) {
+    // Called from destructors: a device that cannot record an event cannot run the work that
+    // would race with reuse either, so the block is pooled at once.
+    const auto mine = [&](const Impl::PendingEvent& e) { return e.block == it->first; };
+    for (const Impl::PendingEvent& e : m.pending) {
+      if (mine(e)) m.streams.destroy_event(e.device, e.event);
+    }
+    m.pending.erase(std::remove_if(m.pending.begin(), m.pending.end(), mine), m.pending.end());
+    b.pending_events = 0;
+    b.stream_uses.clear();
+  }
+  if (!waiting) m.return_to_pool(it);
+}
+
+void CachingAllocator::record_event(void* ptr, int event_device, uintptr_t event) {
+  Impl& m = *impl_;
+  std::lock_guard<std::mutex> lock(m.mutex);
+  const auto it = ptr == nullptr ? m.blocks.end() : m.blocks.find(static_cast<char*>(ptr));
+  if (it == m.blocks.end() || !it->second.live || m.streams.destroy_event == nullptr) {
+    if (m.streams.destroy_event != nullptr) m.streams.destroy_event(event_device, event);
+    return;
+  }
+  it->second.event_uses.emplace_back(event_device, event);
+}
+
+bool CachingAllocator::owns(const void* ptr) const {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  const auto it = impl_->blocks.find(static_cast<char*>(const_cast<void*>(ptr)));
+  return it != impl_->blocks.end() && it->second.live;
+}
+
+void CachingAllocator::record_stream(void* ptr, uintptr_t stream) {
+  if (ptr == nullptr || impl_->streams.record_event == nullptr) return;
+  Impl& m = *impl_;
+  std::lock_guard<std::mutex> lock(m.mutex);
+  const auto it = m.blocks.find(static_cast<char*>(ptr));
+  if (it == m.blocks.end() || !it->second.live) return;
+  Impl::Block& b = it->second;
+  if (stream == b.stream) return;
+  if (std::find(b.stream_uses.begin(), b.stream_uses.end(), stream) == b.stream_uses.end()) {
+    b.stream_uses.push_back(stream);
+  }
 }
 
 MemoryStats CachingAllocator::stats() const {
@@ -380,6 +532,7 @@ void CachingAllocator::reset_peak(int device_index) {
 
 void CachingAllocator::empty_cache() {
   std::lock_guard<std::mutex> lock(impl_->mutex);
+  impl_->wait_for_events();
   for (auto& [index, d] : impl_->devices) impl_->release_cached_segments(index, 0);
 }
 
@@ -398,9 +551,24 @@ CachingAllocator& allocator_for(DeviceType type) {
       new CachingAllocator(DeviceType::CPU, cpu_raw_alloc, cpu_raw_free, caching_wanted());
   if (type == DeviceType::CPU) return *cpu;
   cuda_backend::require_available("allocate");
-  static CachingAllocator* gpu = new CachingAllocator(DeviceType::CUDA, cuda_backend::raw_alloc,
-                                                      cuda_backend::raw_free, caching_wanted());
+  static CachingAllocator* gpu =
+      new CachingAllocator(DeviceType::CUDA, cuda_backend::raw_alloc, cuda_backend::raw_free,
+                           caching_wanted(), cuda_stream_ops());
   return *gpu;
+}
+
+CachingAllocator& pinned_host_allocator() {
+  cuda_backend::require_available("pin_memory");
+  // Leaked on purpose, as the others. Host blocks have no stream of their own; the copies from
+  // them register their events (record_event), which is all the ordering they need.
+  static CachingAllocator* pinned = [] {
+    StreamOps ops = cuda_stream_ops();
+    ops.current_stream = nullptr;
+    ops.record_event = nullptr;
+    return new CachingAllocator(DeviceType::CPU, cuda_backend::pinned_raw_alloc,
+                                cuda_backend::pinned_raw_free, caching_wanted(), ops);
+  }();
+  return *pinned;
 }
 
 namespace memory {

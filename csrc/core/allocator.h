@@ -37,6 +37,18 @@ struct AMPCPP_API MemoryStats {
   int64_t num_ooms = 0;       ///< requests refused after that retry (amp::Error raised)
 };
 
+/// How an allocator orders its blocks between the streams of a device (the CUDA allocator's are
+/// cuda_backend's streams and events; tests drive the policy with fakes). Left empty, the
+/// allocator knows one stream, 0, and record_stream does nothing (the CPU's).
+struct StreamOps {
+  uintptr_t (*current_stream)(int device_index) = nullptr;  ///< the stream a request is for
+  /// A new event recorded now on `stream`: done once the work queued there so far is done.
+  uintptr_t (*record_event)(int device_index, uintptr_t stream) = nullptr;
+  bool (*event_done)(int device_index, uintptr_t event) = nullptr;     ///< without waiting
+  void (*wait_event)(int device_index, uintptr_t event) = nullptr;     ///< blocks the host
+  void (*destroy_event)(int device_index, uintptr_t event) = nullptr;  ///< must not throw
+};
+
 /// A thread-safe caching allocator for one device type (PyTorch's CUDA caching allocator's
 /// policy, on whatever RawAlloc/RawFree it wraps). Requests round up to 512 bytes. Requests of
 /// at most 1 MiB come from the small pool (2 MiB segments), larger ones from the large pool
@@ -45,7 +57,12 @@ struct AMPCPP_API MemoryStats {
 /// (small pool: at least 512 bytes; large pool: more than 1 MiB). Freed blocks merge with free
 /// neighbours of their segment; only whole segments go back to the system. When the system
 /// refuses a segment, the device's cached whole segments are freed and the request retried
-/// once, then amp::Error names the device. Caching is off (every block is its own segment, freed
+/// once, then amp::Error names the device. Each stream has its own pools, as in PyTorch: a block
+/// is reused only by requests for the stream it was allocated on, so work queued on that stream
+/// is ordered after the work that used it before. A block also used on other streams
+/// (record_stream) returns to its pool only once an event recorded on each of those streams at
+/// its deallocation has completed (checked at every allocate; empty_cache and the out-of-memory
+/// retry wait for them). Caching is off (every block is its own segment, freed
 /// at once) when the environment sets AMPCPP_DISABLE_CACHING (to anything but "0") and in
 /// sanitizer builds. Not copyable.
 class AMPCPP_API CachingAllocator {
@@ -54,21 +71,35 @@ class AMPCPP_API CachingAllocator {
   using RawFree = void (*)(void* ptr, int device_index);       ///< the system free it wraps
 
   /// caching = false returns every freed block to the system at once.
-  CachingAllocator(DeviceType type, RawAlloc raw_alloc, RawFree raw_free, bool caching);
+  CachingAllocator(DeviceType type, RawAlloc raw_alloc, RawFree raw_free, bool caching,
+                   StreamOps streams = {});
   ~CachingAllocator();
   CachingAllocator(const CachingAllocator&) = delete;
   CachingAllocator& operator=(const CachingAllocator&) = delete;
 
   /// Returns a block of at least `bytes` bytes, aligned to 512 bytes within a segment the raw
   /// allocator aligned; nullptr for 0 bytes.
-  void* allocate(size_t bytes, int device_index);
+  void* allocate(size_t bytes, int device_index);  ///< for the device's current stream
+  void* allocate(size_t bytes, int device_index, uintptr_t stream);  ///< for `stream`
   void deallocate(void* ptr);  ///< gives back a block of allocate(); nullptr is ignored
+  /// Declares that the live block at `ptr` is used by work on `stream` too: once deallocated,
+  /// it is not reused before that work (queued by then) is done. Nothing for the block's own
+  /// stream, and nothing for memory this allocator does not own (a tensor over external memory).
+  void record_stream(void* ptr, uintptr_t stream);
+  /// Declares that the live block at `ptr` is in use until `event` (already recorded, on a
+  /// stream of CUDA device `event_device`) completes: once deallocated, the block is reused only
+  /// after that (the pinned host allocator's asynchronous copies). The allocator destroys the
+  /// event through its StreamOps. For memory it does not own, the event is destroyed at once.
+  void record_event(void* ptr, int event_device, uintptr_t event);
+  bool owns(const void* ptr) const;  ///< whether `ptr` starts a live block of this allocator
 
   MemoryStats stats() const;                  ///< a snapshot of the counters of all devices
   MemoryStats stats(int device_index) const;  ///< a snapshot of one device's counters
   void reset_peak();  ///< max_allocated = allocated, max_reserved = reserved, everywhere
   void reset_peak(int device_index);  ///< the same for one device
-  void empty_cache();                 ///< returns every cached whole segment to the system
+  /// Waits for the events of blocks deallocated after use on other streams, then returns every
+  /// cached whole segment to the system.
+  void empty_cache();
   /// Keeps at most `bytes` cached (reserved but unallocated) on the device: beyond it, freed
   /// whole segments go back to the system. No limit by default; a negative value removes it.
   void set_cache_limit(int device_index, int64_t bytes);
@@ -85,6 +116,10 @@ class AMPCPP_API CachingAllocator {
 
 /// The allocator of a device type (the CUDA one raises amp::Error when CUDA is unavailable).
 AMPCPP_API CachingAllocator& allocator_for(DeviceType type);
+/// Page-locked host memory (cudaHostAlloc), cached with the same policy, for batches copied to
+/// a device asynchronously (DataLoaderOptions::pin_memory, Tensor::to(device, true)); its
+/// blocks are not counted in the CPU statistics. amp::Error when CUDA is unavailable.
+AMPCPP_API CachingAllocator& pinned_host_allocator();
 
 namespace memory {
 /// Bytes in live blocks of the device type (torch.cuda.memory_allocated). Like every function

@@ -85,6 +85,10 @@ class AMPCPP_API Tensor {
   /// Conversions return *this when nothing changes, a new tensor otherwise.
   Tensor to(DType dtype) const;
   Tensor to(Device device) const;  ///< copy across devices (differentiable)
+  /// As to(device); with non_blocking, a copy from pinned host memory to a CUDA device is
+  /// queued on the device's current stream and the call returns at once (docs/cuda.md,
+  /// "Pinned memory"); every other copy is as to(device).
+  Tensor to(Device device, bool non_blocking) const;
   Tensor contiguous() const;       ///< *this if contiguous, else clone()
   Tensor clone() const;            ///< a contiguous copy (differentiable)
 

@@ -37,6 +37,61 @@ void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device
 
 void synchronize() {}
 
+EventId copy_to_device_async(void*, Device, const void*, size_t) {
+  require_available("to (non_blocking)");
+  return 0;
+}
+void* pinned_raw_alloc(size_t, int) {
+  require_available("pin_memory");
+  return nullptr;
+}
+void pinned_raw_free(void*, int) {}
+
+void require_device(int, const char* op) { require_available(op); }
+
+int current_device() {
+  require_available("cuda::current_device");
+  return 0;
+}
+void set_device(int) { require_available("cuda::set_device"); }
+void synchronize_device(int) { require_available("cuda::synchronize"); }
+
+DeviceScope::DeviceScope(Device device) {
+  if (device.is_cuda()) require_available("CUDA device guard");
+}
+DeviceScope::~DeviceScope() = default;
+
+StreamId pool_stream(int, bool) {
+  require_available("cuda::Stream::create");
+  return 0;
+}
+StreamId current_stream(int) {
+  require_available("cuda::Stream::current");
+  return 0;
+}
+void set_current_stream(int, StreamId) { require_available("cuda::StreamGuard"); }
+void stream_synchronize(int, StreamId) { require_available("cuda::Stream::synchronize"); }
+bool stream_query(int, StreamId) {
+  require_available("cuda::Stream::query");
+  return true;
+}
+void stream_wait_event(int, StreamId, EventId) { require_available("cuda::Stream::wait"); }
+EventId event_create(int, bool) {
+  require_available("cuda::Event::record");
+  return 0;
+}
+void event_destroy(int, EventId) {}
+void event_record(int, EventId, StreamId) { require_available("cuda::Event::record"); }
+void event_synchronize(EventId) { require_available("cuda::Event::synchronize"); }
+bool event_query(EventId) {
+  require_available("cuda::Event::query");
+  return true;
+}
+double event_elapsed_ms(EventId, EventId) {
+  require_available("cuda::Event::elapsed_ms");
+  return 0;
+}
+
 const DeviceKernels& kernels() {
   require_available("CUDA kernel");
   static const DeviceKernels none{};

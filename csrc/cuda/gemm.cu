@@ -10,14 +10,19 @@
 #include <algorithm>
 #include <climits>
 #include <cstdint>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
+#include "csrc/core/allocator.h"
+#include "csrc/core/cuda_backend.h"
 #include "csrc/core/dtype.h"
 #include "csrc/core/macros.h"
 #include "csrc/cuda/cuda_check.cuh"
+#include "csrc/cuda/streams.cuh"
 #include "csrc/kernels/kernels.h"
 
 namespace amp::cuda_backend {
@@ -34,9 +39,12 @@ void check_cublas(cublasStatus_t status, const char* call, const char* file, int
 
 #define AMP_CUBLAS_CHECK(expr) check_cublas((expr), #expr, __FILE__, __LINE__)
 
-// One cuBLAS handle per device, created on first use. Destroyed at exit: the pool is constructed
-// after the CUDA runtime is initialised (see the constructor), so its destructor runs before the
-// runtime's own teardown; a failure there is ignored because nothing can be done about it.
+// cuBLAS handles, one per (device, thread) as PyTorch's: a handle is not safe to use from two
+// threads at once, and cublasSetStream on a shared one would race. A thread takes a handle from
+// the pool on its first GEMM on a device and gives it back when it exits; the pool destroys them
+// at process exit. It is constructed after the CUDA runtime is initialised (see the
+// constructor), so its destructor runs before the runtime's own teardown; a failure there is
+// ignored because nothing can be done about it.
 class HandlePool {
  public:
   HandlePool() {
@@ -45,42 +53,103 @@ class HandlePool {
     (void)cudaGetLastError();
   }
   ~HandlePool() {
-    for (cublasHandle_t handle : handles_) {
-      if (handle != nullptr) (void)cublasDestroy(handle);
+    for (auto& [device, handles] : free_) {
+      for (cublasHandle_t handle : handles) (void)cublasDestroy(handle);
     }
   }
   HandlePool(const HandlePool&) = delete;
   HandlePool& operator=(const HandlePool&) = delete;
 
-  cublasHandle_t get(int device) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (handles_.size() <= static_cast<size_t>(device)) handles_.resize(device + 1, nullptr);
-    if (handles_[device] == nullptr) {
-      cublasHandle_t handle = nullptr;
-      AMP_CUBLAS_CHECK(cublasCreate(&handle));
-      // Reductions inside a 16-bit GEMM (split-K) stay in fp32: the output is rounded once, as
-      // docs/numerics.md ("How ops compute") promises and the CPU path does. No TF32: fp32
-      // GEMMs are full fp32.
-      const cublasStatus_t status = cublasSetMathMode(
-          handle, static_cast<cublasMath_t>(CUBLAS_DEFAULT_MATH |
-                                            CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION));
-      if (status != CUBLAS_STATUS_SUCCESS) (void)cublasDestroy(handle);
-      AMP_CUBLAS_CHECK(status);
-      handles_[device] = handle;  // default stream: ordered with every other launch here
+  cublasHandle_t take(int device) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      std::vector<cublasHandle_t>& handles = free_[device];
+      if (!handles.empty()) {
+        cublasHandle_t handle = handles.back();
+        handles.pop_back();
+        return handle;
+      }
     }
-    return handles_[device];
+    cublasHandle_t handle = nullptr;
+    AMP_CUBLAS_CHECK(cublasCreate(&handle));
+    // Reductions inside a 16-bit GEMM (split-K) stay in fp32: the output is rounded once, as
+    // docs/numerics.md ("How ops compute") promises and the CPU path does. No TF32: fp32 GEMMs
+    // are full fp32.
+    const cublasStatus_t status = cublasSetMathMode(
+        handle, static_cast<cublasMath_t>(CUBLAS_DEFAULT_MATH |
+                                          CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION));
+    if (status != CUBLAS_STATUS_SUCCESS) (void)cublasDestroy(handle);
+    AMP_CUBLAS_CHECK(status);
+    return handle;
+  }
+
+  void give_back(int device, cublasHandle_t handle) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    free_[device].push_back(handle);
   }
 
  private:
   std::mutex mutex_;
-  std::vector<cublasHandle_t> handles_;
+  std::map<int, std::vector<cublasHandle_t>> free_;
+};
+
+HandlePool& handle_pool() {
+  static HandlePool pool;
+  return pool;
+}
+
+// PyTorch's default CUBLAS_WORKSPACE_CONFIG, :4096:2:16:8 (8 MiB + 128 KiB), and 32 MiB on
+// compute capability 9.0 and above, where cuBLAS's Hopper kernels want more.
+size_t workspace_bytes(int device) {
+  int major = 0;
+  AMP_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  return major >= 9 ? size_t{32} << 20 : (size_t{4096} * 1024 * 2 + size_t{16} * 1024 * 8);
+}
+
+// The calling thread's handles and, per (device, stream), the workspace cuBLAS uses there: a
+// block of the caching allocator taken on that stream, so its memory is counted in the device's
+// statistics and never shared by two streams' GEMMs running at once.
+class ThreadHandles {
+ public:
+  ThreadHandles() = default;
+  ThreadHandles(const ThreadHandles&) = delete;
+  ThreadHandles& operator=(const ThreadHandles&) = delete;
+  ~ThreadHandles() {
+    for (auto& [key, workspace] : workspaces_)
+      allocator_for(DeviceType::CUDA).deallocate(workspace);
+    for (auto& [device, handle] : handles_) handle_pool().give_back(device, handle);
+  }
+
+  // The device's handle, bound to the current stream and that stream's workspace.
+  cublasHandle_t for_current_stream(int device) {
+    auto it = handles_.find(device);
+    if (it == handles_.end()) it = handles_.emplace(device, handle_pool().take(device)).first;
+    const cudaStream_t stream = current_cuda_stream();
+    AMP_CUBLAS_CHECK(cublasSetStream(it->second, stream));
+    const auto key = std::make_pair(device, reinterpret_cast<StreamId>(stream));
+    auto ws = workspaces_.find(key);
+    if (ws == workspaces_.end()) {
+      const size_t bytes = workspace_bytes(device);
+      void* memory = allocator_for(DeviceType::CUDA).allocate(bytes, device);
+      ws = workspaces_.emplace(key, memory).first;
+      workspace_sizes_[key] = bytes;
+    }
+    AMP_CUBLAS_CHECK(cublasSetWorkspace(it->second, ws->second, workspace_sizes_[key]));
+    return it->second;
+  }
+
+ private:
+  std::map<int, cublasHandle_t> handles_;
+  std::map<std::pair<int, StreamId>, void*> workspaces_;
+  std::map<std::pair<int, StreamId>, size_t> workspace_sizes_;
 };
 
 cublasHandle_t handle_for_current_device() {
-  static HandlePool pool;
+  (void)handle_pool();  // constructed before the thread_local below, so destroyed after it
+  thread_local ThreadHandles handles;
   int device = 0;
   AMP_CUDA_CHECK(cudaGetDevice(&device));
-  return pool.get(device);
+  return handles.for_current_stream(device);
 }
 
 // A row-major R x C matrix X (strides rs, cs in elements) seen as the column-major C x R matrix
@@ -144,7 +213,8 @@ int blocks_for(int64_t total) {
 
 void broadcast_bias(const GemmArgs& g) {
   AMP_DISPATCH_FLOATING(g.dtype, "matmul", [&] {
-    broadcast_bias_kernel<scalar_t><<<blocks_for(g.batch * g.m * g.n), kThreads>>>(g);
+    broadcast_bias_kernel<scalar_t>
+        <<<blocks_for(g.batch * g.m * g.n), kThreads, 0, current_cuda_stream()>>>(g);
   });
   AMP_CUDA_CHECK_LAUNCH("matmul (broadcast_bias_kernel)");
 }
@@ -197,8 +267,9 @@ __global__ void naive_gemm_kernel(GemmArgs g) {
 
 void naive_gemm(const GemmArgs& g) {
   const int blocks = blocks_for(g.batch * g.m * g.n);
-  AMP_DISPATCH_FLOATING(g.dtype, "matmul",
-                        [&] { naive_gemm_kernel<scalar_t><<<blocks, kThreads>>>(g); });
+  AMP_DISPATCH_FLOATING(g.dtype, "matmul", [&] {
+    naive_gemm_kernel<scalar_t><<<blocks, kThreads, 0, current_cuda_stream()>>>(g);
+  });
   AMP_CUDA_CHECK_LAUNCH("matmul (naive_gemm_kernel)");
 }
 

@@ -2,8 +2,9 @@
 // the CPU table (csrc/cpu/kernels.cpp), run from CUDA kernels instead of OpenMP loops. Only the
 // launch code lives here; the math is in csrc/kernels/functors.h and is tested on the CPU.
 //
-// Every kernel runs on the legacy default stream of the current device, so launches are ordered
-// with each other and with the cudaMemcpy calls of copy_bytes; nothing here synchronizes.
+// Every kernel runs on the current stream of the current device (csrc/cuda/streams.cuh; the op
+// layer's guard made the tensors' device current), so launches are ordered with each other and
+// with the copies of copy_bytes on that stream; nothing here synchronizes.
 #include <cuda_runtime.h>
 
 // visit_unary / visit_binary are __host__ __device__ (device code may dispatch on an op too);
@@ -23,6 +24,7 @@
 #include "csrc/cuda/cuda_check.cuh"
 #include "csrc/cuda/kernels.h"
 #include "csrc/kernels/normalization_math.h"
+#include "csrc/cuda/streams.cuh"
 #include "csrc/kernels/row_kernels.h"
 #include "csrc/kernels/window_math.h"
 
@@ -92,7 +94,8 @@ template <class OutT, class... InT, class F>
 void launch_elementwise(const ElementwisePlan& plan, const F& f, const char* name) {
   static_assert(1 + sizeof...(InT) <= kMaxOperands);
   if (plan.numel == 0) return;  // a grid of 0 blocks is a launch error
-  elementwise_kernel<OutT, F, InT...><<<blocks_for(plan.numel), kThreads>>>(plan, f);
+  elementwise_kernel<OutT, F, InT...>
+      <<<blocks_for(plan.numel), kThreads, 0, current_cuda_stream()>>>(plan, f);
   AMP_CUDA_CHECK_LAUNCH(name);
 }
 
@@ -265,12 +268,13 @@ void reduce_kernel(ReduceOp op, DType in_dtype, const void* in, void* out, int64
   AMP_DISPATCH_ALL(in_dtype, name, [&] {
     const auto* x = static_cast<const scalar_t*>(in);
     if (op == ReduceOp::Sum || op == ReduceOp::Mean) {
-      sum_rows_kernel<scalar_t>
-          <<<blocks_for_rows(rows), kThreads>>>(x, out, rows, cols, op == ReduceOp::Mean);
+      sum_rows_kernel<scalar_t><<<blocks_for_rows(rows), kThreads, 0, current_cuda_stream()>>>(
+          x, out, rows, cols, op == ReduceOp::Mean);
     } else {
       // The op layer rejects empty Max/Min/Arg* reductions; the kernel would read row[-1].
       AMP_ASSERT(cols > 0, name, " of empty rows");
-      extreme_rows_kernel<scalar_t><<<blocks_for_rows(rows), kThreads>>>(op, x, out, rows, cols);
+      extreme_rows_kernel<scalar_t>
+          <<<blocks_for_rows(rows), kThreads, 0, current_cuda_stream()>>>(op, x, out, rows, cols);
     }
     AMP_CUDA_CHECK_LAUNCH(name);
   });
@@ -315,7 +319,7 @@ void softmax_kernel(bool log, DType dtype, const void* in, void* out, int64_t ro
   const char* name = log ? "log_softmax" : "softmax";
   if (rows == 0 || cols == 0) return;
   AMP_DISPATCH_FLOATING(dtype, name, [&] {
-    softmax_rows_kernel<scalar_t><<<blocks_for_rows(rows), kThreads>>>(
+    softmax_rows_kernel<scalar_t><<<blocks_for_rows(rows), kThreads, 0, current_cuda_stream()>>>(
         static_cast<const scalar_t*>(in), static_cast<scalar_t*>(out), rows, cols, log);
     AMP_CUDA_CHECK_LAUNCH(name);
   });
@@ -339,7 +343,7 @@ void gather_rows(DType dtype, const void* table, const int64_t* index, int64_t r
                  void* out) {
   if (rows == 0 || width == 0) return;
   AMP_DISPATCH_FLOATING(dtype, "embedding", [&] {
-    gather_rows_kernel<scalar_t><<<blocks_for(rows * width), kThreads>>>(
+    gather_rows_kernel<scalar_t><<<blocks_for(rows * width), kThreads, 0, current_cuda_stream()>>>(
         static_cast<const scalar_t*>(table), index, rows, width, static_cast<scalar_t*>(out));
     AMP_CUDA_CHECK_LAUNCH("embedding (gather_rows_kernel)");
   });
@@ -366,8 +370,9 @@ void sum_row_groups(DType dtype, const void* in, const int64_t* starts, const in
   if (groups == 0 || width == 0) return;
   AMP_DISPATCH_FLOATING(dtype, "embedding_backward", [&] {
     sum_row_groups_kernel<scalar_t>
-        <<<blocks_for_rows(groups), kThreads>>>(static_cast<const scalar_t*>(in), starts, positions,
-                                                groups, width, static_cast<scalar_t*>(out));
+        <<<blocks_for_rows(groups), kThreads, 0, current_cuda_stream()>>>(
+            static_cast<const scalar_t*>(in), starts, positions, groups, width,
+            static_cast<scalar_t*>(out));
     AMP_CUDA_CHECK_LAUNCH("embedding_backward (sum_row_groups_kernel)");
   });
 }
@@ -389,7 +394,7 @@ __global__ void sum_columns_kernel(const T* in, int64_t rows, int64_t cols, T* o
 void sum_columns(DType dtype, const void* in, int64_t rows, int64_t cols, void* out) {
   if (cols == 0) return;
   AMP_DISPATCH_FLOATING(dtype, "sum", [&] {
-    sum_columns_kernel<scalar_t><<<blocks_for(cols), kThreads>>>(
+    sum_columns_kernel<scalar_t><<<blocks_for(cols), kThreads, 0, current_cuda_stream()>>>(
         static_cast<const scalar_t*>(in), rows, cols, static_cast<scalar_t*>(out));
     AMP_CUDA_CHECK_LAUNCH("sum (sum_columns_kernel)");
   });
@@ -455,7 +460,7 @@ void im2col(DType dtype, const void* x, void* cols, const ColumnGeometry& cg,
   const int64_t total = cg.n * cg.c * window.kh * window.kw * cg.l();
   if (total == 0) return;
   AMP_DISPATCH_FLOATING(dtype, "unfold", [&] {
-    im2col_kernel<scalar_t><<<blocks_for(total), kThreads>>>(
+    im2col_kernel<scalar_t><<<blocks_for(total), kThreads, 0, current_cuda_stream()>>>(
         static_cast<const scalar_t*>(x), static_cast<scalar_t*>(cols), cg, window, total);
     AMP_CUDA_CHECK_LAUNCH("unfold (im2col_kernel)");
   });
@@ -466,7 +471,7 @@ void col2im(DType dtype, const void* cols, void* x, const ColumnGeometry& cg,
   const int64_t total = cg.n * cg.c * cg.h * cg.w;
   if (total == 0) return;
   AMP_DISPATCH_FLOATING(dtype, "fold", [&] {
-    col2im_kernel<scalar_t><<<blocks_for(total), kThreads>>>(
+    col2im_kernel<scalar_t><<<blocks_for(total), kThreads, 0, current_cuda_stream()>>>(
         static_cast<const scalar_t*>(cols), static_cast<scalar_t*>(x), cg, window, total);
     AMP_CUDA_CHECK_LAUNCH("fold (col2im_kernel)");
   });
@@ -480,10 +485,12 @@ void max_pool2d(DType dtype, const void* x, void* values, void* offsets, const P
     auto* vt = static_cast<scalar_t*>(values);
     if (pool_offsets_are_bytes(g)) {
       max_pool2d_kernel<scalar_t, uint8_t>
-          <<<blocks_for(total), kThreads>>>(xt, vt, static_cast<uint8_t*>(offsets), g, total);
+          <<<blocks_for(total), kThreads, 0, current_cuda_stream()>>>(
+              xt, vt, static_cast<uint8_t*>(offsets), g, total);
     } else {
       max_pool2d_kernel<scalar_t, int32_t>
-          <<<blocks_for(total), kThreads>>>(xt, vt, static_cast<int32_t*>(offsets), g, total);
+          <<<blocks_for(total), kThreads, 0, current_cuda_stream()>>>(
+              xt, vt, static_cast<int32_t*>(offsets), g, total);
     }
     AMP_CUDA_CHECK_LAUNCH("max_pool2d (max_pool2d_kernel)");
   });
@@ -500,7 +507,7 @@ void max_pool2d_backward(DType dtype, const void* grad_y, const void* offsets, v
     with_pool_offsets(g, offsets, [&](const auto* off) {
       using I = std::remove_const_t<std::remove_pointer_t<decltype(off)>>;
       max_pool2d_backward_kernel<scalar_t, I>
-          <<<blocks_for(total), kThreads>>>(gy, off, gx, g, total);
+          <<<blocks_for(total), kThreads, 0, current_cuda_stream()>>>(gy, off, gx, g, total);
     });
     AMP_CUDA_CHECK_LAUNCH("max_pool2d_backward (max_pool2d_backward_kernel)");
   });
@@ -515,7 +522,8 @@ void max_pool2d_gather(DType dtype, const void* x, const void* offsets, void* ou
     auto* ot = static_cast<scalar_t*>(out);
     with_pool_offsets(g, offsets, [&](const auto* off) {
       using I = std::remove_const_t<std::remove_pointer_t<decltype(off)>>;
-      max_pool2d_gather_kernel<scalar_t, I><<<blocks_for(total), kThreads>>>(xt, off, ot, g, total);
+      max_pool2d_gather_kernel<scalar_t, I>
+          <<<blocks_for(total), kThreads, 0, current_cuda_stream()>>>(xt, off, ot, g, total);
     });
     AMP_CUDA_CHECK_LAUNCH("max_pool2d_backward (max_pool2d_gather_kernel)");
   });
@@ -816,16 +824,16 @@ void norm_forward(DType dtype, const NormGeometry& g, const NormForwardArgs& arg
       auto* var = static_cast<Acc*>(args.var);
       if (g.batch()) {
         norm_batch_stats_kernel<scalar_t>
-            <<<blocks_for_rows(g.c), kThreads>>>(g, x, mean, invstd, var);
+            <<<blocks_for_rows(g.c), kThreads, 0, current_cuda_stream()>>>(g, x, mean, invstd, var);
         AMP_CUDA_CHECK_LAUNCH("batch_norm (norm_batch_stats_kernel)");
       } else {
         norm_group_stats_kernel<scalar_t>
-            <<<blocks_for(g.stats()), kThreads>>>(g, x, mean, invstd, var);
+            <<<blocks_for(g.stats()), kThreads, 0, current_cuda_stream()>>>(g, x, mean, invstd, var);
         AMP_CUDA_CHECK_LAUNCH("group_norm / layer_norm (norm_group_stats_kernel)");
       }
     }
     if (g.numel() == 0) return;
-    norm_write_kernel<scalar_t><<<blocks_for(g.numel()), kThreads>>>(
+    norm_write_kernel<scalar_t><<<blocks_for(g.numel()), kThreads, 0, current_cuda_stream()>>>(
         g, x, static_cast<const Acc*>(args.weight), static_cast<const Acc*>(args.bias), mean,
         invstd, static_cast<scalar_t*>(args.y));
     AMP_CUDA_CHECK_LAUNCH("normalization (norm_write_kernel)");
@@ -836,16 +844,16 @@ void norm_backward(DType dtype, const NormGeometry& g, const NormBackwardArgs& a
   AMP_DISPATCH_FLOATING(dtype, "normalization backward", [&] {
     if (g.c == 0) return;
     if (g.batch()) {
-      norm_batch_backward_kernel<scalar_t><<<blocks_for_rows(g.c), kThreads>>>(g, args);
+      norm_batch_backward_kernel<scalar_t><<<blocks_for_rows(g.c), kThreads, 0, current_cuda_stream()>>>(g, args);
       AMP_CUDA_CHECK_LAUNCH("batch_norm backward (norm_batch_backward_kernel)");
       return;
     }
     if (args.grad_x != nullptr && g.stats() > 0) {
-      norm_group_input_grad_kernel<scalar_t><<<blocks_for(g.stats()), kThreads>>>(g, args);
+      norm_group_input_grad_kernel<scalar_t><<<blocks_for(g.stats()), kThreads, 0, current_cuda_stream()>>>(g, args);
       AMP_CUDA_CHECK_LAUNCH("group_norm / layer_norm backward (norm_group_input_grad_kernel)");
     }
     if (args.grad_weight != nullptr || args.grad_bias != nullptr) {
-      norm_group_param_grads_kernel<scalar_t><<<blocks_for_rows(g.c), kThreads>>>(g, args);
+      norm_group_param_grads_kernel<scalar_t><<<blocks_for_rows(g.c), kThreads, 0, current_cuda_stream()>>>(g, args);
       AMP_CUDA_CHECK_LAUNCH("group_norm / layer_norm backward (norm_group_param_grads_kernel)");
     }
   });

@@ -19,6 +19,7 @@
 #include "csrc/core/cuda_backend.h"
 #include "csrc/cuda/cuda_check.cuh"
 #include "csrc/cuda/kernels.h"
+#include "csrc/cuda/streams.cuh"
 #include "csrc/kernels/multi_tensor_dispatch.h"
 #include "csrc/kernels/multi_tensor_kernels.h"
 #include "csrc/kernels/multi_tensor_launch_plan.h"
@@ -190,7 +191,8 @@ struct CudaLauncher {
     for (const mtk::Launch& launch : mtk::plan_launches(v.numel, kDepth, chunk_size)) {
       fill_metadata(tl, v, 0, launch);
       multi_tensor_apply_kernel<kDepth, Flag, Op, T...>
-          <<<grid_of(launch.block_to_tensor.size()), kBlockSize>>>(chunk_size, flag, tl, op);
+          <<<grid_of(launch.block_to_tensor.size()), kBlockSize, 0, current_cuda_stream()>>>(
+              chunk_size, flag, tl, op);
       AMP_CUDA_CHECK_LAUNCH("multi_tensor_apply_kernel");
     }
   }
@@ -204,11 +206,11 @@ struct CudaLauncher {
       fill_metadata(tl, v, list, launch);
       const unsigned grid = grid_of(launch.block_to_tensor.size());
       if (kind == NormKind::L2) {
-        chunk_norm_kernel<NormKind::L2, T>
-            <<<grid, kBlockSize>>>(chunk_size, noop, tl, launch.first_block, partials);
+        chunk_norm_kernel<NormKind::L2, T><<<grid, kBlockSize, 0, current_cuda_stream()>>>(
+            chunk_size, noop, tl, launch.first_block, partials);
       } else {
-        chunk_norm_kernel<NormKind::LInf, T>
-            <<<grid, kBlockSize>>>(chunk_size, noop, tl, launch.first_block, partials);
+        chunk_norm_kernel<NormKind::LInf, T><<<grid, kBlockSize, 0, current_cuda_stream()>>>(
+            chunk_size, noop, tl, launch.first_block, partials);
       }
       AMP_CUDA_CHECK_LAUNCH("chunk_norm_kernel");
     }
@@ -219,8 +221,8 @@ struct CudaLauncher {
                             float* per_tensor) {
     detail::DeviceGuard guard(device.index);
     const int64_t blocks = 1 + (per_tensor != nullptr ? ntensors : 0);
-    l2norm_cleanup_kernel<<<grid_of(blocks), kBlockSize>>>(partials, nchunks, chunk_base, total,
-                                                           per_tensor);
+    l2norm_cleanup_kernel<<<grid_of(blocks), kBlockSize, 0, current_cuda_stream()>>>(
+        partials, nchunks, chunk_base, total, per_tensor);
     AMP_CUDA_CHECK_LAUNCH("l2norm_cleanup_kernel");
   }
 
@@ -230,11 +232,12 @@ struct CudaLauncher {
     if (ntensors == 0) return;
     detail::DeviceGuard guard(device.index);
     if (kind == NormKind::L2) {
-      norm_blend_kernel<NormKind::L2>
-          <<<grid_of(ntensors), kBlockSize>>>(partials, chunk_base, alpha, beta, out);
+      norm_blend_kernel<NormKind::L2><<<grid_of(ntensors), kBlockSize, 0, current_cuda_stream()>>>(
+          partials, chunk_base, alpha, beta, out);
     } else {
       norm_blend_kernel<NormKind::LInf>
-          <<<grid_of(ntensors), kBlockSize>>>(partials, chunk_base, alpha, beta, out);
+          <<<grid_of(ntensors), kBlockSize, 0, current_cuda_stream()>>>(partials, chunk_base, alpha,
+                                                                        beta, out);
     }
     AMP_CUDA_CHECK_LAUNCH("norm_blend_kernel");
   }
@@ -243,8 +246,8 @@ struct CudaLauncher {
                            const float* found_inf, double growth_factor, double backoff_factor,
                            int64_t growth_interval) {
     detail::DeviceGuard guard(device.index);
-    update_scale_kernel<<<1, 1>>>(scale, growth_tracker, found_inf, growth_factor, backoff_factor,
-                                  growth_interval);
+    update_scale_kernel<<<1, 1, 0, current_cuda_stream()>>>(
+        scale, growth_tracker, found_inf, growth_factor, backoff_factor, growth_interval);
     AMP_CUDA_CHECK_LAUNCH("update_scale_kernel");
   }
 };

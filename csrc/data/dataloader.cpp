@@ -2,11 +2,34 @@
 #include "csrc/data/dataloader.h"
 
 #include <cstring>
+#include <memory>
 #include <numeric>
 
+#include "csrc/core/allocator.h"
+#include "csrc/core/cuda_backend.h"
 #include "csrc/core/macros.h"
 
 namespace amp::data {
+
+namespace {
+
+// A contiguous CPU tensor in page-locked memory from the pinned host allocator; the block goes
+// back to it when the last view of the storage goes (and is reused only after the copies that
+// read it, csrc/core/allocator.h).
+Tensor empty_pinned(const Shape& shape, DType dtype) {
+  const int64_t n = detail::shape_numel(shape, "DataLoader");
+  const size_t nbytes = static_cast<size_t>(n) * element_size(dtype);
+  void* data = pinned_host_allocator().allocate(nbytes, 0);
+  std::shared_ptr<void> owner(data, [](void* p) { pinned_host_allocator().deallocate(p); });
+  auto impl = std::make_shared<TensorImpl>();
+  impl->storage = std::make_shared<StorageImpl>(data, nbytes, Device::cpu(), std::move(owner));
+  impl->strides = detail::contiguous_strides(shape, "DataLoader");
+  impl->sizes = shape;
+  impl->dtype = dtype;
+  return Tensor(std::move(impl));
+}
+
+}  // namespace
 
 DataLoader::DataLoader(Dataset dataset, DataLoaderOptions options)
     : dataset_(std::move(dataset)), options_(options) {
@@ -32,6 +55,7 @@ DataLoader::DataLoader(Dataset dataset, DataLoaderOptions options)
   num_samples_ = dataset_.images.size(0);
   if (options_.limit) num_samples_ = std::min(num_samples_, *options_.limit);
   if (options_.sampler) shard_size(*options_.sampler, num_samples_);  // checks its options
+  if (options_.pin_memory) cuda_backend::require_available("DataLoader (pin_memory)");
 }
 
 int64_t DataLoader::samples_per_epoch() const {
@@ -73,7 +97,8 @@ Batch DataLoader::gather(const std::vector<int64_t>& order, int64_t batch) const
   const auto take = [&](const Tensor& source) {
     Shape shape = source.sizes();
     shape[0] = count;
-    Tensor out = empty(shape, {.dtype = source.dtype()});
+    Tensor out = options_.pin_memory ? empty_pinned(shape, source.dtype())
+                                     : empty(shape, {.dtype = source.dtype()});
     const size_t row_bytes =
         static_cast<size_t>(source.numel() / std::max<int64_t>(source.size(0), 1)) *
         element_size(source.dtype());

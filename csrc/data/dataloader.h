@@ -43,6 +43,10 @@ struct AMPCPP_API DataLoaderOptions {
   /// Serve only this process's shard of each epoch (csrc/data/sampler.h); the sampler shuffles,
   /// so `shuffle` must stay false, and `seed` is the sampler's.
   std::optional<DistributedSampler> sampler = {};
+  /// Batches in page-locked host memory, so `to(Device::cuda(), true)` copies them without
+  /// blocking the host (torch's pin_memory; docs/cuda.md, "Pinned memory"). amp::Error at
+  /// construction when CUDA is unavailable.
+  bool pin_memory = false;
 };
 
 /// Iterates mini-batches of a Dataset, one epoch per begin() (see the file comment).

@@ -5,12 +5,14 @@
 
 namespace amp {
 
-const DeviceKernels& kernels_for(Device device) {
-  return device.is_cpu() ? cpu::kernels() : cuda_backend::kernels();
+GuardedKernels<DeviceKernels> kernels_for(Device device) {
+  if (device.is_cpu()) return {cpu::kernels(), device};
+  return {cuda_backend::kernels(), device};
 }
 
-const multi_tensor::MultiTensorKernels& multi_tensor_kernels_for(Device device) {
-  return device.is_cpu() ? cpu::multi_tensor_kernels() : cuda_backend::multi_tensor_kernels();
+GuardedKernels<multi_tensor::MultiTensorKernels> multi_tensor_kernels_for(Device device) {
+  if (device.is_cpu()) return {cpu::multi_tensor_kernels(), device};
+  return {cuda_backend::multi_tensor_kernels(), device};
 }
 
 }  // namespace amp

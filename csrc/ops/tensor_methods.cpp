@@ -8,6 +8,7 @@
 #include <ostream>
 #include <sstream>
 
+#include "csrc/core/allocator.h"
 #include "csrc/core/cuda_backend.h"
 #include "csrc/core/macros.h"
 #include "csrc/core/tensor.h"
@@ -89,6 +90,25 @@ Tensor Tensor::to(Device device) const {
     moved.copy_(*this);
     return moved;
   });
+  return record_unary(out, *this, "ToCopyBackward",
+                      [](const Tensor& g, const Node& n) { return g.to(n.input_meta[0].device); });
+}
+
+Tensor Tensor::to(Device device, bool non_blocking) const {
+  checked_impl("to");
+  // Only a contiguous copy out of pinned memory can return before the copy is done; anything
+  // else (pageable memory, other directions, a layout to pack first) is to(device)'s copy.
+  const bool async = non_blocking && this->device().is_cpu() && device.is_cuda() &&
+                     is_contiguous() && cuda_backend::is_available() &&
+                     pinned_host_allocator().owns(storage()->data());
+  if (!async) return to(device);
+  profiler::RecordScope scope(profiler::EventKind::Cast, "to",
+                              [&] { return "CPU->" + to_string(device) + " (non_blocking)"; });
+  Tensor out = empty(sizes(), {.dtype = dtype(), .device = device});
+  const cuda_backend::EventId copied = cuda_backend::copy_to_device_async(
+      out.data_ptr(), device, data_ptr(), static_cast<size_t>(numel()) * element_size(dtype()));
+  // The pinned block is not reused before the copy has read it.
+  pinned_host_allocator().record_event(storage()->data(), device.index, copied);
   return record_unary(out, *this, "ToCopyBackward",
                       [](const Tensor& g, const Node& n) { return g.to(n.input_meta[0].device); });
 }

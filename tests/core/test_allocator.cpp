@@ -430,6 +430,177 @@ BOOST_FIXTURE_TEST_CASE(threads_allocating_and_freeing_never_share_a_byte, FakeS
   BOOST_TEST(alloc.stats().reserved == 0);
 }
 
+// ---- Streams, on fake streams and events ----
+
+// Pretend streams and events: the current stream is whatever the test sets, an event is done
+// when the test says so (or once waited for), and every call is recorded.
+struct FakeStreams {
+  uintptr_t current = 1;
+  struct FakeEvent {
+    int device;
+    uintptr_t stream;
+    bool done = false;
+    bool waited = false;
+    bool destroyed = false;
+  };
+  std::vector<FakeEvent> events;  // event id = index + 1
+};
+
+FakeStreams streams;  // reset by StreamFixture
+
+amp::StreamOps fake_stream_ops() {
+  return {
+      .current_stream = [](int) { return streams.current; },
+      .record_event =
+          [](int device, uintptr_t stream) {
+            streams.events.push_back({.device = device, .stream = stream});
+            return static_cast<uintptr_t>(streams.events.size());
+          },
+      .event_done = [](int, uintptr_t event) { return streams.events.at(event - 1).done; },
+      .wait_event =
+          [](int, uintptr_t event) {
+            streams.events.at(event - 1).waited = true;
+            streams.events.at(event - 1).done = true;
+          },
+      .destroy_event = [](int, uintptr_t event) { streams.events.at(event - 1).destroyed = true; }};
+}
+
+struct StreamFixture {
+  StreamFixture() {
+    fake = FakeSystem{};
+    streams = FakeStreams{};
+  }
+  ~StreamFixture() { BOOST_TEST(fake.bad_frees == 0); }
+  CachingAllocator alloc{DeviceType::CUDA, fake_alloc, fake_free, /*caching=*/true,
+                         fake_stream_ops()};
+};
+
+BOOST_FIXTURE_TEST_CASE(free_blocks_serve_only_requests_of_their_own_stream, StreamFixture) {
+  void* a = alloc.allocate(4 * kKiBu, 0, /*stream=*/1);
+  alloc.deallocate(a);
+  void* b = alloc.allocate(4 * kKiBu, 0, /*stream=*/2);
+  BOOST_TEST(address(b) != address(a));
+  BOOST_TEST(fake.allocs == 2);  // stream 2 took a segment of its own
+  void* c = alloc.allocate(4 * kKiBu, 0, /*stream=*/1);
+  BOOST_TEST(address(c) == address(a));
+  // The two-argument allocate asks for the device's current stream: stream 1's whole free
+  // segment, although stream 2's smaller free rest would fit best.
+  alloc.deallocate(c);
+  streams.current = 1;
+  void* d = alloc.allocate(kMiBu, 0);
+  BOOST_TEST(address(d) == address(a));
+  for (void* p : {b, d}) alloc.deallocate(p);
+}
+
+BOOST_FIXTURE_TEST_CASE(a_block_used_on_another_stream_is_reused_only_after_its_event,
+                        StreamFixture) {
+  void* a = alloc.allocate(4 * kKiBu, 0, 1);
+  alloc.record_stream(a, 2);
+  alloc.record_stream(a, 2);  // once per stream
+  alloc.deallocate(a);
+  BOOST_TEST_REQUIRE(streams.events.size() == 1u);
+  BOOST_TEST(streams.events.at(0).stream == 2u);  // recorded on the stream that used it
+  BOOST_TEST(alloc.stats().allocated == 0);       // no longer counted as allocated
+  void* b = alloc.allocate(4 * kKiBu, 0, 1);
+  BOOST_TEST(address(b) != address(a));  // stream 2 may still be reading a
+  alloc.deallocate(b);
+  streams.events.at(0).done = true;
+  void* c = alloc.allocate(4 * kKiBu, 0, 1);
+  BOOST_TEST(address(c) == address(a));  // event done: back in stream 1's pool
+  BOOST_TEST(streams.events.at(0).destroyed);
+  BOOST_TEST(!streams.events.at(0).waited);  // the host never waited
+  alloc.deallocate(c);
+  BOOST_TEST(streams.events.size() == 1u);  // record_stream is forgotten once the block is free
+}
+
+BOOST_FIXTURE_TEST_CASE(a_block_waiting_for_its_event_does_not_merge_with_free_neighbours,
+                        StreamFixture) {
+  void* a = alloc.allocate(4 * kKiBu, 0, 1);
+  void* b = alloc.allocate(4 * kKiBu, 0, 1);
+  alloc.record_stream(a, 2);
+  alloc.deallocate(a);  // waiting
+  alloc.deallocate(b);  // free, next to a
+  void* c = alloc.allocate(8 * kKiBu, 0, 1);
+  BOOST_TEST(address(c) != address(a));  // a + b joined would have served it
+  alloc.deallocate(c);
+  streams.events.at(0).done = true;
+  void* d = alloc.allocate(8 * kKiBu, 0, 1);
+  BOOST_TEST(address(d) == address(a));  // once done, a merges with b
+  alloc.deallocate(d);
+}
+
+BOOST_FIXTURE_TEST_CASE(record_stream_on_the_allocation_stream_or_foreign_memory_does_nothing,
+                        StreamFixture) {
+  void* a = alloc.allocate(4 * kKiBu, 0, 1);
+  alloc.record_stream(a, 1);
+  int outside = 0;
+  alloc.record_stream(&outside, 2);
+  alloc.deallocate(a);
+  BOOST_TEST(streams.events.empty());
+  void* b = alloc.allocate(4 * kKiBu, 0, 1);
+  BOOST_TEST(address(b) == address(a));
+  alloc.deallocate(b);
+}
+
+BOOST_FIXTURE_TEST_CASE(empty_cache_waits_for_pending_events_then_frees_the_segment,
+                        StreamFixture) {
+  void* a = alloc.allocate(15 * kMiBu, 0, 1);
+  alloc.record_stream(a, 3);
+  alloc.deallocate(a);
+  alloc.empty_cache();
+  BOOST_TEST(streams.events.at(0).waited);
+  BOOST_TEST(streams.events.at(0).destroyed);
+  BOOST_TEST(fake.in_use == 0u);
+  BOOST_TEST(alloc.stats().reserved == 0);
+}
+
+BOOST_FIXTURE_TEST_CASE(out_of_memory_retry_waits_for_blocks_used_on_other_streams, StreamFixture) {
+  fake.capacity = 40 * kMiBu;
+  void* a = alloc.allocate(15 * kMiBu, 0, 1);  // 16 MiB segment
+  alloc.record_stream(a, 2);
+  alloc.deallocate(a);
+  void* b = alloc.allocate(30 * kMiBu, 0, 1);  // 16 + 30 > 40: wait, free a's segment, retry
+  BOOST_TEST(b != nullptr);
+  BOOST_TEST(streams.events.at(0).waited);
+  BOOST_TEST(fake.free_sizes == std::vector<size_t>{16 * kMiBu});
+  BOOST_TEST(alloc.stats().alloc_retries == 1);
+  alloc.deallocate(b);
+}
+
+BOOST_FIXTURE_TEST_CASE(a_block_with_a_recorded_event_is_reused_only_after_the_event,
+                        StreamFixture) {
+  // As the pinned host allocator's blocks: the copy that reads one registers its event.
+  void* a = alloc.allocate(4 * kKiBu, 0, 0);
+  streams.events.push_back({.device = 1, .stream = 9});  // recorded by the caller
+  alloc.record_event(a, 1, streams.events.size());
+  BOOST_TEST(alloc.owns(a));
+  alloc.deallocate(a);
+  BOOST_TEST(!alloc.owns(a));
+  void* b = alloc.allocate(4 * kKiBu, 0, 0);
+  BOOST_TEST(address(b) != address(a));
+  streams.events.at(0).done = true;
+  void* c = alloc.allocate(4 * kKiBu, 0, 0);
+  BOOST_TEST(address(c) == address(a));
+  BOOST_TEST(streams.events.at(0).destroyed);
+  // An event for memory the allocator does not own is destroyed at once.
+  int outside = 0;
+  streams.events.push_back({.device = 0, .stream = 9});
+  alloc.record_event(&outside, 0, streams.events.size());
+  BOOST_TEST(streams.events.at(1).destroyed);
+  for (void* p : {b, c}) alloc.deallocate(p);
+}
+
+BOOST_AUTO_TEST_CASE(without_stream_ops_there_is_one_stream_and_record_stream_does_nothing) {
+  fake = FakeSystem{};
+  CachingAllocator one_stream{DeviceType::CPU, fake_alloc, fake_free, /*caching=*/true};
+  void* a = one_stream.allocate(4 * kKiBu, 0);
+  one_stream.record_stream(a, 7);
+  one_stream.deallocate(a);
+  void* b = one_stream.allocate(4 * kKiBu, 0, /*stream=*/0);
+  BOOST_TEST(address(b) == address(a));
+  one_stream.deallocate(b);
+}
+
 // ---- amp::memory over the CPU allocator, with real tensors ----
 
 BOOST_AUTO_TEST_CASE(allocated_grows_by_the_rounded_block_and_returns_when_the_tensor_dies) {

@@ -32,7 +32,7 @@ namespace wm = amp::window_math;
 
 const DType kFloatDTypes[] = {DType::Float32, DType::Float16, DType::BFloat16, DType::Float64};
 
-const amp::DeviceKernels& cpu_kernels() { return amp::kernels_for(Device::cpu()); }
+amp::DeviceKernels cpu_kernels() { return amp::kernels_for(Device::cpu()); }
 
 // Normal samples of `dtype`, with ties, signed zeros, infinities and NaNs when `specials`.
 Tensor samples(int64_t n, DType dtype, bool specials) {
