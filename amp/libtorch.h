@@ -1,6 +1,6 @@
 /// \file
 /// The LibTorch bridge (library ampcpp_libtorch, target ampcpp::libtorch; docs/libtorch.md):
-/// apex's initialize/scale_loss (O0 and O1) for LibTorch models and optimizers, torch.amp's
+/// apex's initialize/scale_loss (O0 to O3) for LibTorch models and optimizers, torch.amp's
 /// autocast guard and GradScaler for LibTorch (PyTorch's C++ API), which has neither,
 /// apex's FusedAdam, FusedSGD and FusedLAMB as torch::optim optimizers, and zero-copy conversion
 /// between torch::Tensor and amp::Tensor.
@@ -79,7 +79,7 @@ class AMPCPP_API autocast {
 };
 
 /// apex's amp.initialize for LibTorch models and optimizers
-/// (docs/libtorch.md, "apex's front end (O0, O1, O2)"): resolves `opt_level` and `overrides` as
+/// (docs/libtorch.md, "apex's front end (O0 to O3)"): resolves `opt_level` and `overrides` as
 /// amp::initialize does (apex's presets, checks, messages and printed summary) and sets up one
 /// dynamic or static loss scaler per loss (Overrides::num_losses). O0 leaves everything in fp32. O1
 /// turns on LibTorch's own autocast for the model's device type with the low-precision dtype (on
@@ -89,7 +89,9 @@ class AMPCPP_API autocast {
 /// under keep_batchnorm_fp32), and replaces every 16-bit parameter in the optimizers' param
 /// groups by a Float32 master copy, moving its torch::optim state to the master; the model is
 /// then called through amp::libtorch::forward, which casts its inputs and copies updated masters
-/// into it. O3 is not built yet (amp::Error). Models and optimizers are not modified by O0/O1;
+/// into it. O3 casts the models as O2 does (batch norms too, unless keep_batchnorm_fp32 is
+/// overridden) and makes no masters: the optimizers step the 16-bit parameters, with a static loss
+/// scale of 1. Models and optimizers are not modified by O0/O1;
 /// every parameter must be Float32 (apex's check). Replaces any earlier initialization.
 AMPCPP_API Properties initialize(torch::nn::Module& model, torch::optim::Optimizer& optimizer,
                                  const std::string& opt_level = "O1",

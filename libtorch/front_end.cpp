@@ -1,5 +1,5 @@
-// apex's front end for LibTorch objects: initialize, scale_loss, forward, state_dict (O0, O1 and
-// O2), on amp::detail::resolve_properties (apex's presets and checks) and amp::LossScaler (apex's
+// apex's front end for LibTorch objects: initialize, scale_loss, forward, state_dict (O0 to O3),
+// on amp::detail::resolve_properties (apex's presets and checks) and amp::LossScaler (apex's
 // dynamic loss scaling), run on the torch gradients' memory.
 #include <ATen/autocast_mode.h>
 #include <torch/nn/modules/batchnorm.h>
@@ -200,11 +200,6 @@ Properties initialize(const std::vector<torch::nn::Module*>& models,
   if (models.empty() || optimizers.empty()) {
     throw Error("amp::libtorch::initialize: expected at least one model and one optimizer, got " +
                 std::to_string(models.size()) + " and " + std::to_string(optimizers.size()));
-  }
-  if (opt_level == "O3" && overrides.enabled.value_or(true)) {
-    throw Error(
-        "amp::libtorch::initialize: opt_level O3 is not built yet in the LibTorch bridge; "
-        "O0, O1 and O2 are (docs/libtorch.md)");
   }
   if (!overrides.allow_incoming_model_not_fp32) check_params_fp32(models);
   torch::DeviceType device = torch::kCPU;

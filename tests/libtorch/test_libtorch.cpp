@@ -748,15 +748,13 @@ BOOST_FIXTURE_TEST_CASE(an_overflow_skips_the_step_and_halves_the_scale, CleanAu
   BOOST_TEST(lt::state_dict().at("loss_scaler0.unskipped").item<int64_t>() == 1);
 }
 
-BOOST_FIXTURE_TEST_CASE(o0_changes_nothing_and_o3_is_not_built_yet, CleanAutocastState) {
+BOOST_FIXTURE_TEST_CASE(o0_changes_nothing_and_bad_levels_are_refused, CleanAutocastState) {
   Regression r;
   torch::optim::SGD opt(r.model->parameters(), torch::optim::SGDOptions(0.1));
   const amp::Properties props = lt::initialize(*r.model, opt, "O0", {.verbosity = 0});
   BOOST_TEST(!props.patch_functions);
   BOOST_TEST(!at::autocast::is_cpu_enabled());
   BOOST_TEST(lt::state_dict().at("loss_scaler0.loss_scale").item<double>() == 1.0);
-  BOOST_CHECK_EXCEPTION(lt::initialize(*r.model, opt, "O3"), amp::Error,
-                        has({"O3 is not built yet in the LibTorch bridge"}));
   BOOST_CHECK_EXCEPTION(lt::initialize(*r.model, opt, "O5", {.verbosity = 0}), amp::Error,
                         has({"O5"}));
   // fp16 on the CPU is a usage error in LibTorch 1.13 (no fp16 CPU matmul); LibTorch's words.
@@ -907,6 +905,112 @@ BOOST_FIXTURE_TEST_CASE(o2_overflow_skips_the_step_leaving_model_and_masters_bit
   }
   BOOST_TEST(opt.state().empty());  // no momentum buffer was created
   BOOST_TEST(lt::state_dict().at("loss_scaler0.loss_scale").item<double>() == 32768.0);
+}
+
+BOOST_FIXTURE_TEST_CASE(o3_casts_everything_to_bf16_makes_no_masters_and_prints_apexs_o3,
+                        CleanAutocastState) {
+  torch::nn::Sequential model = linear_bn_linear();
+  torch::optim::SGD opt(model->parameters(), torch::optim::SGDOptions(0.1));
+  amp::Properties props;
+  {
+    CaptureCout out;
+    props = lt::initialize(*model, opt, "O3");
+    // apex's O3 brief has no empty line after it; the CPU's low-precision dtype is BFloat16.
+    BOOST_TEST(out.text.str().rfind("Selected optimization level O3:  Pure FP16 training.\n"
+                                    "Defaults for this optimization level are:\n"
+                                    "enabled                : true\n"
+                                    "opt_level              : O3\n"
+                                    "cast_model_type        : BFloat16\n"
+                                    "patch_functions        : false\n"
+                                    "keep_batchnorm_fp32    : false\n"
+                                    "master_weights         : false\n"
+                                    "loss_scale             : 1.0\n",
+                                    0) == 0U,
+               out.text.str());
+  }
+  BOOST_TEST(!props.patch_functions);
+  BOOST_TEST(!at::autocast::is_cpu_enabled());
+  for (const auto& item : model->named_parameters()) {
+    BOOST_TEST(item.value().scalar_type() == torch::kBFloat16, item.key());
+  }
+  for (const auto& item : model->named_buffers()) {  // batch norm's running stats too
+    if (item.value().is_floating_point()) {
+      BOOST_TEST(item.value().scalar_type() == torch::kBFloat16, item.key());
+    }
+  }
+  // No masters: the optimizer holds the model's own 16-bit tensors.
+  const std::vector<torch::Tensor>& params = opt.param_groups()[0].params();
+  BOOST_REQUIRE_EQUAL(params.size(), 6U);
+  for (size_t i = 0; i < params.size(); ++i) {
+    BOOST_TEST(params[i].is_same(model->parameters()[i]), "param " << i);
+  }
+  BOOST_TEST(lt::state_dict().at("loss_scaler0.loss_scale").item<double>() == 1.0);
+}
+
+BOOST_FIXTURE_TEST_CASE(o3_with_keep_batchnorm_fp32_spares_the_batch_norm, CleanAutocastState) {
+  torch::nn::Sequential model = linear_bn_linear();
+  torch::optim::SGD opt(model->parameters(), torch::optim::SGDOptions(0.1));
+  lt::initialize(*model, opt, "O3", {.keep_batchnorm_fp32 = true, .verbosity = 0});
+  for (const auto& item : model->named_parameters()) {
+    const bool batch_norm = item.key().rfind("1.", 0) == 0;
+    BOOST_TEST(item.value().scalar_type() == (batch_norm ? torch::kFloat : torch::kBFloat16),
+               item.key());
+  }
+  for (size_t i = 0; i < model->parameters().size(); ++i) {
+    BOOST_TEST(opt.param_groups()[0].params()[i].is_same(model->parameters()[i]), "param " << i);
+  }
+  // apex's check of the model's incoming dtype holds at O3 too.
+  model->to(torch::kBFloat16);
+  BOOST_CHECK_EXCEPTION(lt::initialize(*model, opt, "O3", {.verbosity = 0}), amp::Error,
+                        has({"Found param 0.weight with type BFloat16, expected Float"}));
+}
+
+BOOST_FIXTURE_TEST_CASE(o3_training_is_pure_bf16_training_bit_for_bit, CleanAutocastState) {
+  // The reference is what apex's O3 means, written by hand in LibTorch: the model cast to bf16,
+  // inputs cast to bf16, the output cast to fp32, loss.backward() (no scale), the optimizer on
+  // the 16-bit parameters.
+  torch::manual_seed(3);
+  torch::nn::Sequential model = linear_bn_linear();
+  torch::nn::Sequential reference = linear_bn_linear();
+  {
+    torch::NoGradGuard no_grad;
+    for (size_t i = 0; i < model->parameters().size(); ++i) {
+      reference->parameters()[i].copy_(model->parameters()[i]);
+    }
+  }
+  reference->to(torch::kBFloat16);
+  const auto options = torch::optim::SGDOptions(0.1).momentum(0.9);
+  torch::optim::SGD opt(model->parameters(), options);
+  torch::optim::SGD reference_opt(reference->parameters(), options);
+  lt::initialize(*model, opt, "O3", {.verbosity = 0});
+  const torch::Tensor initial = model->parameters()[0].detach().clone();
+  const torch::Tensor x = torch::randn({16, 8}), target = torch::randn({16, 4});
+  for (int step = 0; step < 3; ++step) {
+    opt.zero_grad();
+    const torch::Tensor y = lt::forward(*model, x);
+    BOOST_TEST(y.scalar_type() == torch::kFloat);  // apex's output cast
+    {
+      lt::ScaledLoss scaled = lt::scale_loss(torch::mse_loss(y, target), opt);
+      scaled.backward();
+    }
+    BOOST_TEST(model->parameters()[0].grad().scalar_type() == torch::kBFloat16);
+    opt.step();
+    reference_opt.zero_grad();
+    torch::mse_loss(reference->forward(x.to(torch::kBFloat16)).to(torch::kFloat), target)
+        .backward();
+    reference_opt.step();
+  }
+  for (size_t i = 0; i < model->parameters().size(); ++i) {
+    BOOST_TEST(bit_equal(model->parameters()[i].detach(), reference->parameters()[i].detach()),
+               "param " << i);
+  }
+  // Module::to(dtype) also cast the reference's num_batches_tracked (Int64); apex's cast, as the
+  // bridge's, leaves integer buffers as they are.
+  for (size_t i = 0; i < model->buffers().size(); ++i) {
+    const torch::Tensor buffer = model->buffers()[i];
+    BOOST_TEST(bit_equal(buffer, reference->buffers()[i].to(buffer.scalar_type())), "buffer " << i);
+  }
+  BOOST_TEST(!bit_equal(model->parameters()[0].detach(), initial));  // it trained
 }
 
 BOOST_AUTO_TEST_SUITE_END()
