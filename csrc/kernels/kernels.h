@@ -102,6 +102,13 @@ struct DeviceKernels {
   // (max pooling's double backward).
   void (*max_pool2d_gather)(DType dtype, const void* x, const void* offsets, void* out,
                             const PoolGeometry& g);
+
+  // ---- fp8 (csrc/ops/fp8_quantize.cpp; functor in csrc/kernels/fp8_functors.h) ----
+  // out = fp8(in * scale), out_dtype Float8_e4m3fn or Float8_e5m2, in_dtype a 16-, 32- or 64-bit
+  // floating dtype: the product in the op-math type, rounded once to nearest even, clamped to
+  // ±max when `saturate` (otherwise the plain cast's overflow). Operands: out, in.
+  void (*quantize_fp8)(const ElementwisePlan& plan, DType out_dtype, DType in_dtype, float scale,
+                       bool saturate);
 };
 
 // The output dtype of a reduction of a tensor of `in_dtype`.
