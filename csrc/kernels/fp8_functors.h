@@ -10,6 +10,8 @@
 #include "csrc/core/macros.h"
 
 namespace amp::functors {
+// Per CPU level, as functors.h (check_cpu_levels.cmake: no kernel template shared by all levels).
+inline namespace AMP_CPU_LEVEL_NAMESPACE {
 
 // An fp8 element as its bits, for copies between tensors of the same fp8 dtype: the copy kernels
 // move it unconverted (its op-math type is itself), so every pattern is kept, E5M2's NaN payloads
@@ -36,4 +38,5 @@ struct QuantizeFp8 {
   }
 };
 
+}  // namespace AMP_CPU_LEVEL_NAMESPACE
 }  // namespace amp::functors
