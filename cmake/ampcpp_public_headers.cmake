@@ -28,6 +28,7 @@ set(AMPCPP_PUBLIC_HEADERS
     csrc/core/dtype.h
     csrc/core/error.h
     csrc/core/export.h
+    csrc/core/float8.h
     csrc/core/half.h
     csrc/core/hook_list.h
     csrc/core/macros.h

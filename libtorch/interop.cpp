@@ -47,6 +47,11 @@ torch::ScalarType torch_dtype(DType type) {
       return torch::kLong;
     case DType::Bool:
       return torch::kBool;
+    case DType::Float8_e4m3fn:
+    case DType::Float8_e5m2:
+      // Not mapped yet: torch's fp8 dtypes exist only from PyTorch 2.1 on.
+      throw Error("to_torch: expected a tensor of dtype " + shared_dtypes() + ", got " +
+                  dtype_name(type));
   }
   throw Error("to_torch: internal error: unknown amp::DType " +
               std::to_string(static_cast<int>(type)));

@@ -24,6 +24,10 @@ const char* dtype_name(DType dtype) {
       return "Int64";
     case DType::Bool:
       return "Bool";
+    case DType::Float8_e4m3fn:
+      return "Float8_e4m3fn";
+    case DType::Float8_e5m2:
+      return "Float8_e5m2";
   }
   return "Unknown";
 }
@@ -41,6 +45,8 @@ size_t element_size(DType dtype) {
     case DType::Int64:
       return 8;
     case DType::Bool:
+    case DType::Float8_e4m3fn:
+    case DType::Float8_e5m2:
       return 1;
   }
   AMP_FAIL("element_size: unknown dtype ", static_cast<int>(dtype));
@@ -48,13 +54,27 @@ size_t element_size(DType dtype) {
 
 bool is_floating_point(DType dtype) {
   return dtype == DType::Float32 || dtype == DType::Float16 || dtype == DType::BFloat16 ||
-         dtype == DType::Float64;
+         dtype == DType::Float64 || is_float8(dtype);
 }
 
 bool is_low_precision(DType dtype) { return dtype == DType::Float16 || dtype == DType::BFloat16; }
 
+bool is_float8(DType dtype) { return dtype == DType::Float8_e4m3fn || dtype == DType::Float8_e5m2; }
+
+const char* dispatch_note(DType dtype) {
+  return is_float8(dtype) ? " (fp8 tensors only convert, copy and fill: convert them with to() to "
+                            "a 16- or 32-bit floating dtype first, as in PyTorch)"
+                          : "";
+}
+
 DType promote_types(DType a, DType b) {
   if (a == b) return a;
+  // PyTorch refuses these (c10/core/ScalarType.cpp): no fp8 type holds the other's values, and a
+  // silent widening would hide a missing scale.
+  AMP_CHECK(!is_float8(a) && !is_float8(b),
+            "promote_types: promotion for Float8 types is not supported, attempted to promote ",
+            dtype_name(a), " and ", dtype_name(b),
+            " (expected equal dtypes; convert with to() first)");
   if (a == DType::Bool) return b;
   if (b == DType::Bool) return a;
   const bool fa = is_floating_point(a);
@@ -76,6 +96,10 @@ double largest(DType dtype) {
       return 65504.0;
     case DType::BFloat16:
       return 0x1.fep127;
+    case DType::Float8_e4m3fn:
+      return Float8_e4m3fn::kMax;
+    case DType::Float8_e5m2:
+      return Float8_e5m2::kMax;
     default:
       return std::numeric_limits<double>::max();
   }
@@ -96,6 +120,10 @@ const char* cpp_type_name(DType dtype) {
       return "int64_t";
     case DType::Bool:
       return "bool";
+    case DType::Float8_e4m3fn:
+      return "c10::Float8_e4m3fn";
+    case DType::Float8_e5m2:
+      return "c10::Float8_e5m2";
   }
   return "unknown";
 }
@@ -106,6 +134,8 @@ bool value_fits(double value, DType dtype) {
   if (dtype == DType::Bool) return true;
   // 2^63 is exact in double; INT64_MAX is not (it rounds up to 2^63), so the bound is exclusive.
   if (dtype == DType::Int64) return value >= -0x1p63 && value < 0x1p63;
+  // Float8_e4m3fn has no infinity: libtorch's overflows() lets inf through only to types with one.
+  if (dtype == DType::Float8_e4m3fn && std::isinf(value)) return false;
   return !std::isfinite(value) || std::fabs(value) <= largest(dtype);
 }
 
@@ -116,8 +146,9 @@ void check_value_fits(double value, DType dtype, const char* op) {
              "value in [-2^63, 2^63) for ", dtype_name(dtype), ", got ", value, ")");
   }
   AMP_FAIL(op, ": value cannot be converted to type ", cpp_type_name(dtype),
-           " without overflow (expected inf, NaN or a value of magnitude at most ", largest(dtype),
-           " for ", dtype_name(dtype), ", got ", value, ")");
+           " without overflow (expected ", dtype == DType::Float8_e4m3fn ? "" : "inf, ",
+           "NaN or a value of magnitude at most ", largest(dtype), " for ", dtype_name(dtype),
+           ", got ", value, ")");
 }
 
 }  // namespace amp

@@ -144,11 +144,15 @@ template Half* Tensor::data<Half>() const;
 template BFloat16* Tensor::data<BFloat16>() const;
 template int64_t* Tensor::data<int64_t>() const;
 template bool* Tensor::data<bool>() const;
+template Float8_e4m3fn* Tensor::data<Float8_e4m3fn>() const;
+template Float8_e5m2* Tensor::data<Float8_e5m2>() const;
 template const float* Tensor::data<const float>() const;
 template const double* Tensor::data<const double>() const;
 template const Half* Tensor::data<const Half>() const;
 template const BFloat16* Tensor::data<const BFloat16>() const;
 template const int64_t* Tensor::data<const int64_t>() const;
 template const bool* Tensor::data<const bool>() const;
+template const Float8_e4m3fn* Tensor::data<const Float8_e4m3fn>() const;
+template const Float8_e5m2* Tensor::data<const Float8_e5m2>() const;
 
 }  // namespace amp

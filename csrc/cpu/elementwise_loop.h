@@ -31,6 +31,10 @@ inline const opmath_t<T>* op_math_block(const T* src, int64_t n, float* buffer) 
   if constexpr (is_16bit_float<T>) {
     widen_block(src, buffer, n);
     return buffer;
+  } else if constexpr (std::is_same_v<T, Float8_e4m3fn> || std::is_same_v<T, Float8_e5m2>) {
+    // fp8 meets run_blocks only in copies to 16-bit types; each value widens exactly.
+    for (int64_t i = 0; i < n; ++i) buffer[i] = static_cast<float>(src[i]);
+    return buffer;
   } else {
     static_assert(std::is_same_v<opmath_t<T>, T>);
     return src;

@@ -17,6 +17,7 @@
 #include "csrc/cpu/conv.h"
 #include "csrc/cpu/convert_block.h"
 #include "csrc/cpu/elementwise_loop.h"
+#include "csrc/cpu/fp8_kernels.h"
 #include "csrc/cpu/gemm.h"
 #include "csrc/cpu/normalization_kernels.h"
 #include "csrc/cpu/parallel.h"
@@ -91,6 +92,8 @@ bool convert_contiguous(const ElementwisePlan& plan) {
 }
 
 void copy_kernel(const ElementwisePlan& plan, DType out_dtype, DType in_dtype) {
+  // fp8 pairs are compiled once, outside the per-level tables (fp8_kernels.h).
+  if (is_float8(out_dtype) || is_float8(in_dtype)) return cpu::copy_fp8(plan, out_dtype, in_dtype);
   AMP_DISPATCH_ALL(out_dtype, "copy_", [&] {
     using out_t = scalar_t;
     AMP_DISPATCH_ALL(in_dtype, "copy_", [&] {
@@ -102,6 +105,7 @@ void copy_kernel(const ElementwisePlan& plan, DType out_dtype, DType in_dtype) {
 }
 
 void fill_kernel(const ElementwisePlan& plan, DType dtype, double value) {
+  if (is_float8(dtype)) return cpu::fill_fp8(plan, dtype, value);
   AMP_DISPATCH_ALL(dtype, "fill_", [&] {
     const scalar_t v = convert<scalar_t>(value);
     elementwise<scalar_t>(plan, [v] { return v; });
@@ -243,8 +247,8 @@ void max_pool2d_backward_kernel(DType dtype, const void* grad_y, const void* off
 
 }  // namespace
 
-// The convolution (oneDNN, conv.cpp) and the window kernels outside the pool's are compiled
-// once; every level's table points to them.
+// The convolution (oneDNN, conv.cpp), the window kernels outside the pool's and the fp8 kernels
+// are compiled once; every level's table points to them.
 const DeviceKernels& kernels() {
   // Designated, in DeviceKernels' order: a family added to the table is one line here.
   static const DeviceKernels table{
@@ -273,6 +277,7 @@ const DeviceKernels& kernels() {
       .attention_backward = cpu::attention_backward,
       .norm_forward = AMP_CPU_CAPABILITY::norm_forward,
       .norm_backward = AMP_CPU_CAPABILITY::norm_backward,
+      .quantize_fp8 = cpu::quantize_fp8,
   };
   return table;
 }

@@ -23,8 +23,9 @@
 #include "csrc/core/dtype.h"
 #include "csrc/cuda/cuda_check.cuh"
 #include "csrc/cuda/kernels.h"
-#include "csrc/kernels/normalization_math.h"
 #include "csrc/cuda/streams.cuh"
+#include "csrc/kernels/fp8_functors.h"
+#include "csrc/kernels/normalization_math.h"
 #include "csrc/kernels/row_kernels.h"
 #include "csrc/kernels/window_math.h"
 
@@ -135,20 +136,40 @@ void where_kernel(const ElementwisePlan& plan, DType dtype) {
 }
 
 void copy_kernel(const ElementwisePlan& plan, DType out_dtype, DType in_dtype) {
-  // All 36 dtype pairs: going through fp32 would be shorter but double -> 16-bit must round once
-  // from the double (docs/numerics.md, "Rounding into 16-bit types"), as the CPU does.
-  AMP_DISPATCH_ALL(out_dtype, "copy_", [&] {
+  // All 64 dtype pairs, fp8 included: going through fp32 would be shorter but double -> 16-bit or
+  // 8-bit must round once from the double (docs/numerics.md, "Rounding into 16-bit types"), as
+  // the CPU does. Same-dtype fp8 copies move the bits (functors::Fp8Bits).
+  if (out_dtype == in_dtype && is_float8(out_dtype)) {
+    return launch_elementwise<functors::Fp8Bits, functors::Fp8Bits>(plan, Identity{}, "copy_");
+  }
+  AMP_DISPATCH_ALL_AND_FLOAT8(out_dtype, "copy_", [&] {
     using out_t = scalar_t;
-    AMP_DISPATCH_ALL(in_dtype, "copy_",
-                     [&] { launch_elementwise<out_t, scalar_t>(plan, Identity{}, "copy_"); });
+    AMP_DISPATCH_ALL_AND_FLOAT8(
+        in_dtype, "copy_", [&] { launch_elementwise<out_t, scalar_t>(plan, Identity{}, "copy_"); });
   });
 }
 
 void fill_kernel(const ElementwisePlan& plan, DType dtype, double value) {
-  AMP_DISPATCH_ALL(dtype, "fill_", [&] {
+  AMP_DISPATCH_ALL_AND_FLOAT8(dtype, "fill_", [&] {
     // Rounded on the host with the same convert<> as the CPU, so both fill the same bits.
     launch_elementwise<scalar_t>(plan, FillValue<scalar_t>{convert<scalar_t>(value)}, "fill_");
   });
+}
+
+// ---- fp8 ----
+void quantize_fp8_kernel(const ElementwisePlan& plan, DType out_dtype, DType in_dtype, float scale,
+                         bool saturate) {
+  const auto run = [&](auto fp8) {
+    using Fp8 = decltype(fp8);
+    AMP_DISPATCH_FLOATING(in_dtype, "quantize", [&] {
+      launch_elementwise<Fp8, scalar_t>(plan, functors::QuantizeFp8<Fp8>{scale, saturate},
+                                        "quantize");
+    });
+  };
+  if (out_dtype == DType::Float8_e4m3fn) return run(Float8_e4m3fn{});
+  AMP_ASSERT(out_dtype == DType::Float8_e5m2, "quantize: fp8 output dtype expected, got ",
+             dtype_name(out_dtype));
+  run(Float8_e5m2{});
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -890,6 +911,7 @@ const DeviceKernels& kernels() {
       .attention_backward = attention_backward,
       .norm_forward = norm_forward,
       .norm_backward = norm_backward,
+      .quantize_fp8 = quantize_fp8_kernel,
   };
   return table;
 }

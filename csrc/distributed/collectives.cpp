@@ -31,8 +31,9 @@ void check_tensor(const char* op, const char* what, const Tensor& t, bool reduct
             ", got a tensor on ", to_string(t.device()));
   AMP_CHECK(t.is_contiguous(), op, ": expected a contiguous ", what, ", got shape ",
             shape_to_string(t.sizes()), " with strides ", shape_to_string(t.strides()));
-  AMP_CHECK(!reduction || t.dtype() != DType::Bool, op, ": expected ", what,
-            " of Float32, Float64, Float16, BFloat16 or Int64 for a reduction, got Bool");
+  AMP_CHECK(!reduction || (t.dtype() != DType::Bool && !is_float8(t.dtype())), op, ": expected ",
+            what, " of Float32, Float64, Float16, BFloat16 or Int64 for a reduction, got ",
+            dtype_name(t.dtype()), dispatch_note(t.dtype()));
   AMP_CHECK(t.numel() <= INT_MAX, op, ": expected ", what, " of at most ", INT_MAX,
             " elements (MPI counts are int), got ", t.numel());
 }
@@ -79,6 +80,8 @@ WireType raw_wire_type(DType dtype) {
     case DType::BFloat16:
       return WireType::UInt16;
     case DType::Bool:
+    case DType::Float8_e4m3fn:  // moved as bytes; reductions refuse fp8 (check_tensor)
+    case DType::Float8_e5m2:
       return WireType::Byte;
   }
   AMP_ASSERT(false, "unknown dtype");

@@ -164,6 +164,8 @@ ncclDataType_t nccl_type(DType dtype) {
     case DType::Int64:
       return ncclInt64;
     case DType::Bool:
+    case DType::Float8_e4m3fn:  // moved as bytes; reductions refuse fp8 (collectives.cpp)
+    case DType::Float8_e5m2:
       return ncclUint8;
   }
   AMP_ASSERT(false, "unknown dtype");

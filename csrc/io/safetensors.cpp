@@ -43,14 +43,15 @@ struct DTypeInfo {
 };
 
 constexpr DTypeInfo kDTypes[] = {
-    {DType::Int64, "I64", 13},    {DType::Float64, "F64", 12}, {DType::Float32, "F32", 11},
-    {DType::BFloat16, "BF16", 8}, {DType::Float16, "F16", 7},  {DType::Bool, "BOOL", 0},
+    {DType::Int64, "I64", 13},          {DType::Float64, "F64", 12},
+    {DType::Float32, "F32", 11},        {DType::BFloat16, "BF16", 8},
+    {DType::Float16, "F16", 7},         {DType::Float8_e4m3fn, "F8_E4M3", 4},
+    {DType::Float8_e5m2, "F8_E5M2", 3}, {DType::Bool, "BOOL", 0},
 };
 
 // Valid safetensors dtypes that ampcpp has no tensor type for.
-constexpr const char* kUnsupportedDTypes[] = {"U8",  "I8",      "I16",     "U16",     "I32",
-                                              "U32", "U64",     "F8_E5M2", "F8_E4M3", "F8_E8M0",
-                                              "F4",  "F6_E2M3", "F6_E3M2", "C64"};
+constexpr const char* kUnsupportedDTypes[] = {"U8",  "I8",      "I16", "U16",     "I32",     "U32",
+                                              "U64", "F8_E8M0", "F4",  "F6_E2M3", "F6_E3M2", "C64"};
 
 const DTypeInfo& info_of(DType dtype) {
   for (const auto& info : kDTypes) {
@@ -244,7 +245,8 @@ const DTypeInfo* dtype_named(const io::JsonReader& r, const std::string& name,
   if (const DTypeInfo* info = info_of(name)) return info;
   const bool known = std::any_of(std::begin(kUnsupportedDTypes), std::end(kUnsupportedDTypes),
                                  [&](const char* s) { return name == s; });
-  r.fail_at(at, tensor + ": expected dtype F32, F16, BF16, F64, I64 or BOOL, got " +
+  r.fail_at(at, tensor +
+                    ": expected dtype F32, F16, BF16, F64, I64, BOOL, F8_E4M3 or F8_E5M2, got " +
                     (known ? "'" + name + "', which ampcpp does not support"
                            : "unknown dtype '" + name + "'"));
 }

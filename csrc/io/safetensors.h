@@ -38,11 +38,11 @@ AMPCPP_API void save(const StateDict& state, const std::string& path);
 AMPCPP_API void save(const StateDict& state, const std::string& path,
                      const CheckpointMetadata& metadata);
 
-/// Reads a safetensors file with dtypes F32, F16, BF16, F64, I64, BOOL into CPU tensors. The
-/// whole file is validated before any tensor is allocated (header length, JSON, dtypes, shapes
-/// against byte ranges, ranges covering the data section exactly once), so a truncated, corrupt or
-/// hostile file raises amp::Error ("load '<path>': ... expected ..., got ...") and never crashes
-/// or allocates more than the file holds.
+/// Reads a safetensors file with dtypes F32, F16, BF16, F64, I64, BOOL, F8_E4M3, F8_E5M2 into CPU
+/// tensors. The whole file is validated before any tensor is allocated (header length, JSON,
+/// dtypes, shapes against byte ranges, ranges covering the data section exactly once), so a
+/// truncated, corrupt or hostile file raises amp::Error ("load '<path>': ... expected ..., got
+/// ...") and never crashes or allocates more than the file holds.
 AMPCPP_API StateDict load(const std::string& path);
 /// Same, also returning the "__metadata__" entries (empty when the file has none).
 AMPCPP_API StateDict load(const std::string& path, CheckpointMetadata* metadata);

@@ -124,6 +124,12 @@ struct DeviceKernels {
   void (*norm_forward)(DType dtype, const NormGeometry& g, const NormForwardArgs& args);
   // Their backward: grad_x, grad_weight and grad_bias from grad_y and the forward's statistics.
   void (*norm_backward)(DType dtype, const NormGeometry& g, const NormBackwardArgs& args);
+  // ---- fp8 (csrc/ops/fp8_quantize.cpp; functor in csrc/kernels/fp8_functors.h) ----
+  // out = fp8(in * scale), out_dtype Float8_e4m3fn or Float8_e5m2, in_dtype a 16-, 32- or 64-bit
+  // floating dtype: the product in the op-math type, rounded once to nearest even, clamped to
+  // ±max when `saturate` (otherwise the plain cast's overflow). Operands: out, in.
+  void (*quantize_fp8)(const ElementwisePlan& plan, DType out_dtype, DType in_dtype, float scale,
+                       bool saturate);
 };
 
 // The output dtype of a reduction of a tensor of `in_dtype`.

@@ -5,33 +5,25 @@
 // file covers all 256 codes of each format, every bfloat16 and binary16 bit pattern, fp32 and
 // float64 values around every rounding tie, and a sweep of every 4093rd fp32 bit pattern, each
 // for the plain (PyTorch) cast and the saturating one.
-#include <array>
 #include <bit>
 #include <boost/test/unit_test.hpp>
 #include <cmath>
 #include <cstdint>
-#include <cstdlib>
-#include <fstream>
 #include <iomanip>
 #include <limits>
-#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "csrc/core/float8.h"
 #include "csrc/core/half.h"
-#include "tests/support/golden_file.h"
+#include "tests/support/float8_golden.h"
 
 namespace {
 
 using amp::Float8_e4m3fn;
 using amp::Float8_e5m2;
-
-// The four conversions a golden row gives codes for, in the file's column order.
-enum Column { kE4M3Plain, kE4M3Saturated, kE5M2Plain, kE5M2Saturated, kColumns };
-const char* const kColumnNames[kColumns] = {"e4m3fn.plain", "e4m3fn.saturated", "e5m2.plain",
-                                            "e5m2.saturated"};
+using namespace amp_test::float8_golden;
 
 uint8_t convert(Column column, double x) {
   switch (column) {
@@ -58,144 +50,6 @@ uint8_t convert_float(Column column, float x) {
     default:
       return convert(column, x);
   }
-}
-
-struct Point {
-  std::string text;  // as written in the file, for messages
-  double value = 0;
-  std::array<uint8_t, kColumns> codes{};
-};
-
-struct Golden {
-  std::map<std::string, std::vector<double>> decoded;  // "e4m3fn" -> 256 values
-  std::map<std::string, std::vector<uint8_t>> tables;  // "bf16.e5m2.plain" -> codes
-  std::vector<Point> points32, points64;
-  uint32_t sweep_stride = 0;
-  uint64_t sweep_count = 0;
-};
-
-std::vector<std::string> split(const std::string& line) {
-  std::istringstream in(line);
-  std::vector<std::string> out;
-  for (std::string field; in >> field;) out.push_back(field);
-  return out;
-}
-
-class Reader {
- public:
-  explicit Reader(const std::string& path) : path_(path), in_(path) {
-    BOOST_TEST_REQUIRE(in_.good(),
-                       "cannot open " << path_ << " (tests/reference/make_float8_golden.py)");
-  }
-  // The next line that is not a comment, split; false at the end of the file.
-  bool next(std::vector<std::string>& fields) {
-    std::string line;
-    while (std::getline(in_, line)) {
-      ++number_;
-      fields = split(line);
-      if (!fields.empty() && fields[0][0] != '#') return true;
-    }
-    return false;
-  }
-  std::vector<std::string> require_line() {
-    std::vector<std::string> fields;
-    BOOST_TEST_REQUIRE(next(fields), path_ << ": ends early");
-    return fields;
-  }
-  double number(const std::string& s) const {
-    char* end = nullptr;
-    const double v = std::strtod(s.c_str(), &end);
-    BOOST_TEST_REQUIRE((end != s.c_str() && *end == '\0'), where() << ": bad number '" << s << "'");
-    return v;
-  }
-  uint64_t integer(const std::string& s, int base) const {
-    char* end = nullptr;
-    const unsigned long long v = std::strtoull(s.c_str(), &end, base);
-    BOOST_TEST_REQUIRE((end != s.c_str() && *end == '\0'), where()
-                                                               << ": bad integer '" << s << "'");
-    return v;
-  }
-  uint8_t code(const std::string& s) const {
-    const uint64_t v = integer(s, 16);
-    BOOST_TEST_REQUIRE(v <= 0xFF, where() << ": code '" << s << "' is not 8 bits");
-    return static_cast<uint8_t>(v);
-  }
-  std::string where() const { return path_ + ":" + std::to_string(number_); }
-
- private:
-  std::string path_;
-  std::ifstream in_;
-  int number_ = 0;
-};
-
-// Run-length tokens "<code>x<count>" (or "<code>") until `count` codes are read.
-std::vector<uint8_t> read_runs(Reader& file, uint64_t count) {
-  std::vector<uint8_t> codes;
-  codes.reserve(count);
-  while (codes.size() < count) {
-    for (const std::string& token : file.require_line()) {
-      const size_t x = token.find('x');
-      const uint8_t code = file.code(token.substr(0, x));
-      const uint64_t n = x == std::string::npos ? 1 : file.integer(token.substr(x + 1), 10);
-      codes.insert(codes.end(), n, code);
-    }
-  }
-  BOOST_TEST_REQUIRE(codes.size() == count,
-                     file.where() << ": runs add up to " << codes.size() << ", expected " << count);
-  return codes;
-}
-
-std::vector<Point> read_points(Reader& file, uint64_t count, bool bits) {
-  std::vector<Point> out;
-  for (uint64_t i = 0; i < count; ++i) {
-    const std::vector<std::string> f = file.require_line();
-    BOOST_TEST_REQUIRE(f.size() == size_t{1 + kColumns}, file.where() << ": expected 5 fields");
-    Point p;
-    p.text = f[0];
-    p.value = bits ? static_cast<double>(
-                         std::bit_cast<float>(static_cast<uint32_t>(file.integer(f[0], 16))))
-                   : file.number(f[0]);
-    for (int c = 0; c < kColumns; ++c) p.codes[c] = file.code(f[1 + c]);
-    out.push_back(p);
-  }
-  return out;
-}
-
-Golden read_golden() {
-  Golden g;
-  Reader file(amp_test::golden::data_path("float8_golden.txt"));
-  for (std::vector<std::string> f; file.next(f);) {
-    if (f[0] == "decode" && f.size() == 2) {
-      std::vector<double>& values = g.decoded[f[1]];
-      while (values.size() < 256) {
-        for (const std::string& v : file.require_line()) values.push_back(file.number(v));
-      }
-      BOOST_TEST_REQUIRE(values.size() == 256u, file.where() << ": expected 256 values");
-    } else if (f[0] == "table" && f.size() == 3) {
-      g.tables[f[1]] = read_runs(file, file.integer(f[2], 10));
-    } else if (f[0] == "points32" && f.size() == 2) {
-      g.points32 = read_points(file, file.integer(f[1], 10), true);
-    } else if (f[0] == "points64" && f.size() == 2) {
-      g.points64 = read_points(file, file.integer(f[1], 10), false);
-    } else if (f[0] == "sweep" && f.size() == 3) {
-      g.sweep_stride = static_cast<uint32_t>(file.integer(f[1], 10));
-      g.sweep_count = file.integer(f[2], 10);
-    } else {
-      BOOST_FAIL(file.where() << ": unexpected line starting '" << f[0] << "'");
-    }
-  }
-  return g;
-}
-
-const Golden& golden() {
-  static const Golden g = read_golden();
-  return g;
-}
-
-const std::vector<uint8_t>& table(const std::string& name) {
-  const auto it = golden().tables.find(name);
-  BOOST_TEST_REQUIRE((it != golden().tables.end()), "float8_golden.txt has no table " << name);
-  return it->second;
 }
 
 std::string hex(uint64_t v, int digits) {

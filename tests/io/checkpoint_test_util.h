@@ -47,6 +47,8 @@ inline amp::StateDict every_dtype() {
                                         {.dtype = amp::DType::Int64});
   sd["bool"] = amp::from_vector<bool>({true, false, false, true, true, false}, {2, 3},
                                       {.dtype = amp::DType::Bool});
+  sd["f8_e4m3"] = (amp::randn({3, 4}) * 100).to(amp::DType::Float8_e4m3fn);
+  sd["f8_e5m2"] = (amp::randn({2, 2}) * 1e4).to(amp::DType::Float8_e5m2);
   return sd;
 }
 

@@ -456,7 +456,8 @@ BOOST_AUTO_TEST_CASE(load_rejects_each_kind_of_malformed_header) {
       {"unknown dtype",
        R"({"w":{"dtype":"F33","shape":[2],"data_offsets":[0,8]}})",
        d8,
-       {"expected dtype F32, F16, BF16, F64, I64 or BOOL, got unknown dtype 'F33'"}},
+       {"expected dtype F32, F16, BF16, F64, I64, BOOL, F8_E4M3 or F8_E5M2, got unknown dtype "
+        "'F33'"}},
       {"unsupported dtype",
        R"({"w":{"dtype":"I32","shape":[2],"data_offsets":[0,8]}})",
        d8,
