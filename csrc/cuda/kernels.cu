@@ -13,15 +13,25 @@
 #pragma nv_diag_suppress 20013
 #pragma nv_diag_suppress 20015
 
+#include <thrust/binary_search.h>
+#include <thrust/execution_policy.h>
+#include <thrust/iterator/counting_iterator.h>
+#include <thrust/sequence.h>
+#include <thrust/sort.h>
+#include <thrust/system_error.h>
+
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <type_traits>
 #include <utility>
 
+#include "csrc/core/allocator.h"
 #include "csrc/core/cuda_backend.h"
 #include "csrc/core/dtype.h"
 #include "csrc/cuda/cuda_check.cuh"
 #include "csrc/cuda/kernels.h"
+#include "csrc/kernels/random_math.h"
 #include "csrc/kernels/row_kernels.h"
 #include "csrc/kernels/window_math.h"
 
@@ -542,15 +552,120 @@ void conv2d_backward_weights(const ConvGeometry&, const void*, const void*, void
   no_direct_convolution("conv2d_backward");
 }
 
+// ---- random ----
+// Random fills, randperm and the embedding backward's row grouping: one thread per Philox block
+// running csrc/kernels/random_math.h as the CPU loop does (the same bits), and Thrust's stable
+// sort where the CPU sorts, ties kept in index order on both sides.
+
+template <class T>
+__global__ void random_fill_kernel(RandomDistribution dist, PhiloxDraw draw, int keep, float param,
+                                   T* out, int64_t n) {
+  const int64_t blocks = random_math::blocks_for(n);
+  const int64_t step = static_cast<int64_t>(blockDim.x) * gridDim.x;
+  for (int64_t block = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; block < blocks;
+       block += step) {
+    uint32_t bits[4];
+    float values[4];
+    random_math::block_bits(draw, block, bits);
+    random_math::block_values(dist, bits, keep, param, values);
+    const int64_t first = block * 4, count = n - first < 4 ? n - first : 4;
+    for (int64_t j = 0; j < count; ++j) out[first + j] = convert<T>(values[j]);
+  }
+}
+
+void random_fill(RandomDistribution dist, DType dtype, PhiloxDraw draw, float param, void* out,
+                 int64_t n) {
+  if (n == 0) return;
+  const int keep = random_math::uniform_bits(dtype);
+  AMP_DISPATCH_ALL(dtype, "random fill", [&] {
+    random_fill_kernel<scalar_t><<<blocks_for(random_math::blocks_for(n)), kThreads>>>(
+        dist, draw, keep, param, static_cast<scalar_t*>(out), n);
+    AMP_CUDA_CHECK_LAUNCH("random fill (random_fill_kernel)");
+  });
+}
+
+// Thrust's temporary storage from the caching allocator, so a sort neither calls cudaMalloc nor
+// the device-wide synchronizing cudaFree. Blocks go back to the cache in stream order (every
+// kernel here runs on the legacy default stream).
+struct ThrustScratch {
+  using value_type = char;
+  int device = 0;
+  char* allocate(std::ptrdiff_t bytes) {
+    return static_cast<char*>(
+        allocator_for(DeviceType::CUDA).allocate(static_cast<size_t>(bytes), device));
+  }
+  void deallocate(char* ptr, size_t) { allocator_for(DeviceType::CUDA).deallocate(ptr); }
+};
+
+// Runs Thrust calls, turning the thrust::system_error they raise into amp::Error naming the op.
+template <class F>
+void with_thrust(const char* op, const F& calls) {
+  try {
+    calls();
+  } catch (const thrust::system_error& e) {
+    AMP_FAIL(op, ": a Thrust call failed: ", e.what());
+  }
+}
+
+// Thrust on the legacy default stream, without its synchronization after each algorithm.
+auto thrust_policy(ThrustScratch& scratch) {
+  AMP_CUDA_CHECK(cudaGetDevice(&scratch.device));
+  return thrust::cuda::par_nosync(scratch).on(cudaStreamLegacy);
+}
+
+__global__ void permutation_keys_kernel(PhiloxDraw draw, int64_t n, uint64_t* keys, int64_t* out) {
+  const int64_t step = static_cast<int64_t>(blockDim.x) * gridDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step) {
+    keys[i] = random_math::permutation_key(draw, i);
+    out[i] = i;
+  }
+}
+
+void randperm(PhiloxDraw draw, int64_t n, uint64_t* keys, int64_t* out) {
+  if (n == 0) return;
+  permutation_keys_kernel<<<blocks_for(n), kThreads>>>(draw, n, keys, out);
+  AMP_CUDA_CHECK_LAUNCH("randperm (permutation_keys_kernel)");
+  ThrustScratch scratch;
+  with_thrust("randperm",
+              [&] { thrust::stable_sort_by_key(thrust_policy(scratch), keys, keys + n, out); });
+}
+
+void group_rows(const int64_t* index, int64_t m, int64_t groups, int64_t* keys, int64_t* starts,
+                int64_t* positions) {
+  if (m > 0) {
+    AMP_CUDA_CHECK(cudaMemcpyAsync(keys, index, static_cast<size_t>(m) * sizeof(int64_t),
+                                   cudaMemcpyDeviceToDevice, cudaStreamLegacy));
+  }
+  // The indices are non-negative, so sorting them as uint64_t keeps their order and shares
+  // randperm's instantiation of the sort (each one adds to this file's compile time).
+  uint64_t* sorted = reinterpret_cast<uint64_t*>(keys);
+  ThrustScratch scratch;
+  with_thrust("embedding_backward", [&] {
+    const auto policy = thrust_policy(scratch);
+    thrust::sequence(policy, positions, positions + m);
+    thrust::stable_sort_by_key(policy, sorted, sorted + m, positions);
+    thrust::lower_bound(policy, sorted, sorted + m, thrust::counting_iterator<uint64_t>(0),
+                        thrust::counting_iterator<uint64_t>(static_cast<uint64_t>(groups) + 1),
+                        starts);
+  });
+}
+
 }  // namespace
 
 const DeviceKernels& kernels() {
   require_available("CUDA kernel");
-  static const DeviceKernels table{
-      unary_kernel,  binary_kernel,   where_kernel,   copy_kernel,          fill_kernel,
-      reduce_kernel, softmax_kernel,  gemm,           gather_rows,          sum_row_groups,
-      sum_columns,   conv2d_supports, conv2d_forward, conv2d_backward_data, conv2d_backward_weights,
-      im2col,        col2im,          max_pool2d,     max_pool2d_backward,  max_pool2d_gather};
+  static const DeviceKernels table = [] {
+    DeviceKernels t{
+        unary_kernel,  binary_kernel,   where_kernel,   copy_kernel,          fill_kernel,
+        reduce_kernel, softmax_kernel,  gemm,           gather_rows,          sum_row_groups,
+        sum_columns,   conv2d_supports, conv2d_forward, conv2d_backward_data, conv2d_backward_weights,
+        im2col,        col2im,          max_pool2d,     max_pool2d_backward,  max_pool2d_gather};
+    // ---- random ----
+    t.random_fill = random_fill;
+    t.randperm = randperm;
+    t.group_rows = group_rows;
+    return t;
+  }();
   return table;
 }
 
