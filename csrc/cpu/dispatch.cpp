@@ -1,6 +1,7 @@
 // Picks the active CPU level's kernel tables (csrc/cpu/capability.h).
 #include "csrc/cpu/capability.h"
 #include "csrc/cpu/kernels.h"
+#include "csrc/cpu/random_kernels.h"
 
 namespace amp::cpu {
 
@@ -27,7 +28,15 @@ auto& pick(Scalar scalar_table, Avx2 avx2_table, Avx512 avx512_table) {
 }  // namespace
 
 const DeviceKernels& kernels() {
-  static const DeviceKernels& table = AMP_PICK(kernels);
+  static const DeviceKernels table = [] {
+    DeviceKernels level = AMP_PICK(kernels);
+    // ---- random ----
+    // Compiled once, not per level (csrc/cpu/random_kernels.h).
+    level.random_fill = random_fill;
+    level.randperm = randperm;
+    level.group_rows = group_rows;
+    return level;
+  }();
   return table;
 }
 

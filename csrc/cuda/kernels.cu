@@ -14,11 +14,20 @@
 #pragma nv_diag_suppress 20013
 #pragma nv_diag_suppress 20015
 
+#include <thrust/binary_search.h>
+#include <thrust/execution_policy.h>
+#include <thrust/iterator/counting_iterator.h>
+#include <thrust/sequence.h>
+#include <thrust/sort.h>
+#include <thrust/system_error.h>
+
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <type_traits>
 #include <utility>
 
+#include "csrc/core/allocator.h"
 #include "csrc/core/cuda_backend.h"
 #include "csrc/core/dtype.h"
 #include "csrc/cuda/cuda_check.cuh"
@@ -26,6 +35,7 @@
 #include "csrc/cuda/streams.cuh"
 #include "csrc/kernels/fp8_functors.h"
 #include "csrc/kernels/normalization_math.h"
+#include "csrc/kernels/random_math.h"
 #include "csrc/kernels/row_kernels.h"
 #include "csrc/kernels/window_math.h"
 
@@ -880,6 +890,104 @@ void norm_backward(DType dtype, const NormGeometry& g, const NormBackwardArgs& a
   });
 }
 
+// ---- random ----
+// Random fills, randperm and the embedding backward's row grouping: one thread per Philox block
+// running csrc/kernels/random_math.h as the CPU loop does (the same bits), and Thrust's stable
+// sort where the CPU sorts, ties kept in index order on both sides.
+
+template <class T>
+__global__ void random_fill_kernel(RandomDistribution dist, PhiloxDraw draw, int keep, float param,
+                                   T* out, int64_t n) {
+  const int64_t blocks = random_math::blocks_for(n);
+  const int64_t step = static_cast<int64_t>(blockDim.x) * gridDim.x;
+  for (int64_t block = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; block < blocks;
+       block += step) {
+    uint32_t bits[4];
+    float values[4];
+    random_math::block_bits(draw, block, bits);
+    random_math::block_values(dist, bits, keep, param, values);
+    const int64_t first = block * 4, count = n - first < 4 ? n - first : 4;
+    for (int64_t j = 0; j < count; ++j) out[first + j] = convert<T>(values[j]);
+  }
+}
+
+void random_fill(RandomDistribution dist, DType dtype, PhiloxDraw draw, float param, void* out,
+                 int64_t n) {
+  if (n == 0) return;
+  const int keep = random_math::uniform_bits(dtype);
+  AMP_DISPATCH_ALL(dtype, "random fill", [&] {
+    random_fill_kernel<scalar_t><<<blocks_for(random_math::blocks_for(n)), kThreads, 0, current_cuda_stream()>>>(
+        dist, draw, keep, param, static_cast<scalar_t*>(out), n);
+    AMP_CUDA_CHECK_LAUNCH("random fill (random_fill_kernel)");
+  });
+}
+
+// Thrust's temporary storage from the caching allocator, so a sort neither calls cudaMalloc nor
+// the device-wide synchronizing cudaFree. Blocks go back to the cache in stream order (the sort
+// runs on the current stream, the one the allocator's pool for these blocks belongs to).
+struct ThrustScratch {
+  using value_type = char;
+  int device = 0;
+  char* allocate(std::ptrdiff_t bytes) {
+    return static_cast<char*>(
+        allocator_for(DeviceType::CUDA).allocate(static_cast<size_t>(bytes), device));
+  }
+  void deallocate(char* ptr, size_t) { allocator_for(DeviceType::CUDA).deallocate(ptr); }
+};
+
+// Runs Thrust calls, turning the thrust::system_error they raise into amp::Error naming the op.
+template <class F>
+void with_thrust(const char* op, const F& calls) {
+  try {
+    calls();
+  } catch (const thrust::system_error& e) {
+    AMP_FAIL(op, ": a Thrust call failed: ", e.what());
+  }
+}
+
+// Thrust on the current stream, without its synchronization after each algorithm.
+auto thrust_policy(ThrustScratch& scratch) {
+  AMP_CUDA_CHECK(cudaGetDevice(&scratch.device));
+  return thrust::cuda::par_nosync(scratch).on(current_cuda_stream());
+}
+
+__global__ void permutation_keys_kernel(PhiloxDraw draw, int64_t n, uint64_t* keys, int64_t* out) {
+  const int64_t step = static_cast<int64_t>(blockDim.x) * gridDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step) {
+    keys[i] = random_math::permutation_key(draw, i);
+    out[i] = i;
+  }
+}
+
+void randperm(PhiloxDraw draw, int64_t n, uint64_t* keys, int64_t* out) {
+  if (n == 0) return;
+  permutation_keys_kernel<<<blocks_for(n), kThreads, 0, current_cuda_stream()>>>(draw, n, keys, out);
+  AMP_CUDA_CHECK_LAUNCH("randperm (permutation_keys_kernel)");
+  ThrustScratch scratch;
+  with_thrust("randperm",
+              [&] { thrust::stable_sort_by_key(thrust_policy(scratch), keys, keys + n, out); });
+}
+
+void group_rows(const int64_t* index, int64_t m, int64_t groups, int64_t* keys, int64_t* starts,
+                int64_t* positions) {
+  if (m > 0) {
+    AMP_CUDA_CHECK(cudaMemcpyAsync(keys, index, static_cast<size_t>(m) * sizeof(int64_t),
+                                   cudaMemcpyDeviceToDevice, current_cuda_stream()));
+  }
+  // The indices are non-negative, so sorting them as uint64_t keeps their order and shares
+  // randperm's instantiation of the sort (each one adds to this file's compile time).
+  uint64_t* sorted = reinterpret_cast<uint64_t*>(keys);
+  ThrustScratch scratch;
+  with_thrust("embedding_backward", [&] {
+    const auto policy = thrust_policy(scratch);
+    thrust::sequence(policy, positions, positions + m);
+    thrust::stable_sort_by_key(policy, sorted, sorted + m, positions);
+    thrust::lower_bound(policy, sorted, sorted + m, thrust::counting_iterator<uint64_t>(0),
+                        thrust::counting_iterator<uint64_t>(static_cast<uint64_t>(groups) + 1),
+                        starts);
+  });
+}
+
 }  // namespace
 
 const DeviceKernels& kernels() {
@@ -912,6 +1020,9 @@ const DeviceKernels& kernels() {
       .norm_forward = norm_forward,
       .norm_backward = norm_backward,
       .quantize_fp8 = quantize_fp8_kernel,
+      .random_fill = random_fill,
+      .randperm = randperm,
+      .group_rows = group_rows,
   };
   return table;
 }

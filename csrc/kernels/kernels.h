@@ -12,6 +12,7 @@
 #include "csrc/kernels/elementwise_plan.h"
 #include "csrc/kernels/functors.h"
 #include "csrc/kernels/normalization_math.h"
+#include "csrc/kernels/random_math.h"
 #include "csrc/kernels/window_geometry.h"
 
 namespace amp {
@@ -130,6 +131,22 @@ struct DeviceKernels {
   // ±max when `saturate` (otherwise the plain cast's overflow). Operands: out, in.
   void (*quantize_fp8)(const ElementwisePlan& plan, DType out_dtype, DType in_dtype, float scale,
                        bool saturate);
+  // ---- random (csrc/ops/factories.cpp, csrc/ops/embedding.cpp); math in random_math.h ----
+  // Compiled once on the CPU, not per level: the levels' tables leave them null and
+  // csrc/cpu/dispatch.cpp sets them on the table it hands out.
+  // out[i] = element i of `draw` under `dist` (random_math::block_values; `param` is the
+  // Bernoulli threshold), rounded once to `dtype`, for i < n of a contiguous output.
+  void (*random_fill)(RandomDistribution dist, DType dtype, PhiloxDraw draw, float param, void* out,
+                      int64_t n) = nullptr;
+  // out = 0..n-1 sorted by (random_math::permutation_key(draw, i), i): randperm. keys is scratch
+  // for n keys on the device.
+  void (*randperm)(PhiloxDraw draw, int64_t n, uint64_t* keys, int64_t* out) = nullptr;
+  // sum_row_groups' inputs for an embedding's backward: positions = 0..m-1 stably sorted by
+  // index[p], starts[g] = the first sorted position whose index is >= g, for g <= groups (so
+  // starts[groups] = m). index (values in [0, groups)) and the outputs are on the device; keys
+  // is scratch for m indices.
+  void (*group_rows)(const int64_t* index, int64_t m, int64_t groups, int64_t* keys,
+                     int64_t* starts, int64_t* positions) = nullptr;
 };
 
 // The output dtype of a reduction of a tensor of `in_dtype`.

@@ -1,4 +1,5 @@
-// dropout: a Bernoulli keep mask drawn with amp::rand, applied and rescaled with recorded ops.
+// dropout: a Bernoulli keep mask drawn on the input's device (amp::bernoulli), applied and
+// rescaled with recorded ops.
 #include "csrc/ops/dropout.h"
 
 #include "csrc/core/macros.h"
@@ -17,8 +18,9 @@ Tensor dropout(const Tensor& x, double p, bool training) {
   check_floating(x, "dropout", "input");
   if (!training || p == 0.0) return x;
   if (p == 1.0) return mul(x, 0.0);
-  const Tensor keep = lt(rand(x.sizes(), {.dtype = DType::Float32, .device = x.device()}), 1.0 - p);
-  return mul(mul(x, keep.to(x.dtype())), 1.0 / (1.0 - p));
+  // Made in x's dtype by the device's kernel: 1 where rand's fp32 sample is below 1 - p.
+  const Tensor keep = bernoulli(x.sizes(), 1.0 - p, {.dtype = x.dtype(), .device = x.device()});
+  return mul(mul(x, keep), 1.0 / (1.0 - p));
 }
 
 }  // namespace amp::nn::functional

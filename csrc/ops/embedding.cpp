@@ -1,8 +1,8 @@
 // The embedding op pair: rows gathered by the device's gather_rows kernel, and the backward's
-// rows grouped on the host and summed by the device's sum_row_groups kernel.
+// rows grouped by the device's group_rows kernel (a counting sort on the CPU, Thrust's stable
+// sort on CUDA: the same groups in the same order) and summed by its sum_row_groups kernel.
 #include "csrc/ops/embedding.h"
 
-#include <memory>
 #include <vector>
 
 #include "csrc/core/macros.h"
@@ -57,37 +57,29 @@ Tensor embedding_forward(const std::vector<int64_t>& idx, const Shape& index_sha
 }
 
 // Each weight row sums the gradient rows that looked it up, in their order, in fp32 (fp64 for
-// Float64), rounded once. The rows are grouped on the host (a counting sort of the indices) and
-// summed by the device's kernel.
-Tensor embedding_backward_impl(const std::vector<int64_t>& idx, const Tensor& grad,
-                               int64_t num_weights) {
-  const int64_t d = grad.size(grad.dim() - 1), m = static_cast<int64_t>(idx.size());
-  // One host tensor, copied once: num_weights + 1 group starts, then the m positions grouped by
-  // weight row (a counting sort, stable).
-  const Tensor groups = zeros({num_weights + 1 + m}, {.dtype = DType::Int64});
+// Float64), rounded once. Both steps run on grad's device: group_rows groups the positions by
+// index (stably), sum_row_groups adds each group's rows.
+Tensor embedding_backward_impl(const Tensor& indices, const Tensor& grad, int64_t num_weights) {
+  const Device device = grad.device();
+  const int64_t d = grad.size(grad.dim() - 1), m = indices.numel();
+  const Tensor index = indices.to(device).contiguous();
+  // One Int64 buffer: num_weights + 1 group starts, the m grouped positions, m scratch keys.
+  Tensor groups = empty({num_weights + 1 + 2 * m}, {.dtype = DType::Int64, .device = device});
   int64_t* starts = groups.data<int64_t>();
   int64_t* positions = starts + num_weights + 1;
-  for (int64_t i : idx) ++starts[i + 1];
-  for (int64_t w = 0; w < num_weights; ++w) starts[w + 1] += starts[w];
-  // Placing each position advances its row's start to the next row's; shifting back restores.
-  for (int64_t r = 0; r < m; ++r) positions[starts[idx[static_cast<size_t>(r)]]++] = r;
-  for (int64_t w = num_weights; w > 0; --w) starts[w] = starts[w - 1];
-  starts[0] = 0;
-  const Tensor on_device = groups.to(grad.device());
+  const DeviceKernels& kernels = kernels_for(device);
+  kernels.group_rows(index.data<const int64_t>(), m, num_weights, positions + m, starts, positions);
   const Tensor g = grad.contiguous();
-  Tensor out = empty({num_weights, d}, {.dtype = grad.dtype(), .device = grad.device()});
-  const int64_t* group_data = on_device.data<const int64_t>();
-  kernels_for(grad.device())
-      .sum_row_groups(grad.dtype(), g.data_ptr(), group_data, group_data + num_weights + 1,
-                      num_weights, d, out.data_ptr());
+  Tensor out = empty({num_weights, d}, {.dtype = grad.dtype(), .device = device});
+  kernels.sum_row_groups(grad.dtype(), g.data_ptr(), starts, positions, num_weights, d,
+                         out.data_ptr());
   return out;
 }
 
-// embedding_backward after its checks, with the indices already on the host: the op and its
-// node, whose backward is the embedding again.
-Tensor embedding_backward_recorded(const Tensor& grad, const Tensor& indices,
-                                   const std::vector<int64_t>& idx, int64_t num_weights) {
-  Tensor out = without_grad([&] { return embedding_backward_impl(idx, grad, num_weights); });
+// embedding_backward after its checks: the op and its node, whose backward is the embedding
+// again.
+Tensor embedding_backward_recorded(const Tensor& grad, const Tensor& indices, int64_t num_weights) {
+  Tensor out = without_grad([&] { return embedding_backward_impl(indices, grad, num_weights); });
   const Tensor index = indices;
   record(
       "EmbeddingDenseBackwardBackward", out, {&grad}, {},
@@ -102,15 +94,15 @@ Tensor embedding(const Tensor& indices, const Tensor& weight) {
   check_floating(weight, "embedding", "weight");
   AMP_CHECK(weight.dim() == 2, "embedding: expected a 2-D weight (num_embeddings, dim), got shape ",
             shape_to_string(weight.sizes()));
-  auto idx = std::make_shared<const std::vector<int64_t>>(
-      host_indices(indices, weight.size(0), "embedding"));
-  Tensor out = without_grad([&] { return embedding_forward(*idx, indices.sizes(), weight); });
+  const std::vector<int64_t> idx = host_indices(indices, weight.size(0), "embedding");
+  Tensor out = without_grad([&] { return embedding_forward(idx, indices.sizes(), weight); });
   const int64_t num_weights = weight.size(0);
   const Tensor index = indices;
-  // The backward reuses the checked host indices: on a GPU, no second read of them.
+  // The indices were checked here, so the backward groups them on the device without a second
+  // read on the host.
   record("EmbeddingBackward", out, {&weight}, {},
-         [index, idx, num_weights](const Grads& g, const Grads&, const Node&) {
-           return Grads{embedding_backward_recorded(g[0], index, *idx, num_weights)};
+         [index, num_weights](const Grads& g, const Grads&, const Node&) {
+           return Grads{embedding_backward_recorded(g[0], index, num_weights)};
          });
   return out;
 }
@@ -122,8 +114,8 @@ Tensor embedding_backward(const Tensor& grad, const Tensor& indices, int64_t num
                 Shape(grad.sizes().begin(), grad.sizes().end() - 1) == expected,
             "embedding_backward: expected grad of shape indices ", shape_to_string(indices.sizes()),
             " + [dim], got ", shape_to_string(grad.sizes()));
-  return embedding_backward_recorded(
-      grad, indices, host_indices(indices, num_weights, "embedding_backward"), num_weights);
+  host_indices(indices, num_weights, "embedding_backward");  // checks the values
+  return embedding_backward_recorded(grad, indices, num_weights);
 }
 
 }  // namespace amp::nn::functional

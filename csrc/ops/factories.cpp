@@ -1,35 +1,17 @@
 #include "csrc/ops/factories.h"
 
+#include <climits>
 #include <cmath>
-#include <mutex>
 
 #include "csrc/core/cuda_backend.h"
 #include "csrc/core/macros.h"
-#include "csrc/core/philox.h"
 #include "csrc/cpu/parallel.h"
+#include "csrc/ops/dispatch.h"
+#include "csrc/ops/generator.h"
 
 namespace amp {
 
 namespace {
-
-struct GlobalGenerator {
-  std::mutex mutex;
-  uint64_t seed = 67280421310721ull;  // PyTorch's default seed, for a familiar starting point
-  uint64_t offset = 0;                // next unused Philox block
-
-  // Reserves `blocks` consecutive counter blocks and returns (seed, first block).
-  std::pair<uint64_t, uint64_t> reserve(uint64_t blocks) {
-    std::lock_guard<std::mutex> lock(mutex);
-    const uint64_t first = offset;
-    offset += blocks;
-    return {seed, first};
-  }
-};
-
-GlobalGenerator& generator() {
-  static GlobalGenerator g;
-  return g;
-}
 
 // Checks a factory's request before any work, so that errors name the factory the user called.
 void check_request(const Shape& shape, const TensorOptions& options, const char* op) {
@@ -49,93 +31,82 @@ Tensor filled(Shape shape, double value, TensorOptions options, const char* op) 
   return out;
 }
 
-enum class Distribution { Uniform, Normal };
+// A new tensor filled by its device's random kernel from the next counter blocks of its
+// device's generator.
+Tensor random_tensor(Shape shape, const TensorOptions& options, RandomDistribution dist,
+                     float param, const char* op) {
+  check_request(shape, options, op);
+  Tensor out = empty(std::move(shape), {.dtype = options.dtype, .device = options.device});
+  const int64_t n = out.numel();
+  const PhiloxDraw draw = detail::reserve_random_blocks(
+      options.device, static_cast<uint64_t>(random_math::blocks_for(n)));
+  if (n > 0) {
+    kernels_for(options.device).random_fill(dist, options.dtype, draw, param, out.data_ptr(), n);
+  }
+  if (options.requires_grad) out.requires_grad_();
+  return out;
+}
 
-Tensor random(Shape shape, TensorOptions options, Distribution dist, const char* op) {
+void check_floating_request(const TensorOptions& options, const char* op) {
   AMP_CHECK(is_floating_point(options.dtype), op,
             ": expected a floating-point dtype (Float32, Float16, BFloat16, Float64), got ",
             dtype_name(options.dtype));
-  check_request(shape, options, op);
-  // Uniform samples keep only as many bits as the target's significand holds (24 for fp32 and
-  // fp64, 11 for fp16, 8 for bf16; PyTorch does the same): a finer fp32 value just below 1 would
-  // round up to 1.0 in a 16-bit dtype and leave [0, 1).
-  const int uniform_bits = options.dtype == DType::Float16    ? 11
-                           : options.dtype == DType::BFloat16 ? 8
-                                                              : 24;
-  const float uniform_scale = std::ldexp(1.0f, -uniform_bits);
-  Tensor samples = empty(std::move(shape), {.dtype = DType::Float32});
-  const int64_t n = samples.numel();
-  // Plain variables, not a structured binding: the lambda below captures them, which clang
-  // before 16 does not allow for bindings.
-  const auto reserved = generator().reserve(static_cast<uint64_t>((n + 3) / 4));
-  const uint64_t seed = reserved.first, first = reserved.second;
-  float* out = samples.data<float>();
-  cpu::parallel_for((n + 3) / 4, 4096, [&](int64_t begin, int64_t end) {
-    for (int64_t block = begin; block < end; ++block) {
-      uint32_t bits[4];
-      Philox4x32(seed, first + static_cast<uint64_t>(block)).generate(bits);
-      float values[4];
-      if (dist == Distribution::Uniform) {
-        for (int j = 0; j < 4; ++j) {
-          values[j] = static_cast<float>(bits[j] >> (32 - uniform_bits)) * uniform_scale;
-        }
-      } else {
-        // Box-Muller on two pairs; u1 in (0, 1] keeps log finite.
-        for (int j = 0; j < 4; j += 2) {
-          const float u1 = uniform_from_bits(bits[j]) + 1.0f / 16777216.0f;
-          const float u2 = uniform_from_bits(bits[j + 1]);
-          const float radius = std::sqrt(-2.0f * std::log(u1));
-          const float angle = 6.28318530717958647692f * u2;
-          values[j] = radius * std::cos(angle);
-          values[j + 1] = radius * std::sin(angle);
-        }
-      }
-      for (int j = 0; j < 4 && block * 4 + j < n; ++j) out[block * 4 + j] = values[j];
-    }
-  });
-  Tensor result = samples.to(options.dtype).to(options.device);
-  if (options.requires_grad) result.requires_grad_();
-  return result;
+}
+
+// The largest n whose values 0..n-1 `dtype` holds exactly (its significand's reach).
+int64_t exact_count_limit(DType dtype) {
+  switch (dtype) {
+    case DType::Float16:
+      return int64_t{1} << 11;
+    case DType::BFloat16:
+      return int64_t{1} << 8;
+    case DType::Float32:
+      return int64_t{1} << 24;
+    default:
+      return INT64_MAX;
+  }
 }
 
 }  // namespace
 
-void manual_seed(uint64_t seed) {
-  auto& g = generator();
-  std::lock_guard<std::mutex> lock(g.mutex);
-  g.seed = seed;
-  g.offset = 0;
-}
-
-Tensor get_rng_state() {
-  auto& g = generator();
-  std::lock_guard<std::mutex> lock(g.mutex);
-  // Two's-complement conversion (defined since C++20) keeps all 64 bits of the seed.
-  return from_vector<int64_t>({static_cast<int64_t>(g.seed), static_cast<int64_t>(g.offset)}, {2},
-                              {.dtype = DType::Int64});
-}
-
-void set_rng_state(const Tensor& state) {
-  AMP_CHECK(state.defined(),
-            "set_rng_state: expected a tensor from get_rng_state, got an "
-            "undefined tensor");
-  AMP_CHECK(state.dtype() == DType::Int64 && state.sizes() == Shape{2},
-            "set_rng_state: expected an Int64 tensor of shape (2) from get_rng_state, got ",
-            dtype_name(state.dtype()), " of shape ", shape_to_string(state.sizes()));
-  const std::vector<int64_t> values = state.to_vector<int64_t>();
-  AMP_CHECK(values[1] >= 0, "set_rng_state: expected a block count >= 0, got ", values[1]);
-  auto& g = generator();
-  std::lock_guard<std::mutex> lock(g.mutex);
-  g.seed = static_cast<uint64_t>(values[0]);
-  g.offset = static_cast<uint64_t>(values[1]);
-}
-
 Tensor rand(Shape shape, TensorOptions options) {
-  return random(std::move(shape), options, Distribution::Uniform, "rand");
+  check_floating_request(options, "rand");
+  return random_tensor(std::move(shape), options, RandomDistribution::Uniform, 0.0f, "rand");
 }
 
 Tensor randn(Shape shape, TensorOptions options) {
-  return random(std::move(shape), options, Distribution::Normal, "randn");
+  check_floating_request(options, "randn");
+  return random_tensor(std::move(shape), options, RandomDistribution::Normal, 0.0f, "randn");
+}
+
+Tensor bernoulli(Shape shape, double p, TensorOptions options) {
+  AMP_CHECK(p >= 0.0 && p <= 1.0, "bernoulli: expected probability p in [0, 1], got ", p);
+  // Rounded to fp32 as a comparison with an fp32 tensor rounds its scalar: the mask is then
+  // lt(rand(shape), p) drawn from the same counter blocks.
+  return random_tensor(std::move(shape), options, RandomDistribution::Bernoulli,
+                       static_cast<float>(p), "bernoulli");
+}
+
+Tensor randperm(int64_t n, TensorOptions options) {
+  AMP_CHECK(n >= 0, "randperm: expected n >= 0, got ", n);
+  AMP_CHECK(options.dtype != DType::Bool,
+            "randperm: expected an Int64 or floating-point dtype, got Bool");
+  AMP_CHECK(n <= exact_count_limit(options.dtype),
+            "randperm: expected n <= ", exact_count_limit(options.dtype), " for ",
+            dtype_name(options.dtype), " (larger values are not exact), got ", n);
+  check_request({n}, options, "randperm");
+  const Device device = options.device;
+  Tensor out = empty({n}, {.dtype = DType::Int64, .device = device});
+  Tensor keys = empty({n}, {.dtype = DType::Int64, .device = device});  // scratch: 64-bit keys
+  const PhiloxDraw draw = detail::reserve_random_blocks(
+      device, static_cast<uint64_t>(random_math::permutation_blocks(n)));
+  if (n > 0) {
+    kernels_for(device).randperm(draw, n, reinterpret_cast<uint64_t*>(keys.data<int64_t>()),
+                                 out.data<int64_t>());
+  }
+  if (options.dtype != DType::Int64) out = out.to(options.dtype);
+  if (options.requires_grad) out.requires_grad_();
+  return out;
 }
 
 Tensor full(Shape shape, double value, TensorOptions options) {

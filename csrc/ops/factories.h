@@ -1,5 +1,5 @@
 /// \file
-/// Tensor factories and the global random generator.
+/// Tensor factories, the random ones included, and the random generators' state.
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -25,22 +25,35 @@ AMPCPP_API Tensor arange(double start, double end, double step = 1.0,
 /// 0, 1, ..., end - 1.
 AMPCPP_API Tensor arange(int64_t end, TensorOptions options = {.dtype = DType::Int64});
 
-/// Uniform [0, 1) and standard normal samples from the global generator (Philox4x32-10, drawn
-/// in fp32 on the CPU, so a seed gives the same values on every device and thread count). rand
-/// keeps as many random bits as the dtype's significand (11 for Float16, 8 for BFloat16), so
-/// 16-bit samples never round up to 1.
+/// Uniform [0, 1) and standard normal samples from the generator of options.device
+/// (Philox4x32-10, csrc/ops/generator.h), drawn on that device: element i is a function of (seed,
+/// offset, i) computed by the same math on the CPU and on CUDA, so a seed gives the same values
+/// on every device and thread count (docs/numerics.md, "Random numbers"). rand keeps as many
+/// random bits as the dtype's significand (11 for Float16, 8 for BFloat16), so 16-bit samples
+/// never round up to 1; randn computes in fp32 and rounds once to the dtype.
 AMPCPP_API Tensor rand(Shape shape, TensorOptions options = {});
-AMPCPP_API Tensor randn(Shape shape,
-                        TensorOptions options = {});  ///< N(0, 1) samples; floating dtypes only
-/// Reseeds the global generator (torch.manual_seed) and restarts its stream.
+AMPCPP_API Tensor randn(Shape shape, TensorOptions options = {});  ///< N(0, 1) samples; floating dtypes only
+/// 1 with probability p and 0 otherwise (torch's empty(shape).bernoulli_(p)), in any dtype: an
+/// element is 1 when rand's 24-bit fp32 sample of it is below float(p). amp::Error unless p is in
+/// [0, 1].
+AMPCPP_API Tensor bernoulli(Shape shape, double p, TensorOptions options = {});
+/// A random permutation of 0, ..., n - 1 (torch.randperm): the indices sorted by 64 random bits
+/// each. Int64 unless options say otherwise; a floating dtype must hold n exactly.
+AMPCPP_API Tensor randperm(int64_t n, TensorOptions options = {.dtype = DType::Int64});
+/// Reseeds every device's generator (torch.manual_seed) and restarts its stream.
 AMPCPP_API void manual_seed(uint64_t seed);
-/// The global generator's state, torch.get_rng_state() for checkpoints: a 1-d Int64 tensor of two
+/// The CPU generator's state, torch.get_rng_state() for checkpoints: a 1-d Int64 tensor of two
 /// elements, the seed (its 64 bits read as signed) and the number of Philox blocks drawn since
 /// manual_seed. Draws after set_rng_state(state) repeat the draws made after this call.
 AMPCPP_API Tensor get_rng_state();
+/// The state of `device`'s generator (torch.cuda.get_rng_state(device) for a CUDA device), in
+/// get_rng_state()'s format; amp::Error for a CUDA device that is not there.
+AMPCPP_API Tensor get_rng_state(Device device);
 /// Restores a state returned by get_rng_state(); amp::Error unless `state` is an Int64 tensor of
 /// shape (2) with a non-negative block count.
 AMPCPP_API void set_rng_state(const Tensor& state);
+/// Restores `device`'s generator from a state of get_rng_state (of any device).
+AMPCPP_API void set_rng_state(const Tensor& state, Device device);
 
 /// T in {float, double, int64_t, int, bool}; values are converted to options.dtype (RNE).
 template <class T>
