@@ -8,6 +8,7 @@
 #include "amp/amp_state.h"
 #include "amp/initialize.h"
 #include "csrc/core/macros.h"
+#include "csrc/multi_tensor/master_weights.h"
 #include "csrc/ops/factories.h"
 
 namespace amp {
@@ -111,6 +112,10 @@ void load_state_dict(const StateDict& sd) {
       continue;
     }
     state.loss_scalers[index].load(*e.loss_scale, *e.unskipped);
+    // A skip still pending reports the loaded scale at the skipped step, as apex's does.
+    const int loss_id = static_cast<int>(index);
+    multi_tensor::MasterWeights::instance().reword_pending_skips(
+        loss_id, detail::skip_message(state, loss_id));
   }
 }
 
