@@ -10,6 +10,7 @@
 // address is not mistaken for the first).
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -65,8 +66,7 @@ void prepare_backward(optimizers::Optimizer& opt, OptimizerStash& stash);
 // parameters, in place (adding the stashed gradient back); inf/NaN is noted in the scaler. A
 // master or parameter held by several of the optimizers is unscaled once.
 void post_backward(const std::vector<optimizers::Optimizer*>& opts,
-                   const std::vector<std::shared_ptr<OptimizerStash>>& stashes,
-                   LossScaler& scaler);
+                   const std::vector<std::shared_ptr<OptimizerStash>>& stashes, LossScaler& scaler);
 // The message apex prints when a step is skipped after loss scaler `loss_id` overflowed
 // (empty when verbosity is 0; state mutex held).
 std::string skip_message(const AmpState& state, int loss_id);

@@ -20,8 +20,8 @@
 /// (a pre-hook may skip the step), a hook on add_param_group, replace_param to move a parameter's
 /// state to a replacement, and fp32 master weights (add_master_weight) that every optimizer
 /// updates in place of a 16-bit parameter, writing the rounded result back after each step. The
-/// masters live in one home, multi_tensor::MasterWeights (docs/architecture.md, "One home for
-/// master weights"): the optimizer holds them there and its step() consults it.
+/// masters live in one home, multi_tensor::MasterWeights: the optimizer holds them there and its
+/// step() consults it (docs/architecture.md, "One home for master weights").
 #pragma once
 #pragma GCC visibility push(default)  // public API (docs/building.md)
 
