@@ -1,7 +1,10 @@
 // The apex front end's process-wide state and the gradient bookkeeping around scale_loss.
 #include "amp/amp_state.h"
 
+#include <unordered_set>
+
 #include "csrc/graph/grad_mode.h"
+#include "csrc/multi_tensor/master_weights.h"
 #include "csrc/ops/factories.h"
 
 namespace amp::detail {
@@ -19,6 +22,13 @@ Tensor contiguous_grad(Tensor param) {
   return g;
 }
 
+// The masters among opt's parameters.
+std::vector<Tensor> masters_of(const optimizers::Optimizer& opt) {
+  std::vector<Tensor> out;
+  for (const auto& [param, master] : opt.master_weights()) out.push_back(master);
+  return out;
+}
+
 }  // namespace
 
 AmpState& amp_state() {
@@ -29,13 +39,23 @@ AmpState& amp_state() {
 std::shared_ptr<OptimizerStash> find_stash(AmpState& state, const optimizers::Optimizer& opt) {
   auto it = state.optimizers.find(&opt);
   if (it == state.optimizers.end()) return nullptr;
-  std::shared_ptr<OptimizerStash> stash = it->second.lock();
-  if (!stash) state.optimizers.erase(it);  // a destroyed optimizer at a reused address
-  return stash;
+  if (multi_tensor::MasterWeights::instance().managed_serial(&opt) != it->second.serial) {
+    state.optimizers.erase(it);  // a destroyed optimizer at a reused address
+    return nullptr;
+  }
+  return it->second.stash;
+}
+
+std::string skip_message(const AmpState& state, int loss_id) {
+  const size_t id = static_cast<size_t>(loss_id);
+  if (state.verbosity <= 0 || id >= state.loss_scalers.size()) return "";
+  return "Gradient overflow.  Skipping step, loss scaler " + std::to_string(id) +
+         " reducing loss scale to " +
+         optimizers::detail::python_repr(state.loss_scalers[id].loss_scale());
 }
 
 void prepare_backward(optimizers::Optimizer& opt, OptimizerStash& stash) {
-  for (auto& [param, master] : opt.master_weights()) param.set_grad(Tensor());
+  multi_tensor::MasterWeights::instance().drop_param_grads(masters_of(opt));
   stash.stashed_grads.clear();
   for (const auto& group : opt.param_groups()) {
     for (Tensor p : group.params) {
@@ -46,54 +66,54 @@ void prepare_backward(optimizers::Optimizer& opt, OptimizerStash& stash) {
   }
 }
 
-void post_backward(optimizers::Optimizer& opt, OptimizerStash& stash, LossScaler& scaler) {
+void post_backward(const std::vector<optimizers::Optimizer*>& opts,
+                   const std::vector<std::shared_ptr<OptimizerStash>>& stashes,
+                   LossScaler& scaler) {
   NoGradGuard no_grad;
-  // Lists for the two kernels: fresh -> out (unscale) and fresh + kept -> out (accumulate).
-  std::vector<Tensor> fresh, out, acc_fresh, acc_kept, acc_out;
-  for (auto& [param, master] : opt.master_weights()) {
-    const Tensor g = contiguous_grad(param);
-    if (!g.defined()) continue;  // no new gradient: the master keeps what it had
-    Tensor mg = contiguous_grad(master);
-    if (mg.defined()) {
-      acc_fresh.push_back(g);
-      acc_kept.push_back(mg);
-      acc_out.push_back(mg);
-    } else {
-      Tensor m = master;
-      m.set_grad(empty(master.sizes(), {.dtype = DType::Float32, .device = master.device()}));
-      fresh.push_back(g);
-      out.push_back(m.grad());
-    }
+  // The masters' lists come from their home, each master once however many optimizers hold it.
+  std::vector<Tensor> masters;
+  for (const optimizers::Optimizer* opt : opts) {
+    const std::vector<Tensor> m = masters_of(*opt);
+    masters.insert(masters.end(), m.begin(), m.end());
   }
-  for (const auto& group : opt.param_groups()) {
-    for (const Tensor& param : group.params) {
-      if (opt.param_of_master(param) != nullptr) continue;
-      auto stashed = stash.stashed_grads.find(param.impl());
-      const Tensor kept = stashed != stash.stashed_grads.end() ? stashed->second : Tensor();
-      const Tensor g = contiguous_grad(param);
-      if (!g.defined()) {
-        if (kept.defined()) Tensor(param).set_grad(kept);
-        continue;
-      }
-      if (kept.defined()) {
-        // A kept gradient shaped differently (a user's set_grad) is made contiguous first.
-        const Tensor k = kept.is_contiguous() ? kept : kept.contiguous();
-        acc_fresh.push_back(g);
-        acc_kept.push_back(k);
-        acc_out.push_back(g);
-      } else {
-        fresh.push_back(g);
-        out.push_back(g);
+  multi_tensor::MasterWeights::GradLists lists =
+      multi_tensor::MasterWeights::instance().grad_lists(masters);
+  // The other parameters: fresh -> in place, or fresh + kept -> in place; each once.
+  std::unordered_set<const TensorImpl*> seen;
+  for (size_t o = 0; o < opts.size(); ++o) {
+    OptimizerStash& stash = *stashes[o];
+    for (const auto& group : opts[o]->param_groups()) {
+      for (const Tensor& param : group.params) {
+        if (opts[o]->param_of_master(param) != nullptr || !seen.insert(param.impl()).second) {
+          continue;
+        }
+        auto stashed = stash.stashed_grads.find(param.impl());
+        const Tensor kept = stashed != stash.stashed_grads.end() ? stashed->second : Tensor();
+        const Tensor g = contiguous_grad(param);
+        if (!g.defined()) {
+          if (kept.defined()) Tensor(param).set_grad(kept);
+          continue;
+        }
+        if (kept.defined()) {
+          // A kept gradient shaped differently (a user's set_grad) is made contiguous first.
+          const Tensor k = kept.is_contiguous() ? kept : kept.contiguous();
+          lists.acc_fresh.push_back(g);
+          lists.acc_kept.push_back(k);
+          lists.acc_out.push_back(g);
+        } else {
+          lists.fresh.push_back(g);
+          lists.out.push_back(g);
+        }
       }
     }
+    stash.stashed_grads.clear();
   }
-  stash.stashed_grads.clear();
-  scaler.unscale(fresh, out);
-  scaler.unscale_with_stashed(acc_fresh, acc_kept, acc_out);
+  scaler.unscale(lists.fresh, lists.out);
+  scaler.unscale_with_stashed(lists.acc_fresh, lists.acc_kept, lists.acc_out);
 }
 
 void restore_backward(optimizers::Optimizer& opt, OptimizerStash& stash) {
-  for (auto& [param, master] : opt.master_weights()) param.set_grad(Tensor());
+  multi_tensor::MasterWeights::instance().drop_param_grads(masters_of(opt));
   for (const auto& group : opt.param_groups()) {
     for (Tensor param : group.params) {
       auto stashed = stash.stashed_grads.find(param.impl());

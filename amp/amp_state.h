@@ -3,15 +3,19 @@
 // optimizer._amp_stash). Internal to amp/; users see it through initialize, scale_loss,
 // state_dict and load_state_dict.
 //
-// Per-optimizer state is owned by the hooks amp registers on the optimizer, so it lives exactly
-// as long as the optimizer; the registry here holds weak references (an optimizer destroyed and
-// another created at its address is not mistaken for the first).
+// The master weights, their gradients and the step state (skip after an overflow) live in their
+// one home, multi_tensor::MasterWeights, which the optimizers' step() consults; what amp keeps
+// here per optimizer is scale_loss's bookkeeping, valid while the home knows the optimizer as
+// managed under the serial initialize got (an optimizer destroyed and another created at its
+// address is not mistaken for the first).
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <string>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -29,17 +33,11 @@ struct OptimizerStash {
   // A scale_loss block on this optimizer is open: a second one before it ends is an error
   // (the inner block's stash and unscale would undo the outer block's, silently).
   bool in_scale_loss_block = false;
-  // Set after an overflow: the next step() is skipped, printing this loss scaler's id.
-  std::optional<int> skip_next_step_loss_id;
   // The gradient before the scale_loss block of each parameter that is its own master (every
   // parameter without a master weight), taken before backward; a parameter missing here (no
   // stash was taken, as after delay_unscale) has its whole gradient unscaled in place.
   std::unordered_map<const TensorImpl*, Tensor> stashed_grads;
 };
-
-// The fp32 master of each 16-bit model parameter, shared by the hooks of one initialize call
-// (the models' state_dict hooks read it; the optimizers' add_param_group hooks add to it).
-using MasterRegistry = std::unordered_map<const TensorImpl*, Tensor>;
 
 struct AmpState {
   std::mutex mutex;  // guards everything below; never held while user code runs
@@ -47,7 +45,11 @@ struct AmpState {
   Properties properties;
   int verbosity = 1;
   std::vector<LossScaler> loss_scalers;
-  std::map<const optimizers::Optimizer*, std::weak_ptr<OptimizerStash>> optimizers;
+  struct Managed {
+    uint64_t serial = 0;  // MasterWeights::manage's serial for this optimizer
+    std::shared_ptr<OptimizerStash> stash;
+  };
+  std::map<const optimizers::Optimizer*, Managed> optimizers;
 };
 
 AmpState& amp_state();
@@ -59,10 +61,15 @@ std::shared_ptr<OptimizerStash> find_stash(AmpState& state, const optimizers::Op
 // (backward writes fresh ones; the masters keep what was accumulated), every other parameter's
 // gradient is stashed and cleared.
 void prepare_backward(optimizers::Optimizer& opt, OptimizerStash& stash);
-// apex's _post_amp_backward: the fresh gradients are unscaled into the masters' gradients
-// (accumulating onto what they hold) and, for the other parameters, in place (adding the
-// stashed gradient back); inf/NaN is noted in the scaler.
-void post_backward(optimizers::Optimizer& opt, OptimizerStash& stash, LossScaler& scaler);
+// apex's _post_amp_backward for the optimizers of one scale_loss block: the fresh gradients are
+// unscaled into the masters' gradients (accumulating onto what they hold) and, for the other
+// parameters, in place (adding the stashed gradient back); inf/NaN is noted in the scaler. A
+// master or parameter held by several of the optimizers is unscaled once.
+void post_backward(const std::vector<optimizers::Optimizer*>& opts,
+                   const std::vector<std::shared_ptr<OptimizerStash>>& stashes, LossScaler& scaler);
+// The message apex prints when a step is skipped after loss scaler `loss_id` overflowed
+// (empty when verbosity is 0; state mutex held).
+std::string skip_message(const AmpState& state, int loss_id);
 // Undoes prepare_backward after the scale_loss body threw: the stashed gradients come back and
 // the partial fresh ones are dropped.
 void restore_backward(optimizers::Optimizer& opt, OptimizerStash& stash);

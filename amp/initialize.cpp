@@ -15,6 +15,7 @@
 #include "csrc/autocast/cast.h"
 #include "csrc/core/macros.h"
 #include "csrc/graph/grad_mode.h"
+#include "csrc/multi_tensor/master_weights.h"
 #include "csrc/ops/factories.h"
 #include "nn/batchnorm.h"
 #include "nn/distributed_data_parallel.h"
@@ -24,8 +25,8 @@ namespace amp {
 namespace {
 
 using detail::AmpState;
-using detail::MasterRegistry;
 using detail::OptimizerStash;
+using multi_tensor::MasterWeights;
 using optimizers::Optimizer;
 
 // apex's check_params_fp32: 16-bit parameters and buffers are rejected (Float64 is accepted).
@@ -99,30 +100,21 @@ bool is_affine_batchnorm(const nn::Module& m) {
   return bn != nullptr && bn->affine();
 }
 
-// A master weight for `param` from `value` (its Float32 value before the cast, or the 16-bit
-// parameter itself when it arrived 16-bit).
-Tensor make_master(const Tensor& value) {
-  NoGradGuard no_grad;
-  Tensor master = empty(value.sizes(), {.dtype = DType::Float32, .device = value.device()});
-  master.copy_(value);
-  master.requires_grad_(true);
-  return master;
-}
-
 // O2/O3: model.state_dict() reports Float32 (the master weight where there is one, exact), and
 // model.load_state_dict() reloads the masters from the dict (apex's state-dict hook, plus the
 // masters, so that a checkpoint resumes bit for bit). Registered on the model itself: its
 // recursive named parameters and buffers are the dict's keys after the prefix the hook gets
 // (non-empty when the model sits inside a larger module whose state_dict() is taken).
-void register_state_dict_hooks(nn::Module& model, std::shared_ptr<MasterRegistry> masters) {
+void register_state_dict_hooks(nn::Module& model) {
   model.register_state_dict_hook(
-      [masters](const nn::Module& self, StateDict& sd, const std::string& prefix) {
+      [](const nn::Module& self, StateDict& sd, const std::string& prefix) {
+        const MasterWeights& home = MasterWeights::instance();
         for (const auto& [name, p] : self.named_parameters()) {
           auto it = sd.find(prefix + name);
           if (it == sd.end()) continue;
-          auto master = masters->find(p.impl());
-          if (master != masters->end()) {
-            it->second = master->second.detach();
+          const Tensor master = home.master_of(p);
+          if (master.defined()) {
+            it->second = master.detach();
           } else if (is_low_precision(it->second.dtype())) {
             it->second = it->second.to(DType::Float32);
           }
@@ -135,63 +127,46 @@ void register_state_dict_hooks(nn::Module& model, std::shared_ptr<MasterRegistry
         }
       });
   model.register_load_state_dict_post_hook(
-      [masters](nn::Module& self, const StateDict& sd, const std::string& prefix) {
+      [](nn::Module& self, const StateDict& sd, const std::string& prefix) {
         NoGradGuard no_grad;
+        const MasterWeights& home = MasterWeights::instance();
         for (const auto& [name, p] : self.named_parameters()) {
           auto it = sd.find(prefix + name);
-          auto master = masters->find(p.impl());
-          if (it == sd.end() || master == masters->end()) continue;
-          master->second.copy_(it->second);
+          Tensor master = home.master_of(p);
+          if (it == sd.end() || !master.defined()) continue;
+          master.copy_(it->second);
         }
       });
 }
 
-// apex's skip_step: after an overflow the next step() of the optimizer does nothing but print
-// the message and drop the master gradients.
-bool run_or_skip_step(Optimizer& opt, OptimizerStash& stash) {
-  AmpState& state = detail::amp_state();
-  std::lock_guard<std::mutex> lock(state.mutex);
-  if (!stash.skip_next_step_loss_id) return true;
-  const size_t id = static_cast<size_t>(*stash.skip_next_step_loss_id);
-  stash.skip_next_step_loss_id.reset();
-  if (state.verbosity > 0 && id < state.loss_scalers.size()) {
-    std::cout << "Gradient overflow.  Skipping step, loss scaler " << id
-              << " reducing loss scale to "
-              << optimizers::detail::python_repr(state.loss_scalers[id].loss_scale()) << std::endl;
-  }
-  for (auto& [param, master] : opt.master_weights()) master.set_grad(Tensor());
-  return false;
-}
-
-void add_masters(Optimizer& opt, size_t group, MasterRegistry& masters,
+// Each 16-bit parameter of the group gets its one master from MasterWeights (made from its
+// Float32 value before the cast, or from the parameter itself when it arrived 16-bit; a
+// parameter that another optimizer already gave a master keeps that one).
+void add_masters(Optimizer& opt, size_t group,
                  const std::unordered_map<const TensorImpl*, Tensor>& fp32_values) {
+  MasterWeights& home = MasterWeights::instance();
   // A copy of the list: add_master_weight replaces entries of the group.
   const std::vector<Tensor> params = opt.param_groups()[group].params;
   for (const Tensor& p : params) {
     if (!is_low_precision(p.dtype()) || !p.requires_grad()) continue;
     auto before_cast = fp32_values.find(p.impl());
-    const Tensor master = make_master(before_cast != fp32_values.end() ? before_cast->second : p);
+    const Tensor master =
+        home.adopt(p, before_cast != fp32_values.end() ? before_cast->second : p, &opt);
     opt.add_master_weight(p, master);
-    masters[p.impl()] = master;
   }
 }
 
-// apex's _process_optimizer: the stash, the step skip, and with master weights the masters, the
-// master-grad clearing after each step and masters for groups added later.
+// apex's _process_optimizer: the optimizer's step state goes to MasterWeights, which its step()
+// consults (the skip after an overflow; with master weights, the master-grad clearing after each
+// step); with master weights, the masters, and masters for groups added later.
 void process_optimizer(Optimizer& opt, const Properties& props,
-                       const std::shared_ptr<MasterRegistry>& masters,
                        const std::unordered_map<const TensorImpl*, Tensor>& fp32_values,
                        AmpState& state) {
-  auto stash = std::make_shared<OptimizerStash>();
-  opt.register_step_pre_hook([stash](Optimizer& o) { return run_or_skip_step(o, *stash); });
-  state.optimizers[&opt] = stash;
+  const uint64_t serial = MasterWeights::instance().manage(&opt);
+  state.optimizers[&opt] = {serial, std::make_shared<OptimizerStash>()};
   if (!props.master_weights.value_or(false)) return;
-  for (size_t g = 0; g < opt.param_groups().size(); ++g) add_masters(opt, g, *masters, fp32_values);
-  opt.register_step_post_hook([](Optimizer& o) {
-    for (auto& [param, master] : o.master_weights()) master.set_grad(Tensor());
-  });
-  opt.register_param_group_hook(
-      [masters](Optimizer& o, size_t group) { add_masters(o, group, *masters, {}); });
+  for (size_t g = 0; g < opt.param_groups().size(); ++g) add_masters(opt, g, fp32_values);
+  opt.register_param_group_hook([](Optimizer& o, size_t group) { add_masters(o, group, {}); });
 }
 
 void check_arguments(const std::vector<nn::Module*>& models,
@@ -269,7 +244,6 @@ Properties initialize(const std::vector<nn::Module*>& models,
       }
     }
   }
-  auto masters = std::make_shared<MasterRegistry>();
   for (nn::Module* m : models) {
     if (cast_model) {
       const DType dtype = *props.cast_model_type;
@@ -279,7 +253,7 @@ Properties initialize(const std::vector<nn::Module*>& models,
         m->to(dtype);
       }
       m->set_call_casts({dtype, overrides.cast_model_outputs.value_or(DType::Float32)});
-      register_state_dict_hooks(*m, masters);
+      register_state_dict_hooks(*m);
     } else if (overrides.cast_model_outputs) {
       m->set_call_casts({std::nullopt, overrides.cast_model_outputs});
     }
@@ -287,7 +261,7 @@ Properties initialize(const std::vector<nn::Module*>& models,
   for (Optimizer* o : optimizers) {
     // Masters first: their state moves over from the still-Float32 state, exactly; what is left
     // belongs to parameters without a master and takes their new dtype.
-    process_optimizer(*o, props, masters, fp32_values, state);
+    process_optimizer(*o, props, fp32_values, state);
     if (cast_model) o->recast_state();
   }
 

@@ -7,6 +7,7 @@
 #include "amp/amp_state.h"
 #include "csrc/autocast/cast.h"
 #include "csrc/core/macros.h"
+#include "csrc/multi_tensor/master_weights.h"
 #include "csrc/ops/elementwise.h"
 
 namespace amp {
@@ -77,15 +78,17 @@ void ScaledLoss::finish() {
     } else if (static_cast<size_t>(loss_id_) < state.loss_scalers.size()) {
       LossScaler& scaler = state.loss_scalers[static_cast<size_t>(loss_id_)];
       scaler.clear_overflow_state();
-      for (size_t i = 0; i < optimizers_.size(); ++i) {
-        detail::post_backward(*optimizers_[i], *stashes_[i], scaler);
-        stashes_[i]->params_have_scaled_gradients = false;
-      }
-      if (scaler.update_scale()) {
+      detail::post_backward(optimizers_, stashes_, scaler);
+      for (auto& stash : stashes_) stash->params_have_scaled_gradients = false;
+      const bool overflow = scaler.update_scale();
+      // The skip lives with the optimizers' step state; apex reports the scale at the skipped
+      // step, so pending skips of this scaler get the new scale.
+      multi_tensor::MasterWeights& home = multi_tensor::MasterWeights::instance();
+      const std::string message = detail::skip_message(state, loss_id_);
+      home.reword_pending_skips(loss_id_, message);
+      if (overflow) {
         // An overflow skips the next step of exactly these optimizers, once.
-        for (auto& stash : stashes_) {
-          if (!stash->skip_next_step_loss_id) stash->skip_next_step_loss_id = loss_id_;
-        }
+        for (optimizers::Optimizer* opt : optimizers_) home.skip_next_step(opt, loss_id_, message);
       }
     }
   }

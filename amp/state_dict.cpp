@@ -8,6 +8,7 @@
 #include "amp/amp_state.h"
 #include "amp/initialize.h"
 #include "csrc/core/macros.h"
+#include "csrc/multi_tensor/master_weights.h"
 #include "csrc/ops/factories.h"
 
 namespace amp {
@@ -115,6 +116,13 @@ void load_state_dict(const StateDict& sd) {
     loaded[index].load(*e.loss_scale, *e.unskipped);
   }
   state.loss_scalers = std::move(loaded);
+  // A skip still pending reports the loaded scale at the skipped step, as apex's does.
+  for (const auto& [index, e] : entries) {
+    if (index >= used) continue;
+    const int loss_id = static_cast<int>(index);
+    multi_tensor::MasterWeights::instance().reword_pending_skips(
+        loss_id, detail::skip_message(state, loss_id));
+  }
 }
 
 }  // namespace amp

@@ -18,6 +18,7 @@
 #include "csrc/distributed/distributed.h"
 #include "csrc/distributed/progress.h"
 #include "csrc/graph/grad_mode.h"
+#include "csrc/multi_tensor/master_weights.h"
 #include "csrc/ops/elementwise.h"
 #include "csrc/ops/factories.h"
 
@@ -179,8 +180,10 @@ struct DistributedDataParallel::Reducer {
 
 namespace {
 
-// FNV-1a over the parameters' shapes and dtypes: equal on every rank for the same model.
+// FNV-1a over the parameters' shapes and dtypes and whether each has a master weight: equal on
+// every rank for the same model (so every rank broadcasts the same masters).
 int64_t signature_of(const std::vector<Tensor>& params) {
+  const multi_tensor::MasterWeights& home = multi_tensor::MasterWeights::instance();
   uint64_t h = 1469598103934665603ull;
   auto mix = [&h](int64_t v) {
     for (int byte = 0; byte < 8; ++byte) {
@@ -193,6 +196,7 @@ int64_t signature_of(const std::vector<Tensor>& params) {
     mix(p.dim());
     for (int64_t s : p.sizes()) mix(s);
     mix(p.requires_grad() ? 1 : 0);
+    mix(home.master_of(p).defined() ? 1 : 0);
   }
   return static_cast<int64_t>(h);
 }
@@ -209,14 +213,15 @@ void verify_same_model(const std::vector<Tensor>& params) {
   const std::vector<int64_t> root = all[0].to_vector<int64_t>();
   for (int r = 1; r < size; ++r) {
     const std::vector<int64_t> other = all[r].to_vector<int64_t>();
-    AMP_CHECK(other == root,
-              "DistributedDataParallel: expected every rank's module to have the "
-              "parameters of rank 0's (",
-              root[0],
-              " parameters, same shapes, dtypes and "
-              "requires_grad, in the same order), got rank ",
-              r, " with ", other[0], " parameters",
-              other[0] == root[0] ? " of different shapes, dtypes or requires_grad" : "");
+    AMP_CHECK(
+        other == root,
+        "DistributedDataParallel: expected every rank's module to have the "
+        "parameters of rank 0's (",
+        root[0],
+        " parameters, same shapes, dtypes, "
+        "requires_grad and master weights, in the same order), got rank ",
+        r, " with ", other[0], " parameters",
+        other[0] == root[0] ? " of different shapes, dtypes, requires_grad or master weights" : "");
   }
 }
 
@@ -238,27 +243,22 @@ void check_predivide_factor(double factor, int world_size) {
             world_size, " / ", factor, " = ", after);
 }
 
-// What the module's state_dict() reports in place of its own parameters and buffers (a state-dict
-// hook put it there: amp::initialize O2 reports each 16-bit parameter's Float32 master weight)
-// becomes rank 0's on every rank: broadcast, then loaded through load_state_dict(), whose hooks
-// put each value back where it came from (amp's reloads the masters). So DDP reaches the masters
-// without knowing their owner, and they stay exact Float32 values, never made from 16-bit ones.
-void broadcast_reported_state(Module& module) {
+// Rank 0's master weights on every rank, through their one home: each parameter's Float32
+// master is broadcast and its rounding written into the parameter. So O2's masters, made on each
+// rank from that rank's own Float32 weights, become rank 0's exact values (never made from 16-bit
+// ones), and every rank trains one model (issue 29, item 1).
+void broadcast_masters(const std::vector<Tensor>& params) {
   NoGradGuard no_grad;
-  std::map<std::string, Tensor> own;
-  for (auto& [name, p] : module.named_parameters()) own.emplace(name, p);
-  for (auto& [name, b] : module.named_buffers()) own.emplace(name, b);
-  StateDict reported;
-  for (const auto& [key, value] : module.state_dict()) {
-    auto it = own.find(key);
-    const bool is_own = it != own.end() && value.dtype() == it->second.dtype() &&
-                        value.data_ptr() == it->second.data_ptr();
-    if (is_own) continue;  // broadcast with the parameters and buffers
-    Tensor copy = value.detach().contiguous().clone();
-    dist::broadcast(copy, 0);
-    reported.emplace(key, copy);
+  multi_tensor::MasterWeights& home = multi_tensor::MasterWeights::instance();
+  std::vector<Tensor> masters;
+  for (const Tensor& p : params) {
+    const Tensor master = home.master_of(p);
+    if (!master.defined()) continue;
+    Tensor data = master.detach();
+    dist::broadcast(data, 0);
+    masters.push_back(master);
   }
-  if (!reported.empty()) module.load_state_dict(reported, /*strict=*/false);
+  home.copy_back(masters);
 }
 
 void broadcast_from_rank0(const std::vector<Tensor>& tensors) {
@@ -297,9 +297,9 @@ DistributedDataParallel::DistributedDataParallel(std::shared_ptr<Module> module,
             "parameter that requires grad (there is nothing to average otherwise), got ",
             params.size(), " parameters, none requiring grad");
   verify_same_model(params);
-  // The reported state first: loading it also writes the parameters (rounded from the masters),
-  // and the parameters' own broadcast then leaves rank 0's exact 16-bit values.
-  broadcast_reported_state(*module_);
+  // The masters first: their copy-back writes the parameters (rounded from the masters), and the
+  // parameters' own broadcast then leaves rank 0's exact 16-bit values.
+  broadcast_masters(params);
   broadcast_from_rank0(params);
   broadcast_from_rank0(buffers());
 

@@ -48,8 +48,8 @@ struct AMPCPP_API DDPOptions {
 
 /// torch.nn.parallel.DistributedDataParallel on amp::distributed's process group: construction
 /// gives every rank rank 0's parameters and buffers (after checking that every rank's model has
-/// the same parameter shapes and dtypes), and also rank 0's values of whatever the module's
-/// state_dict() reports in their place: after amp::initialize O2, the Float32 master weights
+/// the same parameter shapes and dtypes), and rank 0's Float32 master weights of the parameters
+/// that have one (amp::initialize O2; their home is multi_tensor::MasterWeights)
 /// (docs/distributed.md, "DistributedDataParallel"). Every backward through the wrapped module then
 /// leaves each gradient averaged over the ranks. The wrapped module is this module's child
 /// "module", so parameters(), state_dict() and train()/eval() reach it (names gain the prefix

@@ -1,8 +1,8 @@
 #include "nn/utils.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
-#include <map>
 #include <tuple>
 
 #include "csrc/core/macros.h"
@@ -35,21 +35,30 @@ bool multi_tensor_dtype(DType dtype) {
 // Sum of squares of every gradient: fused l2norm per (device, dtype) group where the kernel
 // supports the dtype, plain ops (fp64 accumulation for Float64) otherwise.
 double sum_of_squares(const std::vector<Tensor>& grads) {
-  std::map<std::tuple<int, int, int>, std::vector<Tensor>> groups;
+  std::vector<Tensor> fused;
   double total = 0;
   for (const Tensor& g : grads) {
     if (multi_tensor_dtype(g.dtype()) && g.is_contiguous()) {
-      groups[{static_cast<int>(g.device().type), g.device().index, static_cast<int>(g.dtype())}]
-          .push_back(g);
+      fused.push_back(g);
     } else {
       const double norm = sqrt(sum(square(g.to(DType::Float64)))).item<double>();
       total += norm * norm;
     }
   }
-  for (auto& [key, group] : groups) {
-    const Tensor flag = multi_tensor::make_flag(group[0].device());
+  // The buckets' norms are added in (device type, index, dtype) order, whatever order the
+  // parameters come in, so the total does not depend on it.
+  std::vector<multi_tensor::ListBucket> buckets = multi_tensor::bucket_by_device_and_dtype({fused});
+  const auto order = [](const multi_tensor::ListBucket& b) {
+    const Tensor& t = b.lists[0][0];
+    return std::make_tuple(static_cast<int>(t.device().type), t.device().index,
+                           static_cast<int>(t.dtype()));
+  };
+  std::sort(buckets.begin(), buckets.end(),
+            [&](const auto& x, const auto& y) { return order(x) < order(y); });
+  for (const multi_tensor::ListBucket& b : buckets) {
+    const Tensor flag = multi_tensor::make_flag(b.device);
     const double norm =
-        multi_tensor::l2norm(multi_tensor::kDefaultChunkSize, flag, {group}).first.item<double>();
+        multi_tensor::l2norm(multi_tensor::kDefaultChunkSize, flag, b.lists).first.item<double>();
     total += norm * norm;
   }
   return total;

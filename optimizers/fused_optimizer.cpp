@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "csrc/core/macros.h"
+#include "csrc/multi_tensor/master_weights.h"
 #include "csrc/multi_tensor/multi_tensor.h"
 #include "csrc/ops/elementwise.h"
 #include "csrc/ops/factories.h"
@@ -16,8 +17,6 @@ namespace amp::optimizers {
 namespace mt = amp::multi_tensor;
 
 namespace {
-
-constexpr const char* kMaster = "master_param";
 
 // A loss-scaling input: undefined, or a 1-element Float32 tensor.
 void check_scaling_tensor(const std::string& op, const char* what, const Tensor& t) {
@@ -86,10 +85,7 @@ void FusedOptimizer::zero_grad(bool set_to_none) {
 }
 
 const Tensor* FusedOptimizer::master_param(const Tensor& param) const {
-  const ParamState* st = find_state(param);
-  if (st == nullptr) return nullptr;
-  auto it = st->tensors.find(kMaster);
-  return it == st->tensors.end() ? nullptr : &it->second;
+  return own_master_of(param);
 }
 
 std::vector<Tensor> FusedOptimizer::Bucket::grads() const {
@@ -109,29 +105,28 @@ std::vector<Tensor> FusedOptimizer::Bucket::grads() const {
 
 std::vector<FusedOptimizer::Bucket> FusedOptimizer::buckets(
     size_t group, const std::function<int(const Tensor&)>& key) const {
-  std::vector<Bucket> out;
+  // Lists [params, copies]: a master's copy is its 16-bit parameter, any other parameter stands
+  // in for itself, so masters and plain fp32 parameters fall into different buckets.
+  mt::TensorLists lists(2);
   const std::vector<Tensor>& params = param_groups()[group].params;
+  std::vector<bool> has_copy;
   for (size_t i = 0; i < params.size(); ++i) {
     const Tensor& p = params[i];
     if (!p.requires_grad() || !p.grad().defined()) continue;
     detail::check_fused_dtype(name_, p, group, i);
-    const int k = key ? key(p) : 0;
     const Tensor* copy = writes_master_params() ? param_of_master(p) : nullptr;
-    const std::optional<DType> copy_dtype =
-        copy ? std::optional<DType>(copy->dtype()) : std::nullopt;
-    Bucket* bucket = nullptr;
-    for (Bucket& b : out) {
-      if (b.device == p.device() && b.dtype == p.dtype() && b.key == k &&
-          b.copy_dtype == copy_dtype) {
-        bucket = &b;
-      }
-    }
-    if (bucket == nullptr) {
-      out.push_back(Bucket{p.device(), p.dtype(), k, copy_dtype, {}, {}});
-      bucket = &out.back();
-    }
-    bucket->params.push_back(p);
-    if (copy) bucket->copies.push_back(*copy);
+    lists[0].push_back(p);
+    lists[1].push_back(copy != nullptr ? *copy : p);
+    has_copy.push_back(copy != nullptr);
+  }
+  const auto bucket_key = [&](size_t i) { return key ? key(lists[0][i]) : 0; };
+  std::vector<Bucket> out;
+  for (mt::ListBucket& b : mt::bucket_by_device_and_dtype(lists, bucket_key)) {
+    const bool copies = has_copy[b.indices[0]];
+    const DType dtype = b.lists[0][0].dtype();
+    out.push_back(Bucket{
+        b.device, dtype, b.key, copies ? std::optional<DType>(b.lists[1][0].dtype()) : std::nullopt,
+        std::move(b.lists[0]), copies ? std::move(b.lists[1]) : std::vector<Tensor>{}});
   }
   return out;
 }
@@ -150,15 +145,9 @@ Tensor& FusedOptimizer::state_tensor(const Tensor& param, const std::string& nam
   return it->second;
 }
 
-Tensor& FusedOptimizer::master(const Tensor& param) {
-  ParamState& st = state(param);
-  auto it = st.tensors.find(kMaster);
-  if (it == st.tensors.end()) {
-    Tensor m = empty(param.sizes(), {.dtype = DType::Float32, .device = param.device()});
-    m.copy_(param);  // exact: every 16-bit value is an fp32 value
-    it = st.tensors.emplace(kMaster, std::move(m)).first;
-  }
-  return it->second;
+Tensor FusedOptimizer::master(const Tensor& param) {
+  // Exact: every 16-bit value is an fp32 value.
+  return mt::MasterWeights::instance().adopt(param, param, this);
 }
 
 std::vector<Tensor> FusedOptimizer::updated_weights(const Bucket& bucket) {

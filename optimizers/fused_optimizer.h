@@ -34,8 +34,8 @@ class AMPCPP_API FusedOptimizer : public Optimizer {
   /// An explicit zero_grad(false) always zeroes in place.
   void zero_grad(bool set_to_none = true) override;
 
-  /// The fp32 master copy of a 16-bit parameter (state "master_param"); nullptr for fp32
-  /// parameters and before the parameter's first update.
+  /// The fp32 master copy of a 16-bit parameter (kept in multi_tensor::MasterWeights, saved as
+  /// state "master_param"); nullptr for fp32 parameters and before the parameter's first update.
   const Tensor* master_param(const Tensor& param) const;
 
  protected:
@@ -76,8 +76,11 @@ class AMPCPP_API FusedOptimizer : public Optimizer {
   /// The state tensor `name` of `param`, created as zeros of the parameter's shape in
   /// state_dtype() when missing.
   Tensor& state_tensor(const Tensor& param, const std::string& name);
-  /// The fp32 master of a 16-bit parameter, created from its current value when missing.
-  Tensor& master(const Tensor& param);
+  /// The fp32 master of a 16-bit parameter (multi_tensor::MasterWeights), created from its
+  /// current value when missing.
+  Tensor master(const Tensor& param);
+  /// The fused optimizers keep a master for each 16-bit parameter (see Optimizer).
+  bool keeps_master_params() const override { return true; }
   /// The tensors the kernels update in place of the bucket's parameters: the parameters (fp32)
   /// or their fp32 masters (16-bit).
   std::vector<Tensor> updated_weights(const Bucket& bucket);

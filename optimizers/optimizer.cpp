@@ -16,7 +16,7 @@
 #include "csrc/autocast/optimizer_step.h"
 #include "csrc/core/macros.h"
 #include "csrc/graph/grad_mode.h"
-#include "csrc/multi_tensor/multi_tensor.h"
+#include "csrc/multi_tensor/master_weights.h"
 #include "csrc/ops/factories.h"
 #include "csrc/ops/profile_scope.h"
 
@@ -37,6 +37,9 @@ std::string class_name(const Optimizer& optimizer) {
 
 constexpr const char* kGroupPrefix = "param_groups.";
 constexpr const char* kStatePrefix = "state.";
+// The state name under which a fused optimizer's own master of a 16-bit parameter is saved
+// (apex's key; the master itself lives in multi_tensor::MasterWeights).
+constexpr const char* kMasterParam = "master_param";
 
 // Splits "<prefix><index>.<rest>"; nullopt when the key does not have that form.
 std::optional<std::pair<size_t, std::string>> split_key(const std::string& key,
@@ -212,7 +215,7 @@ std::vector<ParamGroup> single_group(std::vector<Tensor> params) {
 
 Optimizer::Optimizer(Options defaults) : defaults_(std::move(defaults)) {}
 
-Optimizer::~Optimizer() = default;
+Optimizer::~Optimizer() { multi_tensor::MasterWeights::instance().release_all(this); }
 
 void Optimizer::step() {
   step_between_hooks([this] { update(); });
@@ -241,6 +244,11 @@ void Optimizer::step_between_hooks(const std::function<void()>& body) {
   for (size_t g = 0; g < param_groups_.size(); ++g) {
     check_group_options(param_groups_[g].options, "step: parameter group " + std::to_string(g));
   }
+  // The one master home first: amp's skip after an overflow replaces the whole step, hooks
+  // included, as apex's patched optimizer.step does.
+  multi_tensor::MasterWeights& home = multi_tensor::MasterWeights::instance();
+  const std::vector<Tensor> masters = master_list();
+  if (!home.begin_step(this, masters)) return;
   for (const auto& hook : step_pre_hooks_.snapshot()) {
     if (!hook(*this)) return;
   }
@@ -250,28 +258,30 @@ void Optimizer::step_between_hooks(const std::function<void()>& body) {
     autocast_step::StepGuard no_casts;
     NoGradGuard no_grad;
     body();
-    if (!writes_master_params()) write_master_params();
+    if (!writes_master_params()) write_master_params(masters);
   }
   for (const auto& hook : step_post_hooks_.snapshot()) hook(*this);
+  home.end_step(this, masters);
 }
 
-void Optimizer::write_master_params() {
-  // A master without a gradient was not updated, and its parameter already holds its rounding.
-  multi_tensor::TensorLists lists(2);
-  for (const MasterWeight& mw : masters_) {
-    if (!mw.master.grad().defined()) continue;
-    if (!mw.param.is_contiguous()) {  // the kernels take contiguous tensors
-      Tensor param = mw.param;
-      param.copy_(mw.master);
-      continue;
+std::vector<Tensor> Optimizer::master_list() const {
+  const multi_tensor::MasterWeights& home = multi_tensor::MasterWeights::instance();
+  std::vector<Tensor> out;
+  for (const ParamGroup& group : param_groups_) {
+    for (const Tensor& p : group.params) {
+      if (p.dtype() == DType::Float32 && home.is_master(p)) out.push_back(p);
     }
-    lists[0].push_back(mw.master);
-    lists[1].push_back(mw.param);
   }
-  for (const multi_tensor::ListBucket& b : multi_tensor::bucket_by_device_and_dtype(lists)) {
-    multi_tensor::scale(multi_tensor::kDefaultChunkSize, multi_tensor::make_flag(b.device), b.lists,
-                        1.0);
+  return out;
+}
+
+void Optimizer::write_master_params(const std::vector<Tensor>& masters) {
+  // A master without a gradient was not updated, and its parameter already holds its rounding.
+  std::vector<Tensor> updated;
+  for (const Tensor& m : masters) {
+    if (m.grad().defined()) updated.push_back(m);
   }
+  multi_tensor::MasterWeights::instance().copy_back(updated);
 }
 
 Optimizer::HookId Optimizer::register_step_pre_hook(StepPreHook hook) {
@@ -343,20 +353,23 @@ void Optimizer::add_master_weight(const Tensor& param, const Tensor& master) {
   AMP_CHECK(master.dtype() == DType::Float32, kOp, ": expected a Float32 master, got ",
             dtype_name(master.dtype()));
   AMP_CHECK(master.requires_grad(), kOp, ": expected a master that requires grad");
+  multi_tensor::MasterWeights& home = multi_tensor::MasterWeights::instance();
+  const Tensor existing = home.master_of(param);
+  AMP_CHECK(!existing.defined() || existing.is_same(master), kOp,
+            ": expected the parameter's one master weight (MasterWeights::adopt gives it), got a "
+            "second master for a parameter that already has one");
   replace_param(param, master);
-  master_index_[master.impl()] = masters_.size();
-  masters_.push_back({param, master});
+  home.add(param, master, this);
 }
 
 const Tensor* Optimizer::param_of_master(const Tensor& master) const {
-  auto it = master_index_.find(master.impl());
-  return it == master_index_.end() ? nullptr : &masters_[it->second].param;
+  return multi_tensor::MasterWeights::instance().find_param(master);
 }
 
 std::vector<std::pair<Tensor, Tensor>> Optimizer::master_weights() const {
+  const multi_tensor::MasterWeights& home = multi_tensor::MasterWeights::instance();
   std::vector<std::pair<Tensor, Tensor>> out;
-  out.reserve(masters_.size());
-  for (const MasterWeight& mw : masters_) out.emplace_back(mw.param, mw.master);
+  for (const Tensor& master : master_list()) out.emplace_back(home.param_of(master), master);
   return out;
 }
 
@@ -436,7 +449,7 @@ void Optimizer::zero_grad(bool set_to_none) {
     for (auto& p : group.params) clear(p);
   }
   // The 16-bit parameters of master weights hold the model's gradients.
-  for (const MasterWeight& mw : masters_) clear(mw.param);
+  for (const auto& [param, master] : master_weights()) clear(param);
 }
 
 ParamState& Optimizer::state(const Tensor& param) { return state_[param.impl()]; }
@@ -495,8 +508,10 @@ StateDict Optimizer::state_dict() const {
       const int64_t i = index++;
       indices.push_back(i);
       const ParamState* st = find_state(p);
-      if (st == nullptr) continue;
+      const Tensor* own_master = own_master_of(p);
       const std::string state_prefix = kStatePrefix + std::to_string(i) + ".";
+      if (own_master != nullptr) out[state_prefix + kMasterParam] = own_master->detach().clone();
+      if (st == nullptr) continue;
       for (const auto& [name, tensor] : st->tensors) out[state_prefix + name] = tensor.clone();
       if (st->step > 0) {
         // A floating tensor as in PyTorch 1.13; Float64 keeps every count below 2^53 exact.
@@ -535,11 +550,33 @@ void Optimizer::load_state_dict(const StateDict& state_dict) {
     const Tensor& param = it->second;
     new_state[param.impl()] = copy_loaded_state(param, index, entries);
   }
-  // Commit.
+  // Commit. A fused optimizer's own masters go to their home; a 16-bit parameter whose
+  // checkpoint has none is made a new one from its value at the next step, as before the load.
   for (size_t g = 0; g < param_groups_.size(); ++g) {
     param_groups_[g].options = std::move(new_options[g]);
   }
+  if (keeps_master_params()) {
+    multi_tensor::MasterWeights& home = multi_tensor::MasterWeights::instance();
+    for (const ParamGroup& group : param_groups_) {
+      for (const Tensor& p : group.params) {
+        if (!is_low_precision(p.dtype())) continue;
+        auto st = new_state.find(p.impl());
+        if (st == new_state.end() || st->second.tensors.count(kMasterParam) == 0) {
+          home.release(p, this);
+          continue;
+        }
+        auto loaded_master = st->second.tensors.find(kMasterParam);
+        home.load(p, loaded_master->second, this);
+        st->second.tensors.erase(loaded_master);
+      }
+    }
+  }
   state_ = std::move(new_state);
+}
+
+const Tensor* Optimizer::own_master_of(const Tensor& param) const {
+  if (!keeps_master_params() || !is_low_precision(param.dtype())) return nullptr;
+  return multi_tensor::MasterWeights::instance().find_master(param);
 }
 
 ParamState Optimizer::copy_loaded_state(const Tensor& param, size_t index,

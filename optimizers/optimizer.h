@@ -19,7 +19,9 @@
 /// Front ends (amp::initialize) extend an optimizer without wrapping it: step pre- and post-hooks
 /// (a pre-hook may skip the step), a hook on add_param_group, replace_param to move a parameter's
 /// state to a replacement, and fp32 master weights (add_master_weight) that every optimizer
-/// updates in place of a 16-bit parameter, writing the rounded result back after each step.
+/// updates in place of a 16-bit parameter, writing the rounded result back after each step. The
+/// masters live in one home, multi_tensor::MasterWeights: the optimizer holds them there and its
+/// step() consults it (docs/architecture.md, "One home for master weights").
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -73,7 +75,10 @@ class AMPCPP_API Optimizer {
 
   /// One update of every parameter that has a gradient: the pre-hooks, update() with autocast
   /// (and amp's O1 casting) off and without recording gradients, the write of every master
-  /// weight's rounding into its parameter, then the post-hooks. Not virtual: subclasses implement
+  /// weight's rounding into its parameter, then the post-hooks. A skip that amp recorded in
+  /// multi_tensor::MasterWeights after an overflow replaces the whole step, hooks included, once
+  /// (apex's skip_step); an optimizer amp manages has its masters' gradients cleared after each
+  /// step (apex's post-step). Not virtual: subclasses implement
   /// update(), so hooks and master weights work for every optimizer (torch.optim wraps each
   /// subclass's step the same way for its step hooks).
   void step();
@@ -139,11 +144,14 @@ class AMPCPP_API Optimizer {
   /// BFloat16. From then on the optimizer updates the master from the master's gradient, and
   /// every step writes the master's rounding into param (fused optimizers in the same kernel
   /// pass). zero_grad clears param's gradient too. Who fills the master's gradient (amp's
-  /// scale_loss unscales param's gradient into it) is up to the caller.
+  /// scale_loss unscales param's gradient into it) is up to the caller. The pairing is kept in
+  /// multi_tensor::MasterWeights, where a parameter has one master: amp::Error when param already
+  /// has another one (take it from MasterWeights::adopt), and nothing changes.
   void add_master_weight(const Tensor& param, const Tensor& master);
   /// The parameter a master stands for, or nullptr when `master` is not a master weight.
   const Tensor* param_of_master(const Tensor& master) const;
-  /// (param, master) pairs, in the order they were added.
+  /// (param, master) pairs of the masters in the groups, in group order (the order they were
+  /// added, for amp's).
   std::vector<std::pair<Tensor, Tensor>> master_weights() const;
 
   /// Flattened like PyTorch's optimizer.state_dict(), with parameters numbered across groups in
@@ -167,6 +175,12 @@ class AMPCPP_API Optimizer {
   /// True when update() itself writes each master weight's rounding into its parameter (FusedSGD
   /// and FusedAdam do it in their kernel pass); otherwise step() writes them after update().
   virtual bool writes_master_params() const { return false; }
+  /// True when the optimizer keeps its own fp32 master for each 16-bit parameter of its groups
+  /// (the fused optimizers): state_dict saves it as "state.I.master_param" and load_state_dict
+  /// puts it back into multi_tensor::MasterWeights, where it lives.
+  virtual bool keeps_master_params() const { return false; }
+  /// This optimizer's own master of a 16-bit parameter (keeps_master_params), or nullptr.
+  const Tensor* own_master_of(const Tensor& param) const;
 
   /// Adds the groups one by one; subclasses call it at the end of their constructors, after
   /// their own defaults were checked. An empty list is an error as in PyTorch.
@@ -185,14 +199,13 @@ class AMPCPP_API Optimizer {
   static std::vector<Tensor> params_with_grad(const ParamGroup& group);
 
  private:
-  struct MasterWeight {
-    Tensor param;
-    Tensor master;
-  };
   // Runs `body` between the hooks, as step() documents.
   void step_between_hooks(const std::function<void()>& body);
+  // The master weights among the groups' parameters (their pairing lives in
+  // multi_tensor::MasterWeights), in group order.
+  std::vector<Tensor> master_list() const;
   // Writes the rounding of every master that has a gradient into its parameter.
-  void write_master_params();
+  void write_master_params(const std::vector<Tensor>& masters);
   // check_options, then that every option name is one of the defaults' (a group may omit some:
   // option() answers those from the defaults). `where` starts the message about names.
   void check_group_options(const Options& options, const std::string& where) const;
@@ -206,8 +219,6 @@ class AMPCPP_API Optimizer {
   Options defaults_;
   std::vector<ParamGroup> param_groups_;
   std::unordered_map<const TensorImpl*, ParamState> state_;
-  std::vector<MasterWeight> masters_;
-  std::unordered_map<const TensorImpl*, size_t> master_index_;  // master -> masters_ index
   HookList<StepPreHook> step_pre_hooks_;
   HookList<StepPostHook> step_post_hooks_;
   HookList<ParamGroupHook> param_group_hooks_;

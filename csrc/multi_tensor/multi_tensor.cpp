@@ -232,7 +232,8 @@ void resolve_scaling(const char* op, const GradScaling& scaling, Device device,
 
 Tensor make_flag(Device device) { return zeros({1}, {.dtype = DType::Int64, .device = device}); }
 
-std::vector<ListBucket> bucket_by_device_and_dtype(const TensorLists& lists) {
+std::vector<ListBucket> bucket_by_device_and_dtype(const TensorLists& lists,
+                                                   const std::function<int(size_t)>& key) {
   std::vector<ListBucket> out;
   if (lists.empty()) return out;
   const size_t n = lists[0].size();
@@ -240,21 +241,23 @@ std::vector<ListBucket> bucket_by_device_and_dtype(const TensorLists& lists) {
     AMP_CHECK(list.size() == n, "multi_tensor::bucket_by_device_and_dtype: expected lists of ",
               "equal length, got ", n, " and ", list.size());
   }
-  const auto matches = [&](const ListBucket& b, size_t i) {
-    if (b.device != lists[0][i].device()) return false;
+  const auto matches = [&](const ListBucket& b, size_t i, int k) {
+    if (b.device != lists[0][i].device() || b.key != k) return false;
     for (size_t l = 0; l < lists.size(); ++l) {
       if (b.lists[l][0].dtype() != lists[l][i].dtype()) return false;
     }
     return true;
   };
   for (size_t i = 0; i < n; ++i) {
+    const int k = key ? key(i) : 0;
     auto it =
-        std::find_if(out.begin(), out.end(), [&](const ListBucket& b) { return matches(b, i); });
+        std::find_if(out.begin(), out.end(), [&](const ListBucket& b) { return matches(b, i, k); });
     if (it == out.end()) {
-      out.push_back({lists[0][i].device(), TensorLists(lists.size())});
+      out.push_back({lists[0][i].device(), TensorLists(lists.size()), {}, k});
       it = std::prev(out.end());
     }
     for (size_t l = 0; l < lists.size(); ++l) it->lists[l].push_back(lists[l][i]);
+    it->indices.push_back(i);
   }
   return out;
 }

@@ -30,6 +30,7 @@
 /// formulas in apex's operand order; docs/multi_tensor.md lists them.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <utility>
 #include <vector>
 
@@ -50,14 +51,20 @@ AMPCPP_API Tensor make_flag(Device device = Device::cpu());
 
 /// Parallel lists split into what one launch accepts (one device, one dtype per list): tensor i
 /// of every list goes to the bucket of (tensor i's device in the first list, the dtype of tensor i
-/// in each list). Buckets come in order of first appearance and keep the lists' order. The lists
-/// must have equal lengths; an empty input gives no bucket.
+/// in each list, and the caller's key of position i when one is given). Buckets come in order of
+/// first appearance and keep the lists' order. The lists must have equal lengths; an empty input
+/// gives no bucket. This is the one (device, dtype) bucketing of the library: the optimizers'
+/// write-back, the fused optimizers' launches, the loss scalers and the master weights use it.
 struct AMPCPP_API ListBucket {
-  Device device;      ///< the device of the bucket's tensors
-  TensorLists lists;  ///< the bucket's share of each list
+  Device device;                ///< the device of the bucket's tensors
+  TensorLists lists;            ///< the bucket's share of each list
+  std::vector<size_t> indices;  ///< each entry's position in the input lists
+  int key = 0;                  ///< the caller's key (0 without one)
 };
 /// Splits lists into ListBuckets (see ListBucket); amp::Error when the lists' lengths differ.
-AMPCPP_API std::vector<ListBucket> bucket_by_device_and_dtype(const TensorLists& lists);
+/// `key`, when given, separates positions further (FusedSGD: whether a momentum buffer is new).
+AMPCPP_API std::vector<ListBucket> bucket_by_device_and_dtype(
+    const TensorLists& lists, const std::function<int(size_t)>& key = {});
 
 /// Device-side loss-scaling inputs of the fused optimizers (both optional, 1-element Float32
 /// tensors on the lists' device). found_inf != 0 skips the whole update (nothing is written);

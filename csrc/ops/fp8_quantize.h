@@ -9,8 +9,6 @@
 /// `to(DType::Float8_e4m3fn)` is PyTorch's plain cast (no scale; out-of-range values give NaN,
 /// or ±inf for Float8_e5m2); `quantize` is Transformer Engine's: saturating by default.
 #pragma once
-#pragma GCC visibility push(default)  // public API (docs/building.md)
-
 #include "csrc/core/tensor.h"
 
 namespace amp::fp8 {
@@ -30,4 +28,3 @@ Tensor dequantize(const Tensor& q, float scale_inv, DType dtype = DType::Float32
 
 }  // namespace amp::fp8
 
-#pragma GCC visibility pop

@@ -125,6 +125,26 @@ BOOST_AUTO_TEST_CASE(lists_are_bucketed_by_device_and_the_dtype_of_each_list) {
   BOOST_CHECK_THROW(mt::bucket_by_device_and_dtype({{a, b}, {x}}), amp::Error);
 }
 
+BOOST_AUTO_TEST_CASE(a_callers_key_separates_buckets_and_indices_lead_back_to_the_lists) {
+  const auto t = [](DType d) { return amp::zeros({1}, {.dtype = d}); };
+  const std::vector<Tensor> list = {t(DType::Float32), t(DType::Float32), t(DType::Float16),
+                                    t(DType::Float32), t(DType::Float16)};
+  // Same dtype, different keys (odd positions get key 1): Float32 splits into {0, 3} and {1}.
+  const std::vector<mt::ListBucket> buckets =
+      mt::bucket_by_device_and_dtype({list}, [](size_t i) { return i == 1 ? 1 : 0; });
+  BOOST_TEST_REQUIRE(buckets.size() == 3u);
+  const std::vector<std::vector<size_t>> indices = {{0, 3}, {1}, {2, 4}};
+  const std::vector<int> keys = {0, 1, 0};
+  for (size_t b = 0; b < buckets.size(); ++b) {
+    BOOST_TEST(buckets[b].indices == indices[b], boost::test_tools::per_element());
+    BOOST_TEST(buckets[b].key == keys[b]);
+    BOOST_TEST_REQUIRE(buckets[b].lists[0].size() == indices[b].size());
+    for (size_t k = 0; k < indices[b].size(); ++k) {
+      BOOST_TEST(buckets[b].lists[0][k].is_same(list[indices[b][k]]));
+    }
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Packing (csrc/kernels/multi_tensor_launch_plan.h), used by the CUDA launcher.
 
