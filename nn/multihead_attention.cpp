@@ -22,8 +22,9 @@ namespace {
 // A Bool "may not attend" mask becomes an additive mask of 0 / -inf in `dtype`.
 Tensor additive_mask(const Tensor& mask, DType dtype, const char* what) {
   if (mask.dtype() == DType::Bool) {
-    const Tensor neg_inf = full({}, -std::numeric_limits<double>::infinity(), {.dtype = dtype});
-    return where(mask, neg_inf, zeros({}, {.dtype = dtype}));
+    const TensorOptions on_mask{.dtype = dtype, .device = mask.device()};
+    const Tensor neg_inf = full({}, -std::numeric_limits<double>::infinity(), on_mask);
+    return where(mask, neg_inf, zeros({}, on_mask));
   }
   AMP_CHECK(is_floating_point(mask.dtype()), "MultiheadAttention: expected a Bool or floating ",
             what, ", got ", dtype_name(mask.dtype()));
@@ -136,8 +137,10 @@ std::pair<Tensor, Tensor> attention_keeping_weights(const Tensor& q, const Tenso
   if (mask.defined()) scores = add(scores, mask);
   Tensor weights = softmax(scores, -1);
   if (dropout > 0.0) {
-    const Tensor keep = ge(rand(weights.sizes()), dropout);
-    weights = where(keep, mul(weights, 1.0 / (1.0 - dropout)), zeros({}, {.dtype = q.dtype()}));
+    // Drawn on the weights' device (the same fp32 draws on every device, csrc/ops/factories.h).
+    const Tensor keep = ge(rand(weights.sizes(), {.device = weights.device()}), dropout);
+    weights = where(keep, mul(weights, 1.0 / (1.0 - dropout)),
+                    zeros({}, {.dtype = q.dtype(), .device = q.device()}));
   }
   Tensor out = matmul(weights, v);
   return {out, weights};

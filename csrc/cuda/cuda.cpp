@@ -23,7 +23,7 @@ void synchronize(std::optional<int> device) {
 }
 
 DeviceGuard::DeviceGuard(int index) {
-  cuda_backend::require_device(index, "cuda::DeviceGuard");
+  cuda_backend::require_device(index, "CUDA device guard");
   const int previous = cuda_backend::current_device();
   if (previous != index) cuda_backend::set_device(index);
   previous_ = previous;

@@ -127,7 +127,7 @@ Shape batch_shape(const Tensor& t) { return Shape(t.sizes().begin(), t.sizes().e
 // Float16 keeps the composed route too: suite amp_initialize
 // (multi_input_modules_get_their_inputs_cast) asserts that MultiheadAttention's two routes (with
 // weights: composed ops; without: this op) give the same fp16 bits, which the kernel's one
-// rounding cannot (docs/numerics.md, "Fused attention"). The kernel itself takes Float16 (suite
+// rounding cannot (docs/numerics.md, "How ops compute"). The kernel itself takes Float16 (suite
 // attention runs it through the kernel table).
 bool fusable(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& attn_mask) {
   if (q.dtype() == DType::Float16) return false;

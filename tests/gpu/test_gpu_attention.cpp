@@ -5,7 +5,7 @@
 //
 // Tolerance: the CPU keeps scores and weights in fp32 and rounds the output once; the CUDA route
 // rounds the scores, the scaled scores and the weights to the dtype before the second GEMM
-// (docs/numerics.md, "Fused attention"), and cuBLAS adds in its own order. Float32 and Float64:
+// (docs/numerics.md, "How ops compute"), and cuBLAS adds in its own order. Float32 and Float64:
 // 1e-4 / 1e-10 of the largest value. 16-bit: the weights' rounding (relative 2^-8 bf16, 2^-11
 // fp16) reaches the output through sums of S weighted values, so 4 roundings of the largest
 // value, absolute, plus one relative. A wrong mask or a missing scale is off by O(1).
