@@ -20,10 +20,11 @@ enum class DType { Float32, Float16, BFloat16, Float64, Int64, Bool, Float8_e4m3
 AMPCPP_API const char* dtype_name(DType dtype);  ///< "Float32", "Float16", ...
 /// Prints dtype_name (for messages and test diagnostics).
 AMPCPP_API std::ostream& operator<<(std::ostream& out, DType dtype);
-AMPCPP_API size_t element_size(DType dtype);     ///< bytes per element
-AMPCPP_API bool is_floating_point(DType dtype);  ///< Float32, Float16, BFloat16, Float64 or an fp8 type
-AMPCPP_API bool is_low_precision(DType dtype);   ///< Float16 or BFloat16
-AMPCPP_API bool is_float8(DType dtype);          ///< Float8_e4m3fn or Float8_e5m2
+AMPCPP_API size_t element_size(DType dtype);  ///< bytes per element
+/// Float32, Float16, BFloat16, Float64 or an fp8 type.
+AMPCPP_API bool is_floating_point(DType dtype);
+AMPCPP_API bool is_low_precision(DType dtype);  ///< Float16 or BFloat16
+AMPCPP_API bool is_float8(DType dtype);         ///< Float8_e4m3fn or Float8_e5m2
 
 /// PyTorch's promote_types for two dtypes (fp16 + bf16 -> fp32, int64 + fp16 -> fp16, ...). An
 /// fp8 type promotes only with itself: with any other dtype amp::Error, as PyTorch ("Promotion

@@ -89,8 +89,8 @@ class AMPCPP_API Tensor {
   /// queued on the device's current stream and the call returns at once (docs/cuda.md,
   /// "Pinned memory"); every other copy is as to(device).
   Tensor to(Device device, bool non_blocking) const;
-  Tensor contiguous() const;       ///< *this if contiguous, else clone()
-  Tensor clone() const;            ///< a contiguous copy (differentiable)
+  Tensor contiguous() const;  ///< *this if contiguous, else clone()
+  Tensor clone() const;       ///< a contiguous copy (differentiable)
 
   /// Views (share storage) and reshapes (a view when the strides allow, a copy otherwise).
   Tensor reshape(Shape shape) const;

@@ -859,7 +859,8 @@ void norm_forward(DType dtype, const NormGeometry& g, const NormForwardArgs& arg
         AMP_CUDA_CHECK_LAUNCH("batch_norm (norm_batch_stats_kernel)");
       } else {
         norm_group_stats_kernel<scalar_t>
-            <<<blocks_for(g.stats()), kThreads, 0, current_cuda_stream()>>>(g, x, mean, invstd, var);
+            <<<blocks_for(g.stats()), kThreads, 0, current_cuda_stream()>>>(g, x, mean, invstd,
+                                                                            var);
         AMP_CUDA_CHECK_LAUNCH("group_norm / layer_norm (norm_group_stats_kernel)");
       }
     }
@@ -875,16 +876,19 @@ void norm_backward(DType dtype, const NormGeometry& g, const NormBackwardArgs& a
   AMP_DISPATCH_FLOATING(dtype, "normalization backward", [&] {
     if (g.c == 0) return;
     if (g.batch()) {
-      norm_batch_backward_kernel<scalar_t><<<blocks_for_rows(g.c), kThreads, 0, current_cuda_stream()>>>(g, args);
+      norm_batch_backward_kernel<scalar_t>
+          <<<blocks_for_rows(g.c), kThreads, 0, current_cuda_stream()>>>(g, args);
       AMP_CUDA_CHECK_LAUNCH("batch_norm backward (norm_batch_backward_kernel)");
       return;
     }
     if (args.grad_x != nullptr && g.stats() > 0) {
-      norm_group_input_grad_kernel<scalar_t><<<blocks_for(g.stats()), kThreads, 0, current_cuda_stream()>>>(g, args);
+      norm_group_input_grad_kernel<scalar_t>
+          <<<blocks_for(g.stats()), kThreads, 0, current_cuda_stream()>>>(g, args);
       AMP_CUDA_CHECK_LAUNCH("group_norm / layer_norm backward (norm_group_input_grad_kernel)");
     }
     if (args.grad_weight != nullptr || args.grad_bias != nullptr) {
-      norm_group_param_grads_kernel<scalar_t><<<blocks_for_rows(g.c), kThreads, 0, current_cuda_stream()>>>(g, args);
+      norm_group_param_grads_kernel<scalar_t>
+          <<<blocks_for_rows(g.c), kThreads, 0, current_cuda_stream()>>>(g, args);
       AMP_CUDA_CHECK_LAUNCH("group_norm / layer_norm backward (norm_group_param_grads_kernel)");
     }
   });
@@ -916,8 +920,9 @@ void random_fill(RandomDistribution dist, DType dtype, PhiloxDraw draw, float pa
   if (n == 0) return;
   const int keep = random_math::uniform_bits(dtype);
   AMP_DISPATCH_ALL(dtype, "random fill", [&] {
-    random_fill_kernel<scalar_t><<<blocks_for(random_math::blocks_for(n)), kThreads, 0, current_cuda_stream()>>>(
-        dist, draw, keep, param, static_cast<scalar_t*>(out), n);
+    random_fill_kernel<scalar_t>
+        <<<blocks_for(random_math::blocks_for(n)), kThreads, 0, current_cuda_stream()>>>(
+            dist, draw, keep, param, static_cast<scalar_t*>(out), n);
     AMP_CUDA_CHECK_LAUNCH("random fill (random_fill_kernel)");
   });
 }
@@ -961,7 +966,8 @@ __global__ void permutation_keys_kernel(PhiloxDraw draw, int64_t n, uint64_t* ke
 
 void randperm(PhiloxDraw draw, int64_t n, uint64_t* keys, int64_t* out) {
   if (n == 0) return;
-  permutation_keys_kernel<<<blocks_for(n), kThreads, 0, current_cuda_stream()>>>(draw, n, keys, out);
+  permutation_keys_kernel<<<blocks_for(n), kThreads, 0, current_cuda_stream()>>>(draw, n, keys,
+                                                                                 out);
   AMP_CUDA_CHECK_LAUNCH("randperm (permutation_keys_kernel)");
   ThrustScratch scratch;
   with_thrust("randperm",

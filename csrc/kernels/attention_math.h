@@ -4,7 +4,8 @@
 // exponentials and an unnormalised output row in the accumulation type. No score row outlives
 // its key block, so the (L, S) score matrix never exists in memory; the output is rounded once
 // to the storage type. The backward recomputes the scores from the saved log-sum-exp.
-// docs/numerics.md ("How ops compute", fused attention) says how this rounds compared with the composed ops.
+// docs/numerics.md ("How ops compute", fused attention) says how this rounds compared with the
+// composed ops.
 #pragma once
 
 #include <algorithm>

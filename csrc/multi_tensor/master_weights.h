@@ -135,4 +135,3 @@ class MasterWeights {
 };
 
 }  // namespace amp::multi_tensor
-

@@ -32,7 +32,8 @@ AMPCPP_API Tensor arange(int64_t end, TensorOptions options = {.dtype = DType::I
 /// random bits as the dtype's significand (11 for Float16, 8 for BFloat16), so 16-bit samples
 /// never round up to 1; randn computes in fp32 and rounds once to the dtype.
 AMPCPP_API Tensor rand(Shape shape, TensorOptions options = {});
-AMPCPP_API Tensor randn(Shape shape, TensorOptions options = {});  ///< N(0, 1) samples; floating dtypes only
+/// N(0, 1) samples; floating dtypes only.
+AMPCPP_API Tensor randn(Shape shape, TensorOptions options = {});
 /// 1 with probability p and 0 otherwise (torch's empty(shape).bernoulli_(p)), in any dtype: an
 /// element is 1 when rand's 24-bit fp32 sample of it is below float(p). amp::Error unless p is in
 /// [0, 1].

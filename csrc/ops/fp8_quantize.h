@@ -27,4 +27,3 @@ Tensor quantize(const Tensor& x, float scale, DType dtype, bool saturate = true)
 Tensor dequantize(const Tensor& q, float scale_inv, DType dtype = DType::Float32);
 
 }  // namespace amp::fp8
-
