@@ -26,22 +26,28 @@ namespace amp {
 // - groups > 0 (group_norm; layer_norm is groups = 1, l = 1, c = the normalized size): one per
 //   (ni, group), over the one contiguous segment of c / groups channels times l elements.
 // The parameter gradients of channel c always sum over the segments (ni, c, :) in ni order.
+// Members always inline: the per-CPU-level objects must not emit their own out-of-line copies
+// (cmake/check_cpu_levels.cmake), which an unoptimised or sanitizer build would otherwise do.
 struct NormGeometry {
   int64_t n = 0, c = 0, l = 0;
   int64_t groups = 0;
   double eps = 1e-5;
 
-  AMP_HOST_DEVICE bool batch() const { return groups == 0; }
-  AMP_HOST_DEVICE int64_t channels_per_group() const { return batch() ? 1 : c / groups; }
+  AMP_HOST_DEVICE AMP_FORCEINLINE bool batch() const { return groups == 0; }
+  AMP_HOST_DEVICE AMP_FORCEINLINE int64_t channels_per_group() const {
+    return batch() ? 1 : c / groups;
+  }
   // The number of statistics: c for batch statistics, n * groups otherwise.
-  AMP_HOST_DEVICE int64_t stats() const { return batch() ? c : n * groups; }
+  AMP_HOST_DEVICE AMP_FORCEINLINE int64_t stats() const { return batch() ? c : n * groups; }
   // The elements one statistic covers.
-  AMP_HOST_DEVICE int64_t count() const { return batch() ? n * l : channels_per_group() * l; }
+  AMP_HOST_DEVICE AMP_FORCEINLINE int64_t count() const {
+    return batch() ? n * l : channels_per_group() * l;
+  }
   // The statistic of the elements (ni, ci, :).
-  AMP_HOST_DEVICE int64_t stat_of(int64_t ni, int64_t ci) const {
+  AMP_HOST_DEVICE AMP_FORCEINLINE int64_t stat_of(int64_t ni, int64_t ci) const {
     return batch() ? ci : ni * groups + ci / channels_per_group();
   }
-  AMP_HOST_DEVICE int64_t numel() const { return n * c * l; }
+  AMP_HOST_DEVICE AMP_FORCEINLINE int64_t numel() const { return n * c * l; }
 };
 
 // The buffers of a normalization forward. x and y have the kernel's dtype; weight and bias
