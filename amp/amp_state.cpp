@@ -11,17 +11,6 @@ namespace amp::detail {
 
 namespace {
 
-// The gradient of `param` as a contiguous tensor (the multi-tensor kernels need one); a
-// non-contiguous gradient is replaced by its contiguous copy.
-Tensor contiguous_grad(Tensor param) {
-  Tensor g = param.grad();
-  if (g.defined() && !g.is_contiguous()) {
-    param.set_grad(g.contiguous());
-    g = param.grad();
-  }
-  return g;
-}
-
 // The masters among opt's parameters.
 std::vector<Tensor> masters_of(const optimizers::Optimizer& opt) {
   std::vector<Tensor> out;
@@ -89,7 +78,7 @@ void post_backward(const std::vector<optimizers::Optimizer*>& opts,
         }
         auto stashed = stash.stashed_grads.find(param.impl());
         const Tensor kept = stashed != stash.stashed_grads.end() ? stashed->second : Tensor();
-        const Tensor g = contiguous_grad(param);
+        const Tensor g = multi_tensor::contiguous_grad(param);
         if (!g.defined()) {
           if (kept.defined()) Tensor(param).set_grad(kept);
           continue;

@@ -13,17 +13,6 @@ namespace amp::multi_tensor {
 
 namespace {
 
-// The gradient of `t` as a contiguous tensor (the multi-tensor kernels need one); a
-// non-contiguous gradient is replaced by its contiguous copy.
-Tensor contiguous_grad(Tensor t) {
-  Tensor g = t.grad();
-  if (g.defined() && !g.is_contiguous()) {
-    t.set_grad(g.contiguous());
-    g = t.grad();
-  }
-  return g;
-}
-
 void check_pair(const Tensor& param, const Tensor& master) {
   constexpr const char* kOp = "MasterWeights";
   AMP_CHECK(param.defined() && master.defined(), kOp, ": expected defined tensors");
@@ -38,6 +27,15 @@ void check_pair(const Tensor& param, const Tensor& master) {
 }
 
 }  // namespace
+
+Tensor contiguous_grad(Tensor t) {
+  Tensor g = t.grad();
+  if (g.defined() && !g.is_contiguous()) {
+    t.set_grad(g.contiguous());
+    g = t.grad();
+  }
+  return g;
+}
 
 MasterWeights& MasterWeights::instance() {
   static MasterWeights* table = new MasterWeights();  // never destroyed: optimizers may outlive

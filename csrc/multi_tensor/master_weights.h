@@ -34,6 +34,10 @@ namespace amp::multi_tensor {
 /// The process-wide table of master weights (see the file comment). Thread-safe. A master is
 /// kept while some holder (an optimizer, identified by its address) holds it; release_all(holder)
 /// drops a holder's claims, and a master nobody holds leaves the table.
+/// The gradient of `t` as a contiguous tensor (the multi-tensor kernels need one): a
+/// non-contiguous gradient is replaced by its contiguous copy. Undefined when `t` has none.
+Tensor contiguous_grad(Tensor t);
+
 class MasterWeights {
  public:
   /// The lists of the unscale passes that move fresh 16-bit gradients into master gradients:
