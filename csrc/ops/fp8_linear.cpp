@@ -32,19 +32,20 @@ std::mutex registry_mutex;
 std::optional<Recipe> initialize_recipe;
 std::vector<std::weak_ptr<LinearScaling>> queued;
 
-// One GEMM operand: `values` is fp8 with a per-tensor `scale_inv` (delayed, current), or the
-// MX-dequantized values in bf16 (exact: an fp8 value times a power of two) with scale_inv 1.
+// One GEMM operand in bf16, each value exactly an fp8 value: the fp8 codes of a per-tensor
+// recipe converted without rounding, with their `scale_inv` (delayed, current), or the
+// MX-dequantized values (an fp8 value times a power of two) with scale_inv 1. Kept in bf16 for
+// the backward so that its GEMMs do not convert again (the same bytes a bf16 linear saves).
 struct Operand {
   Tensor values;
   float scale_inv = 1.0f;
-  // The bf16 GEMM input: the exact bf16 value of every fp8 code.
-  Tensor gemm_input() const { return values.to(DType::BFloat16); }
 };
 
 DType fp8_dtype(float max) {
   return max == Float8_e4m3fn::kMax ? DType::Float8_e4m3fn : DType::Float8_e5m2;
 }
 
+// max |t|; NaN when t holds one (the reduction propagates it).
 float amax_of(const Tensor& t) { return t.numel() == 0 ? 0.0f : max(abs(t)).item<float>(); }
 
 // Folds `amax` into the slot's entry of the staging row (a NaN sticks, as record_amax's); a
@@ -94,7 +95,7 @@ Operand per_tensor(const Tensor& t, Slot slot, Pass pass, const Recipe& recipe,
     scale = current_scale(amax, max, current.power_of_two_scales, current.amax_epsilon);
     out.scale_inv = 1.0f / scale;
   }
-  out.values = quantize(t, scale, fp8_dtype(max));
+  out.values = quantize(t, scale, fp8_dtype(max)).to(DType::BFloat16);
   return out;
 }
 
@@ -130,7 +131,7 @@ Operand mx(const Tensor& t, bool along_rows, Pass pass, const MXBlockScaling& re
 // a @ b^T of two operands (bf16 GEMM, fp32 accumulation), scaled by both scale_invs and
 // written in `dtype`.
 Tensor scaled_mm(const Operand& a, const Operand& b_rows, DType dtype) {
-  const Tensor y = mm(a.gemm_input(), b_rows.gemm_input().t());
+  const Tensor y = mm(a.values, b_rows.values.t());
   return mul(y.to(dtype), static_cast<double>(a.scale_inv * b_rows.scale_inv));
 }
 

@@ -1,8 +1,8 @@
 // fp8 GEMMs in training (csrc/ops/fp8_linear.h, amp/fp8.h): nn::Linear under each recipe against
 // float64 math on the quantized values, the delayed scales' once-per-step update worked out by
 // hand (torch workflow at the fp8 autocast exit, apex workflow at scale_loss's exit, skipped
-// steps), the scale buffers' state_dict round trip resuming bit for bit, and a short MLP
-// training run with delayed fp8 against bf16 (suite fp8_training, label e2e).
+// steps), the scale buffers' state_dict round trip resuming bit for bit; and (suite
+// fp8_training, label e2e) a short MLP training run with delayed fp8 against bf16.
 //
 // The references quantize with the scalar types (csrc/core/float8.h, tested against the OCP
 // golden file) and compute scales and E8M0 exponents from the formulas written out here, then
@@ -270,12 +270,21 @@ BOOST_FIXTURE_TEST_CASE(delayed_scaling_updates_once_per_step_at_the_autocast_ex
   // Step 1: scales 1 (start); the exit enters x's 2 and w's 0.5: scale 448 / 2 = 224 and
   // 448 / 0.5 = 896; dy's slot saw nothing yet and keeps 1.
   Tensor y = run(2.0f);
+  const Mat w = to_mat(lin->weight);
+  // Scale 1: every value here is an E4M3 value, so y is the exact product.
+  check_product(y,
+                mm_t(to_mat(amp::from_vector<float>({2.0f, 1.0f, -0.5f, 0.25f}, {2, 2})), w, 1.0),
+                "step 1 y");
   BOOST_CHECK(buffer("fp8_scale") == std::vector<float>({224.0f, 896.0f, 1.0f}));
   BOOST_CHECK(buffer("fp8_amax_history") ==
               std::vector<float>({0, 0, 0, /* newest */ 2.0f, 0.5f, 0}));
   // Backward of step 1 stages dy's 8: entered at step 2's exit (57344 / 8 = 7168).
   y.backward(amp::from_vector<float>({8.0f, 1.0f, 1.0f, 1.0f}, {2, 2}));
   y = run(4.0f);
+  // Step 2 quantized with step 1's scales: x * 224 (4 * 224 = 896 saturates to 448), w * 896.
+  const Mat x2 = to_mat(amp::from_vector<float>({4.0f, 1.0f, -0.5f, 0.25f}, {2, 2}));
+  check_product(y, mm_t(quantize(x2, 224.0f, false), quantize(w, 896.0f, false), (1.0 / 224) / 896),
+                "step 2 y");
   // x: window {2, 4}: 448 / 4 = 112; w: 896; dy: 7168.
   BOOST_CHECK(buffer("fp8_scale") == std::vector<float>({112.0f, 896.0f, 7168.0f}));
   BOOST_CHECK(buffer("fp8_scale_inv") ==
@@ -431,6 +440,11 @@ BOOST_FIXTURE_TEST_CASE(state_dict_round_trip_resumes_bit_exactly, FreshFp8) {
       amp::fp8::prepare(*other, DelayedScaling{.amax_history_len = 8}), amp::Error,
       amp_test::has({"Linear.prepare_fp8", "amax_history_len = 4", "got a recipe with 8"}));
 }
+
+BOOST_AUTO_TEST_SUITE_END()
+
+// Training (label e2e: about a second).
+BOOST_AUTO_TEST_SUITE(fp8_training)
 
 // A 3-layer MLP (32-128-128-4) learning a random linear teacher's argmax, 4 epochs of 3000
 // samples at batch 100 (SGD, momentum 0.9) inside bf16 autocast, with and without delayed fp8
