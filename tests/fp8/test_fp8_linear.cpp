@@ -21,6 +21,7 @@
 #include "csrc/core/float8.h"
 #include "csrc/ops/fp8_linear.h"
 #include "tests/amp/frontend_test_util.h"
+#include "tests/support/cuda_precondition.h"
 #include "tests/support/message_has.h"
 
 namespace {
@@ -496,6 +497,71 @@ BOOST_FIXTURE_TEST_CASE(mlp_with_delayed_fp8_trains_as_bf16, FreshFp8) {
   BOOST_TEST_MESSAGE("held-out accuracy: bf16 " << bf16 << ", delayed fp8 " << fp8);
   BOOST_TEST(bf16 > 0.85);
   BOOST_TEST(std::fabs(fp8 - bf16) <= 0.02);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+namespace {
+
+// |gpu - cpu| <= 2^-7 |cpu| + 2^-10 max |cpu|: the two bf16 GEMMs may sum in different orders.
+void check_devices_agree(const Tensor& gpu, const Tensor& cpu, const char* what) {
+  const std::vector<float> g = gpu.to(amp::Device::cpu()).to(DType::Float32).to_vector<float>();
+  const std::vector<float> c = cpu.to(DType::Float32).to_vector<float>();
+  BOOST_REQUIRE_EQUAL(g.size(), c.size());
+  float largest = 0;
+  for (float v : c) largest = std::max(largest, std::fabs(v));
+  int bad = 0;
+  for (size_t i = 0; i < c.size(); ++i) {
+    const float tol = std::ldexp(std::fabs(c[i]), -7) + std::ldexp(largest, -10);
+    if (!(std::fabs(g[i] - c[i]) <= tol) && bad++ < 3) {
+      BOOST_ERROR(what << "[" << i << "]: CUDA " << g[i] << ", CPU " << c[i]);
+    }
+  }
+  BOOST_CHECK_EQUAL(bad, 0);
+}
+
+}  // namespace
+
+// The CUDA path (the quantize kernel and the bf16 GEMM through the kernel tables) against the
+// CPU's on the same inputs, for each recipe; delayed scaling's buffers agree bit for bit (the
+// amaxes are exact and the update runs on the host).
+BOOST_AUTO_TEST_SUITE(gpu_fp8_linear, *amp::testing::requires_cuda())
+
+BOOST_FIXTURE_TEST_CASE(cuda_fp8_linear_matches_cpu, FreshFp8) {
+  const std::vector<amp::fp8::Recipe> recipes = {DelayedScaling{.amax_history_len = 4},
+                                                 CurrentScaling{}, MXBlockScaling{}};
+  for (const amp::fp8::Recipe& recipe : recipes) {
+    amp::manual_seed(31);
+    auto cpu = std::make_shared<amp::nn::Linear>(64, 32);
+    auto gpu = std::make_shared<amp::nn::Linear>(64, 32);
+    gpu->load_state_dict(cpu->state_dict());
+    gpu->to(amp::Device::cuda());
+    const Tensor x = amp::randn({48, 64}) * 2.0, dy = amp::randn({48, 32});
+    const Tensor xc = leaf(x), xg = leaf(x.to(amp::Device::cuda()));
+    for (int step = 0; step < 2; ++step) {
+      Tensor yc, yg;
+      {
+        amp::fp8::autocast fp8(recipe);
+        yc = (*cpu)(xc);
+      }
+      {
+        amp::fp8::autocast fp8(recipe);
+        yg = (*gpu)(xg);
+      }
+      yc.backward(dy);
+      yg.backward(dy.to(amp::Device::cuda()));
+      check_devices_agree(yg, yc, "y");
+    }
+    check_devices_agree(xg.grad(), xc.grad(), "dx");
+    check_devices_agree(gpu->weight.grad(), cpu->weight.grad(), "dw");
+    for (const auto& [k, v] : cpu->state_dict()) {
+      if (k.rfind("fp8_", 0) != 0) continue;
+      BOOST_TEST_CONTEXT(k) {
+        BOOST_CHECK(v.to_vector<float>() ==
+                    gpu->state_dict().at(k).to(amp::Device::cpu()).to_vector<float>());
+      }
+    }
+  }
 }
 
 BOOST_AUTO_TEST_SUITE_END()
