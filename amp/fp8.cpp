@@ -2,7 +2,12 @@
 #include "amp/fp8.h"
 
 #include <exception>
+#include <vector>
 
+#include "amp/fp8_amax_reduce.h"
+#include "csrc/distributed/distributed.h"
+#include "csrc/ops/factories.h"
+#include "csrc/ops/fp8_amax_sync.h"
 #include "csrc/ops/fp8_linear.h"
 #include "nn/linear.h"
 
@@ -19,7 +24,16 @@ autocast::~autocast() noexcept(false) {
     drop_pending();
     return;
   }
+  reduce_amaxes_across_ranks();
   update_pending(false);
+}
+
+void reduce_amaxes_across_ranks() {
+  if (!distributed::is_initialized() || distributed::world_size() < 2) return;
+  const std::vector<float> local = staged_amaxes();
+  Tensor amaxes = from_vector(local, {static_cast<int64_t>(local.size())});
+  distributed::all_reduce(amaxes, distributed::ReduceOp::Max);
+  set_staged_amaxes(amaxes.to_vector<float>());
 }
 
 void prepare(nn::Module& model, const Recipe& recipe) {

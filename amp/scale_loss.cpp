@@ -5,6 +5,7 @@
 #include <mutex>
 
 #include "amp/amp_state.h"
+#include "amp/fp8_amax_reduce.h"
 #include "csrc/autocast/cast.h"
 #include "csrc/core/macros.h"
 #include "csrc/multi_tensor/master_weights.h"
@@ -93,9 +94,13 @@ void ScaledLoss::finish() {
       }
       // Overrides::fp8: the delayed scales' once-per-step update; a skipped step's amaxes are
       // dropped.
-      if (fp8::has_initialize_recipe()) fp8::update_pending(overflow);
+      if (fp8::has_initialize_recipe()) {
+        fp8::reduce_amaxes_across_ranks();
+        fp8::update_pending(overflow);
+      }
     }
   } else if (fp8::has_initialize_recipe()) {
+    fp8::reduce_amaxes_across_ranks();
     fp8::update_pending(false);
   }
   if (clear_cast_cache_) autocast_cast::clear_cache();

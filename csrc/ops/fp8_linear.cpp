@@ -14,6 +14,7 @@
 #include "csrc/graph/node.h"
 #include "csrc/ops/elementwise.h"
 #include "csrc/ops/factories.h"
+#include "csrc/ops/fp8_amax_sync.h"
 #include "csrc/ops/fp8_quantize.h"
 #include "csrc/ops/linalg.h"
 #include "csrc/ops/profile_scope.h"
@@ -289,6 +290,35 @@ int update_pending(bool step_skipped) {
     ++updated;
   }
   return updated;
+}
+
+std::vector<float> staged_amaxes() {
+  std::lock_guard<std::mutex> lock(registry_mutex);
+  std::vector<float> out;
+  for (const auto& weak : queued) {
+    if (auto state = weak.lock()) {
+      for (float a : state->amax_history.narrow(0, 0, 1).to_vector<float>()) {
+        out.push_back(std::isnan(a) ? INFINITY : a);
+      }
+    }
+  }
+  return out;
+}
+
+void set_staged_amaxes(const std::vector<float>& amaxes) {
+  std::lock_guard<std::mutex> lock(registry_mutex);
+  autograd::GradModeGuard no_grad(false);
+  std::vector<std::shared_ptr<LinearScaling>> live;
+  for (const auto& weak : queued) {
+    if (auto state = weak.lock()) live.push_back(std::move(state));
+  }
+  AMP_CHECK(amaxes.size() == live.size() * kSlots, "fp8 amax reduction: expected ",
+            live.size() * kSlots, " amaxes, got ", amaxes.size());
+  for (size_t i = 0; i < live.size(); ++i) {
+    const std::vector<float> row(amaxes.begin() + static_cast<std::ptrdiff_t>(i * kSlots),
+                                 amaxes.begin() + static_cast<std::ptrdiff_t>((i + 1) * kSlots));
+    live[i]->amax_history.narrow(0, 0, 1).copy_(from_vector(row, {1, kSlots}));
+  }
 }
 
 void drop_pending() {
