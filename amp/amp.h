@@ -13,6 +13,7 @@
 #pragma once
 
 #include "amp/autocast.h"
+#include "amp/fp8.h"
 #include "amp/grad_scaler.h"
 #include "amp/initialize.h"
 #include "amp/loss_scaler.h"

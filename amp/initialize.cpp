@@ -11,12 +11,15 @@
 #include <vector>
 
 #include "amp/amp_state.h"
+#include "amp/fp8.h"
 #include "csrc/autocast/autocast_state.h"
 #include "csrc/autocast/cast.h"
 #include "csrc/core/macros.h"
+#include "csrc/fp8/scaling.h"
 #include "csrc/graph/grad_mode.h"
 #include "csrc/multi_tensor/master_weights.h"
 #include "csrc/ops/factories.h"
+#include "csrc/ops/fp8_linear.h"
 #include "nn/batchnorm.h"
 #include "nn/distributed_data_parallel.h"
 
@@ -210,6 +213,7 @@ Properties initialize(const std::vector<nn::Module*>& models,
     state.verbosity = overrides.verbosity;
     state.loss_scalers.clear();
     autocast_state::set_process_casting({});
+    fp8::set_initialize_recipe(std::nullopt);
     return state.properties;
   }
 
@@ -219,6 +223,11 @@ Properties initialize(const std::vector<nn::Module*>& models,
   const bool masters_on = props.master_weights.value_or(false);
   if (!overrides.allow_incoming_model_not_fp32) {
     for (const nn::Module* m : models) check_model_fp32(*m);
+  }
+  if (overrides.fp8) {
+    if (const auto* delayed = std::get_if<fp8::DelayedScaling>(&*overrides.fp8)) {
+      fp8::make_delayed_scaling_state(*delayed);  // checks the recipe
+    }
   }
   const Device device = common_device(models, optimizers);
   const bool fast_path =
@@ -272,6 +281,11 @@ Properties initialize(const std::vector<nn::Module*>& models,
   autocast_cast::clear_cache();
   autocast_state::set_process_casting(
       {props.patch_functions, device.type, props.low_precision_dtype});
+  // After the cast, so that the fp8 scaling buffers stay Float32.
+  if (overrides.fp8) {
+    for (nn::Module* m : models) fp8::prepare(*m, *overrides.fp8);
+  }
+  fp8::set_initialize_recipe(overrides.fp8);
   return props;
 }
 

@@ -23,6 +23,7 @@
 
 #include "csrc/core/dtype.h"
 #include "csrc/core/export.h"
+#include "csrc/fp8/recipe.h"
 
 namespace amp {
 
@@ -58,6 +59,10 @@ struct AMPCPP_API Overrides {
   /// apex's cast_model_type=False: O2/O3 leave the model's dtypes alone (no casts, no input and
   /// output casting, no state_dict hook); master weights are still made for 16-bit parameters.
   bool disable_model_cast = false;
+  /// Beyond apex: nn::Linear's GEMMs run in fp8 with this recipe (docs/fp8.md; the opt level
+  /// keeps its meaning for everything else). Delayed scales update when a scale_loss block
+  /// that unscales ends, unless its step overflowed.
+  std::optional<fp8::Recipe> fp8 = {};
 };
 
 /// The option set an opt level resolves to, after overrides (apex's Properties); what

@@ -5,10 +5,12 @@
 #include <mutex>
 
 #include "amp/amp_state.h"
+#include "amp/fp8_amax_reduce.h"
 #include "csrc/autocast/cast.h"
 #include "csrc/core/macros.h"
 #include "csrc/multi_tensor/master_weights.h"
 #include "csrc/ops/elementwise.h"
+#include "csrc/ops/fp8_linear.h"
 
 namespace amp {
 
@@ -90,7 +92,16 @@ void ScaledLoss::finish() {
         // An overflow skips the next step of exactly these optimizers, once.
         for (optimizers::Optimizer* opt : optimizers_) home.skip_next_step(opt, loss_id_, message);
       }
+      // Overrides::fp8: the delayed scales' once-per-step update; a skipped step's amaxes are
+      // dropped.
+      if (fp8::has_initialize_recipe()) {
+        fp8::reduce_amaxes_across_ranks();
+        fp8::update_pending(overflow);
+      }
     }
+  } else if (fp8::has_initialize_recipe()) {
+    fp8::reduce_amaxes_across_ranks();
+    fp8::update_pending(false);
   }
   if (clear_cast_cache_) autocast_cast::clear_cache();
 }
@@ -101,6 +112,7 @@ void ScaledLoss::abandon() noexcept {
   for (size_t i = 0; i < stashes_.size(); ++i) {
     if (prepared_[i]) detail::restore_backward(*optimizers_[i], *stashes_[i]);
   }
+  if (fp8::has_initialize_recipe()) fp8::drop_pending();
   if (clear_cast_cache_) autocast_cast::clear_cache();
 }
 

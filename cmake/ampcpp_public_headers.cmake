@@ -8,6 +8,7 @@
 set(AMPCPP_PUBLIC_HEADERS
     amp/amp.h
     amp/autocast.h
+    amp/fp8.h
     amp/grad_scaler.h
     amp/initialize.h
     amp/loss_scaler.h
@@ -43,6 +44,7 @@ set(AMPCPP_PUBLIC_HEADERS
     csrc/data/idx.h
     csrc/data/sampler.h
     csrc/distributed/distributed.h
+    csrc/fp8/recipe.h
     # Public for autograd::Function (csrc/autograd/function.h), whose templates derive from Node
     # and record edges; the graph's internals are in autograd::detail.
     csrc/graph/autograd_meta.h

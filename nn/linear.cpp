@@ -5,6 +5,7 @@
 
 #include "csrc/core/macros.h"
 #include "csrc/ops/factories.h"
+#include "csrc/ops/fp8_linear.h"
 #include "nn/functional.h"
 #include "nn/init.h"
 
@@ -24,7 +25,32 @@ Linear::Linear(int64_t in, int64_t out, bool with_bias)
   }
 }
 
-Tensor Linear::forward(const Tensor& input) { return functional::linear(input, weight, bias); }
+Tensor Linear::forward(const Tensor& input) {
+  if (const fp8::Recipe* recipe = fp8::active_recipe()) {
+    prepare_fp8(*recipe);
+    return fp8::linear(input, weight, bias, *recipe, fp8_);
+  }
+  return functional::linear(input, weight, bias);
+}
+
+void Linear::prepare_fp8(const fp8::Recipe& recipe) {
+  if (!fp8_) fp8_ = std::make_shared<fp8::LinearScaling>();
+  const auto* delayed = std::get_if<fp8::DelayedScaling>(&recipe);
+  if (!delayed) return;
+  const int64_t len = delayed->amax_history_len;
+  AMP_CHECK(len >= 1, "Linear.prepare_fp8: expected amax_history_len >= 1, got ", len);
+  if (fp8_->amax_history.defined()) {
+    AMP_CHECK(fp8_->amax_history.size(0) == len,
+              "Linear.prepare_fp8: the fp8 buffers were made for amax_history_len = ",
+              fp8_->amax_history.size(0), ", got a recipe with ", len);
+  } else {
+    const TensorOptions options{.dtype = DType::Float32, .device = weight.device()};
+    fp8_->amax_history = register_buffer("fp8_amax_history", zeros({len, fp8::kSlots}, options));
+    fp8_->scale = register_buffer("fp8_scale", ones({fp8::kSlots}, options));
+    fp8_->scale_inv = register_buffer("fp8_scale_inv", ones({fp8::kSlots}, options));
+  }
+  fp8_->recipe = *delayed;
+}
 
 std::string Linear::extra_repr() const {
   return "in_features=" + std::to_string(in_features) +

@@ -1,7 +1,8 @@
 /// \file
 /// The fp8 scaling recipes' options (Transformer Engine's recipe classes; docs/fp8.md,
 /// "Recipes"): which fp8 format each pass uses and how the per-tensor or per-block scales are
-/// chosen. The math of each recipe is in csrc/fp8/scaling.h.
+/// chosen. The math of each recipe is in csrc/fp8/scaling.h. Public: amp/fp8.h and
+/// amp::Overrides::fp8 take these structs.
 ///
 ///     amp::fp8::DelayedScaling delayed{.margin = 0, .amax_history_len = 16};
 ///     float max = amp::fp8::fp8_max(delayed.format, amp::fp8::Pass::Backward);  // 57344
@@ -9,6 +10,8 @@
 
 #include <string>
 #include <variant>
+
+#include "csrc/core/export.h"
 
 namespace amp::fp8 {
 
@@ -51,6 +54,6 @@ using Recipe = std::variant<DelayedScaling, CurrentScaling, MXBlockScaling>;
 
 /// The largest finite value of the fp8 format that `format` uses for tensors of `pass`: 448
 /// (E4M3), or 57344 for the backward pass of HYBRID (E5M2).
-float fp8_max(Format format, Pass pass);
+AMPCPP_API float fp8_max(Format format, Pass pass);
 
 }  // namespace amp::fp8

@@ -14,6 +14,7 @@ class ApexWorkflow : public Workflow {
     Overrides overrides;
     overrides.verbosity = 0;
     if (!spec.is_baseline()) overrides.low_precision_dtype = spec.low_precision_dtype();
+    if (!spec.fp8.empty()) overrides.fp8 = spec.fp8_recipe();
     initialize(model, optimizer, spec.opt_level, overrides);
     // After an overflow, scale_loss makes the next step() a no-op through a step pre-hook, and
     // post-hooks run only after steps that were taken: counting them tells skipped steps apart
@@ -22,7 +23,7 @@ class ApexWorkflow : public Workflow {
     optimizer.register_step_post_hook([taken = steps_taken_](optimizers::Optimizer&) { ++*taken; });
   }
 
-  std::unique_ptr<autocast> casting_region() const override { return nullptr; }
+  CastingRegion casting_region() const override { return {}; }
 
   bool backward_and_step(const Tensor& loss, optimizers::Optimizer& optimizer) override {
     {

@@ -104,7 +104,11 @@ ParsedCommandLine parse_command_line(int argc, const char* const* argv) {
       ("seed", po::value(&seed)->default_value(seed), "seed of the initial weights and the data order")
       ("out", po::value(&o.out)->default_value(o.out),
        "directory for results.json, results.csv, loss_curve.svg and loss_scale.svg")
-      ("quiet,q", po::bool_switch(&o.quiet), "no progress lines");
+      ("quiet,q", po::bool_switch(&o.quiet), "no progress lines")
+      // --fp8 (amp::fp8 recipes)
+      ("fp8", po::value(&o.fp8),
+       "delayed, current or mx: every mixed-precision run also runs with nn::Linear's GEMMs in "
+       "fp8 under that recipe (Transformer Engine's defaults; docs/fp8.md)");
   // clang-format on
   po::variables_map vm;
   try {
@@ -164,6 +168,8 @@ ParsedCommandLine parse_command_line(int argc, const char* const* argv) {
   check_at_least<int64_t>("seed", seed, 0);
   o.seed = static_cast<uint64_t>(seed);
   if (o.out.empty()) throw UsageError("--out is empty");
+  // --fp8
+  if (vm.count("fp8")) check_choice("fp8", o.fp8, kFp8Recipes, "fp8 recipe");
   return {o, ""};
 }
 

@@ -22,6 +22,8 @@ inline const std::vector<std::string> kDtypeChoices = {"fp16", "bf16", "both"};
 inline const std::vector<std::string> kOptimizers = {"sgd",       "adam",       "adamw",
                                                      "fused_sgd", "fused_adam", "fused_lamb"};
 inline const std::vector<std::string> kDevices = {"cpu", "cuda"};
+// --fp8: the recipe of the fp8 twin of every mixed-precision run (amp::fp8, docs/fp8.md).
+inline const std::vector<std::string> kFp8Recipes = {"delayed", "current", "mx"};
 
 struct CompareOptions {
   std::string model = "mlp";
@@ -41,6 +43,8 @@ struct CompareOptions {
   uint64_t seed = 0;
   std::string out = "out/amp_compare";
   bool quiet = false;
+  // --fp8: "" (no fp8 runs) or one of kFp8Recipes.
+  std::string fp8;
   // The command line as given, for results.json.
   std::vector<std::string> argv;
 };

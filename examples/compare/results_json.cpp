@@ -39,6 +39,7 @@ nlohmann::json run_json(const RunResult& r, const RunResult* baseline) {
   return {{"workflow", r.spec.workflow},
           {"opt_level", r.spec.opt_level},
           {"dtype", r.spec.dtype},
+          {"fp8", r.spec.fp8},
           {"steps", r.steps},
           {"samples", r.samples},
           {"train_seconds", r.train_seconds},

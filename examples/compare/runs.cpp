@@ -10,21 +10,35 @@ DType RunSpec::low_precision_dtype() const {
   return DType::Float32;
 }
 
-std::string RunSpec::label() const { return workflow + " " + opt_level + " " + dtype; }
+std::string RunSpec::label() const {
+  return workflow + " " + opt_level + " " + dtype + (fp8.empty() ? "" : " fp8-" + fp8);
+}
+
+fp8::Recipe RunSpec::fp8_recipe() const {
+  if (fp8 == "delayed") return fp8::DelayedScaling{};
+  if (fp8 == "current") return fp8::CurrentScaling{};
+  return fp8::MXBlockScaling{};
+}
 
 std::vector<RunSpec> plan_runs(const CompareOptions& options) {
   std::vector<RunSpec> runs;
+  const auto add = [&](const std::string& workflow, const std::string& level,
+                       const std::string& dtype) {
+    runs.push_back({workflow, level, dtype, ""});
+    if (!options.fp8.empty() && dtype != "fp32")
+      runs.push_back({workflow, level, dtype, options.fp8});
+  };
   if (options.workflow == "torch") {
-    runs.push_back({"torch", "baseline", "fp32"});
-    for (const std::string& dtype : options.dtypes) runs.push_back({"torch", "autocast", dtype});
+    add("torch", "baseline", "fp32");
+    for (const std::string& dtype : options.dtypes) add("torch", "autocast", dtype);
     return runs;
   }
   for (const std::string& level : options.opt_levels) {
     if (level == "O0") {
-      runs.push_back({"apex", level, "fp32"});
+      add("apex", level, "fp32");
       continue;
     }
-    for (const std::string& dtype : options.dtypes) runs.push_back({"apex", level, dtype});
+    for (const std::string& dtype : options.dtypes) add("apex", level, dtype);
   }
   return runs;
 }

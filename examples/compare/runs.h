@@ -15,17 +15,21 @@ struct RunSpec {
   std::string workflow;   // "apex" or "torch"
   std::string opt_level;  // apex: "O0".."O3"; torch: "baseline" (fp32) or "autocast"
   std::string dtype;      // "fp32", "fp16" or "bf16"
+  std::string fp8;        // "" or the --fp8 recipe its linear layers' GEMMs run in
 
   // The fp32 run the others are compared with: apex's O0, torch's baseline.
   bool is_baseline() const { return dtype == "fp32"; }
   // The 16-bit dtype of the run (Float32 for the baseline).
   DType low_precision_dtype() const;
-  // "apex O2 fp16"
+  // "apex O2 fp16", "apex O2 bf16 fp8-delayed"
   std::string label() const;
+  // The amp::fp8 recipe of `fp8` (Transformer Engine's defaults); call only when fp8 is set.
+  fp8::Recipe fp8_recipe() const;
 };
 
 // apex: O0 once in fp32, then each other level of --opt-levels in each --dtype; torch: the fp32
-// baseline, then autocast in each --dtype.
+// baseline, then autocast in each --dtype. With --fp8, each run but the baseline is followed by
+// its fp8 twin.
 std::vector<RunSpec> plan_runs(const CompareOptions& options);
 
 struct RunResult {

@@ -18,12 +18,16 @@ class TorchWorkflow : public Workflow {
       : device_(device),
         dtype_(spec.low_precision_dtype()),
         mixed_(!spec.is_baseline()),
+        fp8_(spec.fp8.empty() ? std::nullopt : std::optional<fp8::Recipe>(spec.fp8_recipe())),
         scaler_(device, {.enabled = mixed_}) {}
 
-  std::unique_ptr<autocast> casting_region() const override {
+  CastingRegion casting_region() const override {
     // The baseline's region is disabled; it names no dtype, as autocast warns about Float32.
-    return std::make_unique<autocast>(device_, mixed_ ? std::optional<DType>(dtype_) : std::nullopt,
-                                      mixed_);
+    CastingRegion region;
+    region.casts = std::make_unique<autocast>(
+        device_, mixed_ ? std::optional<DType>(dtype_) : std::nullopt, mixed_);
+    if (fp8_) region.fp8 = std::make_unique<fp8::autocast>(*fp8_);
+    return region;
   }
 
   bool backward_and_step(const Tensor& loss, optimizers::Optimizer& optimizer) override {
@@ -44,6 +48,7 @@ class TorchWorkflow : public Workflow {
   DeviceType device_;
   DType dtype_;
   bool mixed_;
+  std::optional<fp8::Recipe> fp8_;
   GradScaler scaler_;
 };
 

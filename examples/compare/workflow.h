@@ -18,12 +18,19 @@
 
 namespace amp::compare {
 
+// The regions a forward pass runs in: autocast's casts, and fp8 GEMMs for a torch --fp8 run
+// (declared in this order so that the fp8 region ends first).
+struct CastingRegion {
+  std::unique_ptr<autocast> casts;
+  std::unique_ptr<fp8::autocast> fp8;
+};
+
 class Workflow {
  public:
   virtual ~Workflow() = default;
-  // The casting the forward pass and the loss need while the returned object lives (nullptr
-  // when the model's own casts, set by amp::initialize, are all there is).
-  virtual std::unique_ptr<autocast> casting_region() const = 0;
+  // The casting the forward pass and the loss need while the returned object lives (empty
+  // when the model's own casts and fp8 recipe, set by amp::initialize, are all there is).
+  virtual CastingRegion casting_region() const = 0;
   // Backward of `loss` (a scaled loss where the run scales) and one optimizer step. Returns
   // whether the step was skipped because a gradient held inf or NaN.
   virtual bool backward_and_step(const Tensor& loss, optimizers::Optimizer& optimizer) = 0;

@@ -13,6 +13,7 @@
 
 #include "amp/amp.h"
 #include "amp/amp_state.h"
+#include "csrc/ops/fp8_linear.h"
 #include "tests/support/message_has.h"
 
 namespace amp_test {
@@ -44,6 +45,7 @@ inline void reset_amp_state() {
   }
   amp::autocast_state::set_process_casting({});
   amp::clear_autocast_cache();
+  amp::fp8::set_initialize_recipe(std::nullopt);
 }
 
 // Overrides that silence amp's messages (verbosity 0).

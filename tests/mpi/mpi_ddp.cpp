@@ -19,6 +19,9 @@
 //                     (amp::Error naming the parameter, then a normal step); a backward that
 //                     throws with reductions in flight, then a normal step
 //   mpi_ddp progress  the progress thread completes an all_reduce its owner never polls
+//   mpi_ddp fp8_amax  fp8 delayed scaling: each rank's amaxes differ, and after the autocast exit
+//                     every rank has the scale of the maximum over ranks (one all_reduce); a NaN
+//                     on rank 1 only makes every rank drop the step
 //   mpi_ddp options   bucket layout, broadcast_buffers, allreduce_always_fp32 with bf16 and
 //                     gradient_predivide_factor, and bad input (before init, null module, options,
 //                     models that differ across ranks)
@@ -777,6 +780,28 @@ void test_options(int rank, int size) {
       {"rank 1 with 6 parameters", "4 parameters"}, "options: a different parameter count");
 }
 
+// fp8 delayed scaling under a process group: the staged amaxes are all-reduced (max) before the
+// update, so the ranks' scales agree: x's amax is rank + 1, so 448 / world_size everywhere.
+void test_fp8_amax(int rank, int size) {
+  amp::manual_seed(5);
+  auto lin = std::make_shared<amp::nn::Linear>(2, 2, false);
+  const amp::fp8::DelayedScaling recipe{.amax_history_len = 2};
+  const auto step = [&](float first) {
+    amp::fp8::autocast fp8(recipe);
+    (*lin)(amp::from_vector<float>({first, 0.5f, 0.25f, 0.5f}, {2, 2}));
+  };
+  const auto buffer = [&](const char* name) {
+    return lin->state_dict().at(name).to_vector<float>();
+  };
+  step(static_cast<float>(rank + 1));
+  check(buffer("fp8_scale")[0] == 448.0f / static_cast<float>(size),
+        "fp8_amax: x's scale is 448 / the largest rank's amax");
+  const std::vector<float> history = buffer("fp8_amax_history");
+  step(rank == 1 ? std::numeric_limits<float>::quiet_NaN() : 3.0f);
+  check(buffer("fp8_amax_history") == history,
+        "fp8_amax: a NaN on one rank skips every rank's step");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -807,6 +832,8 @@ int main(int argc, char** argv) {
     test_interrupted_backward(my_rank, size);
   } else if (scenario == "progress") {
     test_progress(my_rank, size);
+  } else if (scenario == "fp8_amax") {
+    test_fp8_amax(my_rank, size);
   } else if (scenario == "options") {
     test_options(my_rank, size);
   } else {
