@@ -22,6 +22,9 @@ inline const std::vector<std::string> kDtypeChoices = {"fp16", "bf16", "both"};
 inline const std::vector<std::string> kOptimizers = {"sgd",       "adam",       "adamw",
                                                      "fused_sgd", "fused_adam", "fused_lamb"};
 inline const std::vector<std::string> kDevices = {"cpu", "cuda"};
+// --framework: the library the model is built in and trained with (libtorch: through the LibTorch
+// bridge, only when amp_compare was built with it).
+inline const std::vector<std::string> kFrameworks = {"ampcpp", "libtorch"};
 
 struct CompareOptions {
   std::string model = "mlp";
@@ -41,6 +44,7 @@ struct CompareOptions {
   uint64_t seed = 0;
   std::string out = "out/amp_compare";
   bool quiet = false;
+  std::string framework = "ampcpp";
   // The command line as given, for results.json.
   std::vector<std::string> argv;
 };
