@@ -253,11 +253,15 @@ struct AMPCPP_API FusedAdamGroupOptions
   void serialize(torch::serialize::InputArchive& archive) override;
 };
 
-/// A FusedAdam parameter's state: its first and second moments (Float32, the parameter's shape).
+/// A FusedAdam (and FusedLAMB) parameter's state: its first and second moments (Float32, the
+/// parameter's shape), and a 16-bit parameter's fp32 master.
 struct AMPCPP_API FusedAdamParamState
     : public torch::optim::OptimizerCloneableParamState<FusedAdamParamState> {
   torch::Tensor exp_avg;     ///< first moment
   torch::Tensor exp_avg_sq;  ///< second moment
+  /// A Float16/BFloat16 parameter's Float32 master, which the optimizer steps and rounds into
+  /// the parameter (undefined for Float32 parameters).
+  torch::Tensor master;
   /// LibTorch's serialization of the state (torch::save / torch::load).
   void serialize(torch::serialize::OutputArchive& archive) const override;
   /// Reads what the output overload wrote.
@@ -268,8 +272,9 @@ struct AMPCPP_API FusedAdamParamState
 /// optimizer: param groups, options and state are torch::optim's, so it replaces torch::optim::Adam
 /// (adam_w_mode = false: Adam's L2 weight decay; true, the default: AdamW) and saves with
 /// torch::save. step() runs ampcpp's multi-tensor Adam kernel on the parameters', gradients' and
-/// moments' own memory, one launch per device of each group. Parameters and gradients must be
-/// Float32 (16-bit parameters with fp32 masters are not built yet: amp::Error).
+/// moments' own memory, one launch per device of each group. Parameters are Float32, or Float16/
+/// BFloat16 with an fp32 master in their state that the step updates and rounds into them (as
+/// amp::optimizers::FusedAdam); gradients have their parameter's dtype (amp::Error otherwise).
 class AMPCPP_API FusedAdam : public torch::optim::Optimizer {
  public:
   /// One group holding params.
@@ -303,10 +308,13 @@ struct AMPCPP_API FusedSGDGroupOptions
   void serialize(torch::serialize::InputArchive& archive) override;
 };
 
-/// A FusedSGD parameter's state: its momentum buffer (Float32; only with momentum != 0).
+/// A FusedSGD parameter's state: its momentum buffer (Float32; only with momentum != 0), and a
+/// 16-bit parameter's fp32 master.
 struct AMPCPP_API FusedSGDParamState
     : public torch::optim::OptimizerCloneableParamState<FusedSGDParamState> {
   torch::Tensor momentum_buffer;  ///< the momentum buffer
+  /// A Float16/BFloat16 parameter's Float32 master (undefined for Float32 parameters).
+  torch::Tensor master;
   /// LibTorch's serialization of the state (torch::save / torch::load).
   void serialize(torch::serialize::OutputArchive& archive) const override;
   /// Reads what the output overload wrote.
@@ -317,7 +325,8 @@ struct AMPCPP_API FusedSGDParamState
 /// optimizer, in place of torch::optim::SGD: param groups, options and state are torch::optim's.
 /// step() runs ampcpp's multi-tensor SGD kernel on the tensors' own memory, one launch per device
 /// of each group (and a separate one for parameters whose momentum buffer is new, which starts
-/// as the gradient, as torch's). Parameters and gradients must be Float32 (amp::Error otherwise).
+/// as the gradient, as torch's). Parameters are Float32, or Float16/BFloat16 with an fp32 master in
+/// their state (as amp::optimizers::FusedSGD); gradients have their parameter's dtype.
 class AMPCPP_API FusedSGD : public torch::optim::Optimizer {
  public:
   /// One group holding params.

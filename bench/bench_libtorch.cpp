@@ -1,7 +1,9 @@
 // bench_libtorch: the LibTorch bridge's two figures (issue 30, "Done when"), in one run.
 //  1. amp::libtorch::FusedAdam against torch::optim::Adam of the same LibTorch: 10M fp32
 //     parameters in 100 tensors (bench_optim's shapes), the same gradients, one step of each in
-//     turns; medians of single steps and their ratio.
+//     turns; medians of single steps and their ratio; beside them ampcpp's own FusedAdam on
+//     ampcpp tensors (what the bridge adds). At one thread and at every hardware thread, the
+//     same count on both sides each time.
 //  2. An O1 bf16 step of a LibTorch MLP through the bridge (amp::libtorch::initialize "O1" and
 //     scale_loss) against the same step with a hand-written guard (at::autocast::set_cpu_enabled,
 //     set_autocast_cpu_dtype(kBFloat16), clear_cache() at the end of the step): two copies of the
@@ -12,6 +14,7 @@
 //   OMP_WAIT_POLICY=passive build/bench/bench_libtorch    # about 30 s on 2 cores
 #include <ATen/Parallel.h>
 #include <ATen/autocast_mode.h>
+#include <omp.h>
 #include <torch/torch.h>
 
 #include <algorithm>
@@ -20,9 +23,12 @@
 #include <cstdio>
 #include <fstream>
 #include <functional>
+#include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "amp/amp.h"
 #include "amp/libtorch.h"
 
 namespace {
@@ -64,30 +70,44 @@ std::vector<torch::Tensor> adam_params() {
   return params;
 }
 
-void bench_adam() {
+// One thread count: LibTorch's intra-op pool and ampcpp's kernels share libgomp and the calling
+// thread, so at::set_num_threads(threads) sets both (printed as each side reports it).
+void bench_adam(int threads) {
+  at::set_num_threads(threads);
   torch::manual_seed(0);
   std::vector<torch::Tensor> fused_params = adam_params();
   std::vector<torch::Tensor> torch_params;
+  std::vector<amp::Tensor> own_params;
   for (const torch::Tensor& p : fused_params) {
     torch::Tensor copy = p.detach().clone().set_requires_grad(true);
     copy.mutable_grad() = p.grad().clone();
     torch_params.push_back(copy);
+    // ampcpp's FusedAdam on ampcpp's own tensors (copies, not views): what the bridge adds.
+    amp::Tensor own = amp::libtorch::from_torch(p.detach()).clone();
+    own.requires_grad_(true);
+    own.set_grad(amp::libtorch::from_torch(p.grad()).clone());
+    own_params.push_back(own);
   }
   // The same update: Adam with L2 weight decay (here none), as torch::optim::Adam computes it.
   amp::optimizers::FusedAdamOptions fused_options;
   fused_options.adam_w_mode = false;
   amp::libtorch::FusedAdam fused(fused_params, fused_options);
+  amp::optimizers::FusedAdam own(own_params, fused_options);
   torch::optim::Adam reference(torch_params, torch::optim::AdamOptions(1e-3));
-  std::vector<double> fused_ms, torch_ms;
+  std::vector<double> fused_ms, own_ms, torch_ms;
   for (int r = 0; r < kAdamWarmup + kAdamRounds; ++r) {
     Clock::time_point start = Clock::now();
     fused.step();
     const double fused_time = ms_since(start);
     start = Clock::now();
+    own.step();
+    const double own_time = ms_since(start);
+    start = Clock::now();
     reference.step();
     const double torch_time = ms_since(start);
     if (r < kAdamWarmup) continue;
     fused_ms.push_back(fused_time);
+    own_ms.push_back(own_time);
     torch_ms.push_back(torch_time);
   }
   const double max_diff =
@@ -95,17 +115,21 @@ void bench_adam() {
   const double fused_median = quantile(fused_ms, 0.5);
   const double torch_median = quantile(torch_ms, 0.5);
   std::printf(
-      "\n## Optimizer step, 10M fp32 parameters in %lld tensors (median of %d steps in turns)\n\n",
-      static_cast<long long>(kTensors), kAdamRounds);
+      "\n## Optimizer step, 10M fp32 parameters in %lld tensors, %d thread(s) "
+      "(at::get_num_threads() %d, omp_get_max_threads() %d; median of %d steps in turns)\n\n",
+      static_cast<long long>(kTensors), threads, at::get_num_threads(), omp_get_max_threads(),
+      kAdamRounds);
   std::printf("| step | ms (median) | min | max |\n|---|---|---|---|\n");
-  std::printf("| amp::libtorch::FusedAdam | %.2f | %.2f | %.2f |\n", fused_median,
+  std::printf("| amp::libtorch::FusedAdam (torch tensors) | %.2f | %.2f | %.2f |\n", fused_median,
               quantile(fused_ms, 0), quantile(fused_ms, 1));
+  std::printf("| amp::optimizers::FusedAdam (ampcpp tensors) | %.2f | %.2f | %.2f |\n",
+              quantile(own_ms, 0.5), quantile(own_ms, 0), quantile(own_ms, 1));
   std::printf("| torch::optim::Adam | %.2f | %.2f | %.2f |\n", torch_median, quantile(torch_ms, 0),
               quantile(torch_ms, 1));
   std::printf(
-      "\nFusedAdam is %.2fx faster than torch::optim::Adam (medians; target >= 5x). "
+      "\n%d thread(s): FusedAdam is %.2fx faster than torch::optim::Adam (medians; target >= 5x). "
       "Largest parameter difference after %d steps: %.2e\n",
-      torch_median / fused_median, kAdamWarmup + kAdamRounds, max_diff);
+      threads, torch_median / fused_median, kAdamWarmup + kAdamRounds, max_diff);
 }
 
 torch::nn::Sequential make_mlp() {
@@ -157,7 +181,9 @@ void bench_o1_step() {
     at::autocast::set_cpu_enabled(true);
     at::autocast::set_autocast_cpu_dtype(at::kBFloat16);
     guarded_optimizer.zero_grad();
-    guarded_loss = torch::nll_loss(torch::log_softmax(guarded->forward(x), 1), y);
+    // log_softmax in fp32 by hand: the bridge's O1 runs it in fp32 (apex's FP32 list), LibTorch's
+    // CPU autocast alone would leave it in bf16.
+    guarded_loss = torch::nll_loss(torch::log_softmax(guarded->forward(x).to(torch::kFloat), 1), y);
     guarded_loss.backward();
     guarded_optimizer.step();
     at::autocast::clear_cache();
@@ -208,7 +234,12 @@ int main(int argc, char** argv) {
   }
   std::printf("# bench_libtorch\n\n- LibTorch %s; load average at start %s\n- %s\n", TORCH_VERSION,
               load_average().c_str(), at::get_parallel_info().c_str());
-  bench_adam();
+  // One thread (LibTorch's own default here: one per physical core, and these 2 vCPUs are one
+  // core's two hyperthreads) and every hardware thread, the same count on both sides each time.
+  const int hardware = static_cast<int>(std::max(1U, std::thread::hardware_concurrency()));
+  const int default_threads = at::get_num_threads();
+  for (const int threads : std::set<int>{1, default_threads, hardware}) bench_adam(threads);
+  at::set_num_threads(default_threads);
   bench_o1_step();
   return 0;
 }

@@ -18,6 +18,9 @@
 
 #include "amp/amp.h"
 #include "examples/compare/comparison_data.h"
+#ifdef AMPCPP_COMPARE_WITH_LIBTORCH
+#include "examples/compare/libtorch_trainer.h"
+#endif
 #include "examples/compare/machine.h"
 #include "examples/compare/options.h"
 #include "examples/compare/output_files.h"
@@ -51,14 +54,26 @@ void print_plan(const compare::CompareOptions& o, const compare::ComparisonData&
                 size_t runs) {
   const int64_t limit = o.train_limit.value_or(data.train.labels.size(0));
   std::printf(
-      "amp_compare: %s (width %lld), %s workflow, %s lr %g, %lld epoch(s) of %lld samples, batch "
+      "amp_compare: %s%s (width %lld), %s workflow, %s lr %g, %lld epoch(s) of %lld samples, batch "
       "%lld, %lld test samples, %d thread(s), %s, seed %llu: %zu run(s)\n",
-      o.model.c_str(), static_cast<long long>(o.width), o.workflow.c_str(), o.optimizer.c_str(),
-      o.lr, static_cast<long long>(o.epochs),
+      o.framework == "libtorch" ? "LibTorch " : "", o.model.c_str(),
+      static_cast<long long>(o.width), o.workflow.c_str(), o.optimizer.c_str(), o.lr,
+      static_cast<long long>(o.epochs),
       static_cast<long long>(std::min(limit, data.train.labels.size(0))),
       static_cast<long long>(o.batch_size), static_cast<long long>(data.test.labels.size(0)),
       o.threads, o.device.c_str(), static_cast<unsigned long long>(o.seed), runs);
   std::fflush(stdout);
+}
+
+// --framework picks the trainer; options.cpp refuses libtorch where the bridge is not built.
+compare::RunResult run_one(const compare::RunSpec& spec, const compare::CompareOptions& options,
+                           const compare::ComparisonData& data, compare::Progress& progress) {
+#ifdef AMPCPP_COMPARE_WITH_LIBTORCH
+  if (options.framework == "libtorch") {
+    return compare::train_run_libtorch(spec, options, data, progress);
+  }
+#endif
+  return compare::train_run(spec, options, data, progress);
 }
 
 }  // namespace
@@ -94,7 +109,7 @@ int main(int argc, char** argv) {
                                static_cast<int>(plan.size()));
     std::vector<compare::RunResult> results;
     for (const compare::RunSpec& spec : plan) {
-      results.push_back(compare::train_run(spec, options, data, progress));
+      results.push_back(run_one(spec, options, data, progress));
     }
     std::cout << "\n";
     compare::print_table(std::cout, results);

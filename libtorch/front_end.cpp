@@ -14,6 +14,7 @@
 
 #include "amp/libtorch.h"
 #include "amp/loss_scaler.h"
+#include "libtorch/apex_fp32_ops.h"
 #include "libtorch/torch_errors.h"
 #include "optimizers/optimizer.h"
 
@@ -35,6 +36,9 @@ struct FrontEndState {
   std::vector<LossScaler> loss_scalers;
   std::optional<torch::ScalarType> input_dtype;  // O2: forward() casts inputs to it
   std::vector<MasterPair> masters;
+  // The device whose autocast O1 turned on (on the thread that called initialize), so that a
+  // later initialize at another level turns it off again.
+  std::optional<torch::DeviceType> autocast_device;
 };
 
 FrontEndState& front_end() {
@@ -219,13 +223,26 @@ Properties initialize(const std::vector<torch::nn::Module*>& models,
   for (int i = 0; i < overrides.num_losses; ++i) {
     scalers.emplace_back(properties.loss_scale, overrides.min_loss_scale, overrides.max_loss_scale);
   }
-  if (properties.enabled && properties.patch_functions) {
+  const bool autocast_on = properties.enabled && properties.patch_functions;
+  {
+    // A new initialization replaces the earlier one: the autocast an earlier O1 turned on goes
+    // (or O2 after O1 would run its 16-bit model under autocast too).
+    FrontEndState& state = front_end();
+    std::lock_guard<std::mutex> lock(state.mutex);
+    if (state.autocast_device == torch::kCPU) at::autocast::set_cpu_enabled(false);
+    if (state.autocast_device == torch::kCUDA) at::autocast::set_enabled(false);
+    if (state.autocast_device) at::autocast::clear_cache();
+    state.autocast_device.reset();
+    detail::set_apex_fp32_list(false);
+  }
+  if (autocast_on) {
     // apex's O1 patches functions process-wide; LibTorch's autocast is the per-thread equivalent.
     detail::translating_torch_errors("amp::libtorch::initialize", [&] {
       const torch::ScalarType dtype = torch_dtype(properties.low_precision_dtype);
       if (device == torch::kCPU) {
         at::autocast::set_autocast_cpu_dtype(dtype);
         at::autocast::set_cpu_enabled(true);
+        detail::set_apex_fp32_list(true);  // apex's FP32 list on top of LibTorch's CPU lists
       } else {
         at::autocast::set_autocast_gpu_dtype(dtype);
         at::autocast::set_enabled(true);
@@ -253,6 +270,7 @@ Properties initialize(const std::vector<torch::nn::Module*>& models,
   state.loss_scalers = std::move(scalers);
   state.input_dtype = input_dtype;
   state.masters = std::move(masters);
+  if (autocast_on) state.autocast_device = device;
   state.initialized = true;
   return properties;
 }

@@ -56,11 +56,13 @@ void FusedAdamGroupOptions::serialize(torch::serialize::InputArchive& archive) {
 void FusedAdamParamState::serialize(torch::serialize::OutputArchive& archive) const {
   archive.write("exp_avg", exp_avg, /*is_buffer=*/true);
   archive.write("exp_avg_sq", exp_avg_sq, /*is_buffer=*/true);
+  if (master.defined()) archive.write("master", master, /*is_buffer=*/true);
 }
 
 void FusedAdamParamState::serialize(torch::serialize::InputArchive& archive) {
   archive.read("exp_avg", exp_avg, /*is_buffer=*/true);
   archive.read("exp_avg_sq", exp_avg_sq, /*is_buffer=*/true);
+  archive.try_read("master", master, /*is_buffer=*/true);  // 16-bit parameters only
 }
 
 FusedAdam::FusedAdam(std::vector<torch::Tensor> params, optimizers::FusedAdamOptions options)
@@ -88,41 +90,50 @@ torch::Tensor FusedAdam::step(LossClosure closure) {
   torch::NoGradGuard no_grad;
   for (auto& group : param_groups()) {
     auto& options = static_cast<FusedAdamGroupOptions&>(group.options());
-    detail::ListsPerLaunch launches(4);  // [g, p, m, v] per device, in group order
+    // Per device: [g, p, m, v] for Float32 parameters; per device and 16-bit dtype (the key):
+    // [g, p16, m, v, master], which updates the fp32 master and writes its rounding into the
+    // parameter in the same pass (as amp::optimizers::FusedAdam does for 16-bit parameters).
+    detail::ListsPerLaunch launches(4), launches_with_masters(5);
     std::vector<torch::Tensor> updated;
     for (const torch::Tensor& param : group.params()) {
       const torch::Tensor& grad = param.grad();
       if (!grad.defined()) continue;
-      if (param.scalar_type() != torch::kFloat || grad.scalar_type() != torch::kFloat) {
-        throw Error(std::string("FusedAdam.step: expected Float32 parameters and gradients "
-                                "(16-bit parameters with fp32 masters are not built yet), got ") +
-                    c10::toString(param.scalar_type()) + " and " +
-                    c10::toString(grad.scalar_type()));
-      }
+      detail::check_param_and_grad("FusedAdam.step", param, grad);
+      const bool sixteen_bit = param.scalar_type() != torch::kFloat;
       auto& slot = state()[detail::state_key(param)];
       if (!slot) {
         auto fresh = std::make_unique<FusedAdamParamState>();
-        fresh->exp_avg = torch::zeros_like(param, torch::MemoryFormat::Contiguous);
-        fresh->exp_avg_sq = torch::zeros_like(param, torch::MemoryFormat::Contiguous);
+        fresh->exp_avg = torch::zeros_like(param, torch::kFloat, torch::MemoryFormat::Contiguous);
+        fresh->exp_avg_sq =
+            torch::zeros_like(param, torch::kFloat, torch::MemoryFormat::Contiguous);
+        if (sixteen_bit) fresh->master = detail::fp32_master_of(param);
         slot = std::move(fresh);
       }
-      const auto& moments = static_cast<const FusedAdamParamState&>(*slot);
-      mt::TensorLists& lists = launches.at(param.device());
+      const auto& state = static_cast<const FusedAdamParamState&>(*slot);
+      mt::TensorLists& lists =
+          sixteen_bit
+              ? launches_with_masters.at(param.device(), static_cast<int>(param.scalar_type()))
+              : launches.at(param.device());
       lists[0].push_back(from_torch(grad));
       lists[1].push_back(from_torch(param));
-      lists[2].push_back(from_torch(moments.exp_avg));
-      lists[3].push_back(from_torch(moments.exp_avg_sq));
+      lists[2].push_back(from_torch(state.exp_avg));
+      lists[3].push_back(from_torch(state.exp_avg_sq));
+      if (sixteen_bit) lists[4].push_back(from_torch(detail::master_in(state.master, param)));
       updated.push_back(param);
     }
-    if (launches.entries().empty()) continue;  // apex counts only steps with a gradient
+    if (launches.entries().empty() && launches_with_masters.entries().empty()) {
+      continue;  // apex counts only steps with a gradient
+    }
     const optimizers::FusedAdamOptions& o = options.adam;
     const int64_t step = ++options.step;
-    for (const auto& launch : launches.entries()) {
-      const mt::TensorLists& lists = launch.lists;
-      mt::adam(mt::kDefaultChunkSize, mt::make_flag(lists[0][0].device()), lists, o.lr,
-               o.betas.first, o.betas.second, o.eps, step,
-               o.adam_w_mode ? mt::AdamMode::AdamW : mt::AdamMode::L2, o.bias_correction,
-               o.weight_decay);
+    for (const detail::ListsPerLaunch* per_launch : {&launches, &launches_with_masters}) {
+      for (const auto& launch : per_launch->entries()) {
+        const mt::TensorLists& lists = launch.lists;
+        mt::adam(mt::kDefaultChunkSize, mt::make_flag(lists[0][0].device()), lists, o.lr,
+                 o.betas.first, o.betas.second, o.eps, step,
+                 o.adam_w_mode ? mt::AdamMode::AdamW : mt::AdamMode::L2, o.bias_correction,
+                 o.weight_decay);
+      }
     }
     // The writes bypassed LibTorch: its version counters must still see them (autograd's
     // check for tensors modified after being saved).

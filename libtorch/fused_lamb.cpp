@@ -98,10 +98,12 @@ torch::Tensor FusedLAMB::step(LossClosure closure) {
       const torch::Tensor& grad = param.grad();
       if (!grad.defined()) continue;
       if (param.scalar_type() != torch::kFloat || grad.scalar_type() != torch::kFloat) {
-        throw Error(std::string("FusedLAMB.step: expected Float32 parameters and gradients "
-                                "(16-bit parameters with fp32 masters are not built yet), got ") +
-                    c10::toString(param.scalar_type()) + " and " +
-                    c10::toString(grad.scalar_type()));
+        throw Error(
+            std::string(
+                "FusedLAMB.step: expected Float32 parameters and gradients "
+                "(for a 16-bit model, amp::libtorch::initialize at O2 puts fp32 masters in the "
+                "optimizer in its place), got ") +
+            c10::toString(param.scalar_type()) + " and " + c10::toString(grad.scalar_type()));
       }
       if (device && *device != param.device()) {
         throw Error(

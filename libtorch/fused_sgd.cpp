@@ -52,11 +52,13 @@ void FusedSGDGroupOptions::serialize(torch::serialize::InputArchive& archive) {
 }
 
 void FusedSGDParamState::serialize(torch::serialize::OutputArchive& archive) const {
-  archive.write("momentum_buffer", momentum_buffer, /*is_buffer=*/true);
+  if (momentum_buffer.defined()) archive.write("momentum_buffer", momentum_buffer, true);
+  if (master.defined()) archive.write("master", master, /*is_buffer=*/true);
 }
 
 void FusedSGDParamState::serialize(torch::serialize::InputArchive& archive) {
-  archive.read("momentum_buffer", momentum_buffer, /*is_buffer=*/true);
+  archive.try_read("momentum_buffer", momentum_buffer, /*is_buffer=*/true);  // with momentum
+  archive.try_read("master", master, /*is_buffer=*/true);                    // 16-bit only
 }
 
 FusedSGD::FusedSGD(std::vector<torch::Tensor> params, optimizers::FusedSGDOptions options)
@@ -83,43 +85,55 @@ torch::Tensor FusedSGD::step(LossClosure closure) {
   torch::NoGradGuard no_grad;
   for (auto& group : param_groups()) {
     const optimizers::FusedSGDOptions& o = static_cast<FusedSGDGroupOptions&>(group.options()).sgd;
-    // [g, w, mom] per device; key 1: parameters whose momentum buffer is new (first_run: the
-    // kernel sets it to the gradient, as torch does).
-    detail::ListsPerLaunch launches(3);
+    // [g, w, mom] per device for Float32 parameters; [g, master, mom, p16] per device and 16-bit
+    // dtype, which steps the fp32 master and writes its rounding into the parameter (as
+    // amp::optimizers::FusedSGD does for 16-bit parameters). Key bit 0: parameters whose momentum
+    // buffer is new (first_run: the kernel sets it to the gradient, as torch does); the 16-bit
+    // dtype above it.
+    detail::ListsPerLaunch launches(3), launches_with_masters(4);
     std::vector<torch::Tensor> updated;
     for (const torch::Tensor& param : group.params()) {
       const torch::Tensor& grad = param.grad();
       if (!grad.defined()) continue;
-      if (param.scalar_type() != torch::kFloat || grad.scalar_type() != torch::kFloat) {
-        throw Error(std::string("FusedSGD.step: expected Float32 parameters and gradients "
-                                "(16-bit parameters with fp32 masters are not built yet), got ") +
-                    c10::toString(param.scalar_type()) + " and " +
-                    c10::toString(grad.scalar_type()));
-      }
+      detail::check_param_and_grad("FusedSGD.step", param, grad);
+      const bool sixteen_bit = param.scalar_type() != torch::kFloat;
       // Without momentum the kernel reads the buffer but never writes it: the weight stands in
-      // for it, and no state is kept (torch keeps none either).
-      torch::Tensor buffer = param;
+      // for it, and a Float32 parameter keeps no state (torch keeps none either).
+      torch::Tensor weight = param, buffer = param;
       int first_run = 0;
-      if (o.momentum != 0.0) {
+      if (o.momentum != 0.0 || sixteen_bit) {
         auto& slot = state()[detail::state_key(param)];
-        if (!slot) {
-          auto fresh = std::make_unique<FusedSGDParamState>();
-          fresh->momentum_buffer = torch::zeros_like(param, torch::MemoryFormat::Contiguous);
-          slot = std::move(fresh);
-          first_run = 1;
+        if (!slot) slot = std::make_unique<FusedSGDParamState>();
+        auto& state = static_cast<FusedSGDParamState&>(*slot);
+        if (sixteen_bit && !state.master.defined()) state.master = detail::fp32_master_of(param);
+        if (sixteen_bit) weight = detail::master_in(state.master, param);
+        buffer = weight;
+        if (o.momentum != 0.0) {
+          if (!state.momentum_buffer.defined()) {
+            state.momentum_buffer =
+                torch::zeros_like(weight, torch::kFloat, torch::MemoryFormat::Contiguous);
+            first_run = 1;
+          }
+          buffer = state.momentum_buffer;
         }
-        buffer = static_cast<const FusedSGDParamState&>(*slot).momentum_buffer;
       }
-      mt::TensorLists& lists = launches.at(param.device(), first_run);
+      mt::TensorLists& lists =
+          sixteen_bit ? launches_with_masters.at(
+                            param.device(), first_run + 2 * static_cast<int>(param.scalar_type()))
+                      : launches.at(param.device(), first_run);
       lists[0].push_back(from_torch(grad));
-      lists[1].push_back(from_torch(param));
+      lists[1].push_back(from_torch(weight));
       lists[2].push_back(from_torch(buffer));
+      if (sixteen_bit) lists[3].push_back(from_torch(param));
       updated.push_back(param);
     }
-    for (const auto& launch : launches.entries()) {
-      const mt::TensorLists& lists = launch.lists;
-      mt::sgd(mt::kDefaultChunkSize, mt::make_flag(lists[0][0].device()), lists, o.weight_decay,
-              o.momentum, o.dampening, o.lr, o.nesterov, launch.key == 1, o.wd_after_momentum, 1.0);
+    for (const detail::ListsPerLaunch* per_launch : {&launches, &launches_with_masters}) {
+      for (const auto& launch : per_launch->entries()) {
+        const mt::TensorLists& lists = launch.lists;
+        mt::sgd(mt::kDefaultChunkSize, mt::make_flag(lists[0][0].device()), lists, o.weight_decay,
+                o.momentum, o.dampening, o.lr, o.nesterov, launch.key % 2 == 1, o.wd_after_momentum,
+                1.0);
+      }
     }
     // The writes bypassed LibTorch: its version counters must still see them.
     for (const torch::Tensor& param : updated) torch::autograd::impl::bump_version(param);

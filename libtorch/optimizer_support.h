@@ -24,6 +24,42 @@ inline std::string state_key(const torch::Tensor& param) {
   return c10::guts::to_string(param.unsafeGetTensorImpl());
 }
 
+// The dtypes the bridge's fused optimizers step: Float32 parameters, or Float16/BFloat16 ones with
+// an fp32 master of the optimizer's own, each with a gradient of its own dtype. `op` starts the
+// message; nothing has been stepped when it raises.
+inline void check_param_and_grad(const char* op, const torch::Tensor& param,
+                                 const torch::Tensor& grad) {
+  const torch::ScalarType dtype = param.scalar_type();
+  if ((dtype == torch::kFloat || dtype == torch::kHalf || dtype == torch::kBFloat16) &&
+      grad.scalar_type() == dtype) {
+    return;
+  }
+  throw Error(std::string(op) +
+              ": expected Float32, Float16 or BFloat16 parameters with gradients of the same "
+              "dtype, got " +
+              c10::toString(dtype) + " and " + c10::toString(grad.scalar_type()));
+}
+
+// A 16-bit parameter's fp32 master: its value, contiguous, in its own memory.
+inline torch::Tensor fp32_master_of(const torch::Tensor& param) {
+  return torch::empty_like(param, torch::kFloat, torch::MemoryFormat::Contiguous)
+      .copy_(param.detach());
+}
+
+// The master of `param` from its state, checked: a loaded state must hold one of its shape.
+inline const torch::Tensor& master_in(const torch::Tensor& master, const torch::Tensor& param) {
+  if (!master.defined() || master.scalar_type() != torch::kFloat ||
+      master.sizes() != param.sizes()) {
+    throw Error("fused optimizer step: expected the Float32 master of a " +
+                std::string(c10::toString(param.scalar_type())) + " parameter of shape " +
+                c10::str(param.sizes()) + " in its state, got " +
+                (master.defined() ? c10::str(master.scalar_type(), " ", master.sizes())
+                                  : std::string("none")) +
+                " (a checkpoint saved from Float32 parameters?)");
+  }
+  return master;
+}
+
 template <class T>
 void write_option(torch::serialize::OutputArchive& archive, const char* key, T value) {
   archive.write(key, c10::IValue(value));

@@ -55,6 +55,36 @@ std::vector<std::string> parse_opt_levels(const std::string& list) {
   return levels;
 }
 
+// --framework libtorch: what the LibTorch build of the comparison can run. LibTorch 1.13 has no
+// fp16 matmul on the CPU, so its default dtype is bf16 and fp16 is refused, not left to fail
+// mid-run.
+void check_framework(CompareOptions& o, bool dtype_defaulted) {
+  check_choice("framework", o.framework, kFrameworks, "framework");
+  if (o.framework != "libtorch") return;
+#ifndef AMPCPP_COMPARE_WITH_LIBTORCH
+  throw UsageError(
+      "--framework libtorch: amp_compare was built without the LibTorch bridge (install "
+      "libtorch-dev and configure with AMPCPP_LIBTORCH=AUTO or ON; docs/libtorch.md)");
+#endif
+  if (o.model == "transformer") {
+    throw UsageError("--framework libtorch builds the mlp and the cnn only, got --model " +
+                     o.model);
+  }
+  if (o.device != "cpu") {
+    throw UsageError(
+        "--framework libtorch runs on the CPU only (LibTorch's CUDA path of the "
+        "bridge is untested), got --device " +
+        o.device);
+  }
+  if (dtype_defaulted) {
+    o.dtypes = {"bf16"};
+  } else if (std::find(o.dtypes.begin(), o.dtypes.end(), "fp16") != o.dtypes.end()) {
+    throw UsageError(
+        "--framework libtorch --device cpu: LibTorch 1.13 has no fp16 matmul on the CPU; use "
+        "--dtype bf16");
+  }
+}
+
 }  // namespace
 
 double default_lr(const std::string& optimizer) {
@@ -108,7 +138,10 @@ ParsedCommandLine parse_command_line(int argc, const char* const* argv) {
       // --fp8 (amp::fp8 recipes)
       ("fp8", po::value(&o.fp8),
        "delayed, current or mx: every mixed-precision run also runs with nn::Linear's GEMMs in "
-       "fp8 under that recipe (Transformer Engine's defaults; docs/fp8.md)");
+       "fp8 under that recipe (Transformer Engine's defaults; docs/fp8.md)")
+      ("framework", po::value(&o.framework)->default_value(o.framework),
+       "ampcpp (amp::nn models) or libtorch (the mlp and the cnn built in LibTorch, trained "
+       "through the LibTorch bridge, bf16 on the CPU)");
   // clang-format on
   po::variables_map vm;
   try {
@@ -170,6 +203,7 @@ ParsedCommandLine parse_command_line(int argc, const char* const* argv) {
   if (o.out.empty()) throw UsageError("--out is empty");
   // --fp8
   if (vm.count("fp8")) check_choice("fp8", o.fp8, kFp8Recipes, "fp8 recipe");
+  check_framework(o, vm["dtype"].defaulted());
   return {o, ""};
 }
 

@@ -24,6 +24,9 @@ inline const std::vector<std::string> kOptimizers = {"sgd",       "adam",       
 inline const std::vector<std::string> kDevices = {"cpu", "cuda"};
 // --fp8: the recipe of the fp8 twin of every mixed-precision run (amp::fp8, docs/fp8.md).
 inline const std::vector<std::string> kFp8Recipes = {"delayed", "current", "mx"};
+// --framework: the library the model is built in and trained with (libtorch: through the LibTorch
+// bridge, only when amp_compare was built with it).
+inline const std::vector<std::string> kFrameworks = {"ampcpp", "libtorch"};
 
 struct CompareOptions {
   std::string model = "mlp";
@@ -45,6 +48,7 @@ struct CompareOptions {
   bool quiet = false;
   // --fp8: "" (no fp8 runs) or one of kFp8Recipes.
   std::string fp8;
+  std::string framework = "ampcpp";
   // The command line as given, for results.json.
   std::vector<std::string> argv;
 };

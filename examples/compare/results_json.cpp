@@ -12,6 +12,7 @@ nlohmann::json optional_number(std::optional<double> v) {
 
 nlohmann::json options_json(const CompareOptions& o) {
   return {{"command_line", o.argv},
+          {"framework", o.framework},
           {"model", o.model},
           {"width", o.width},
           {"workflow", o.workflow},
