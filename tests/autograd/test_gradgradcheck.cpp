@@ -10,20 +10,13 @@
 // Tolerances: gradgradcheck's defaults (eps 1e-6, |analytic - numeric| <= 1e-5 + 1e-3 |numeric|).
 // The first derivatives are evaluated in Float64, so their central differences are accurate to
 // about 1e-10 here. Inputs stay away from kinks (relu at 0) and from where log/sqrt/div blow up.
-// GCC 12 at -O3 reports a false -Wrestrict in std::string's operator+ as inlined into the names
-// Boost generates for data test cases ("_0", "_1", ...); nothing here copies overlapping memory.
-#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ == 12
-#pragma GCC diagnostic ignored "-Wrestrict"
-#endif
-#include <boost/test/data/monomorphic.hpp>
-#include <boost/test/data/test_case.hpp>
-#include <boost/test/unit_test.hpp>
 #include <exception>
 #include <string>
 #include <vector>
 
 #include "amp/amp.h"
 #include "tests/autograd/gradcheck_table.h"
+#include "tests/support/data_test_case.h"
 
 namespace {
 
