@@ -402,15 +402,8 @@ BOOST_AUTO_TEST_SUITE(gradcheck)
 
 BOOST_DATA_TEST_CASE(op_gradient_matches_central_differences,
                      boost::unit_test::data::make(gradcheck_cases()), row) {
-  // An exception (a backward returning a wrongly shaped gradient) is reported with the row.
-  try {
-    const Args inputs = amp_test::draw_inputs(row, kSeed);
-    const amp::autograd::GradcheckResult result =
-        amp::autograd::gradcheck(row.fn, inputs, row.options);
-    BOOST_TEST(result.ok, row.name << ": " << result.message);
-  } catch (const std::exception& e) {
-    BOOST_ERROR(row.name << ": threw " << e.what());
-  }
+  amp_test::check_row(row, kSeed,
+                      [](const auto&... args) { return amp::autograd::gradcheck(args...); });
 }
 
 BOOST_AUTO_TEST_CASE(maximum_minimum_split_ties_evenly) {

@@ -139,15 +139,8 @@ BOOST_AUTO_TEST_SUITE(gradgradcheck)
 
 BOOST_DATA_TEST_CASE(op_second_derivative_matches_central_differences,
                      boost::unit_test::data::make(gradgradcheck_cases()), row) {
-  // An exception (a backward returning a wrongly shaped gradient) is reported with the row.
-  try {
-    const Args inputs = amp_test::draw_inputs(row, kSeed);
-    const amp::autograd::GradcheckResult result =
-        amp::autograd::gradgradcheck(row.fn, inputs, row.options);
-    BOOST_TEST(result.ok, row.name << ": " << result.message);
-  } catch (const std::exception& e) {
-    BOOST_ERROR(row.name << ": threw " << e.what());
-  }
+  amp_test::check_row(row, kSeed,
+                      [](const auto&... args) { return amp::autograd::gradgradcheck(args...); });
 }
 
 BOOST_AUTO_TEST_CASE(gradgradcheck_rejects_a_wrong_second_derivative) {
