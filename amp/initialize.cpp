@@ -142,34 +142,103 @@ void register_state_dict_hooks(nn::Module& model) {
       });
 }
 
-// Each 16-bit parameter of the group gets its one master from MasterWeights (made from its
-// Float32 value before the cast, or from the parameter itself when it arrived 16-bit; a
-// parameter that another optimizer already gave a master keeps that one).
-void add_masters(Optimizer& opt, size_t group,
-                 const std::unordered_map<const TensorImpl*, Tensor>& fp32_values) {
+// Each 16-bit parameter of a group added after initialize gets its one master from
+// MasterWeights (made from the parameter itself; a parameter that another optimizer already gave
+// a master keeps that one).
+void add_masters(Optimizer& opt, size_t group) {
   MasterWeights& home = MasterWeights::instance();
   // A copy of the list: add_master_weight replaces entries of the group.
   const std::vector<Tensor> params = opt.param_groups()[group].params;
   for (const Tensor& p : params) {
     if (!is_low_precision(p.dtype()) || !p.requires_grad()) continue;
-    auto before_cast = fp32_values.find(p.impl());
-    const Tensor master =
-        home.adopt(p, before_cast != fp32_values.end() ? before_cast->second : p, &opt);
-    opt.add_master_weight(p, master);
+    opt.add_master_weight(p, home.adopt(p, p, &opt));
   }
+}
+
+// Everything initialize puts in place, made in full (stage) before initialize puts any of it in
+// place, so that an error, out of memory on the third parameter included, leaves the models, the
+// optimizers, MasterWeights and amp's state exactly as they were.
+struct Staged {
+  std::vector<nn::Module::CastPlan> casts;  // per model (none without a model cast)
+  // The new master of each parameter that gets one (with master weights).
+  std::unordered_map<const TensorImpl*, Tensor> masters;
+  std::vector<Optimizer::StateRecast> recasts;  // per optimizer
+  std::vector<LossScaler> loss_scalers;
+};
+
+// The tensor `p` will be once the model casts are committed (p itself when none converts it).
+Tensor cast_of(const std::vector<nn::Module::CastPlan>& casts, const Tensor& p) {
+  for (const nn::Module::CastPlan& plan : casts) {
+    if (const Tensor* converted = plan.converted(p)) return *converted;
+  }
+  return p;
+}
+
+Staged stage(const std::vector<nn::Module*>& models, const std::vector<Optimizer*>& optimizers,
+             const Properties& props, const Overrides& overrides) {
+  Staged staged;
+  staged.loss_scalers = std::vector<LossScaler>(
+      static_cast<size_t>(overrides.num_losses),
+      LossScaler(props.loss_scale, overrides.min_loss_scale, overrides.max_loss_scale));
+  const bool cast_model = props.cast_model_type.has_value();  // nullopt for disable_model_cast
+  if (cast_model) {
+    const DType dtype = *props.cast_model_type;
+    for (const nn::Module* m : models) {
+      staged.casts.push_back(
+          props.keep_batchnorm_fp32.value_or(false)
+              ? m->plan_to(dtype, [](const nn::Module& mod) { return !is_affine_batchnorm(mod); })
+              : m->plan_to(dtype));
+    }
+  }
+  if (props.master_weights.value_or(false)) {
+    const MasterWeights& home = MasterWeights::instance();
+    for (const Optimizer* o : optimizers) {
+      for (const auto& group : o->param_groups()) {
+        for (const Tensor& p : group.params) {
+          if (!p.requires_grad() || !is_low_precision(cast_of(staged.casts, p).dtype()) ||
+              staged.masters.count(p.impl()) != 0) {
+            continue;
+          }
+          // From the Float32 value before the cast (exact); a parameter of another dtype from
+          // its 16-bit value, whose rounding is the parameter again.
+          const Tensor existing = home.master_of(p);
+          const Tensor value = p.dtype() == DType::Float32 ? p : cast_of(staged.casts, p);
+          staged.masters.emplace(p.impl(),
+                                 existing.defined() ? existing : MasterWeights::new_master(value));
+        }
+      }
+    }
+  }
+  // A parameter's state takes the dtype its master's state has, or its cast parameter's;
+  // without either it stays as it is.
+  for (const Optimizer* o : optimizers) {
+    staged.recasts.push_back(o->plan_recast_state([&](const Tensor& p) {
+      auto master = staged.masters.find(p.impl());
+      if (master != staged.masters.end()) return master->second;
+      return cast_model ? cast_of(staged.casts, p) : Tensor();
+    }));
+  }
+  return staged;
 }
 
 // apex's _process_optimizer: the optimizer's step state goes to MasterWeights, which its step()
 // consults (the skip after an overflow; with master weights, the master-grad clearing after each
-// step); with master weights, the masters, and masters for groups added later.
-void process_optimizer(Optimizer& opt, const Properties& props,
-                       const std::unordered_map<const TensorImpl*, Tensor>& fp32_values,
+// step); with master weights, the staged masters take their parameters' places, and groups added
+// later get masters too.
+void process_optimizer(Optimizer& opt, const Properties& props, const Staged& staged,
                        AmpState& state) {
   const uint64_t serial = MasterWeights::instance().manage(&opt);
   state.optimizers[&opt] = {serial, std::make_shared<OptimizerStash>()};
   if (!props.master_weights.value_or(false)) return;
-  for (size_t g = 0; g < opt.param_groups().size(); ++g) add_masters(opt, g, fp32_values);
-  opt.register_param_group_hook([](Optimizer& o, size_t group) { add_masters(o, group, {}); });
+  for (size_t g = 0; g < opt.param_groups().size(); ++g) {
+    // A copy of the list: add_master_weight replaces entries of the group.
+    const std::vector<Tensor> params = opt.param_groups()[g].params;
+    for (const Tensor& p : params) {
+      auto master = staged.masters.find(p.impl());
+      if (master != staged.masters.end()) opt.add_master_weight(p, master->second);
+    }
+  }
+  opt.register_param_group_hook([](Optimizer& o, size_t group) { add_masters(o, group); });
 }
 
 void check_arguments(const std::vector<nn::Module*>& models,
@@ -217,7 +286,8 @@ Properties initialize(const std::vector<nn::Module*>& models,
     return state.properties;
   }
 
-  // Everything that can fail is checked before anything changes.
+  // Everything that can fail is checked, then everything that allocates is made (stage), before
+  // anything changes.
   const Properties props = detail::resolve_properties(opt_level, overrides);
   const bool cast_model = props.cast_model_type.has_value();  // nullopt for disable_model_cast
   const bool masters_on = props.master_weights.value_or(false);
@@ -235,49 +305,30 @@ Properties initialize(const std::vector<nn::Module*>& models,
   if (!fast_path) {
     for (const Optimizer* o : optimizers) check_optimizer_dtypes(*o);
   }
-  // The scalers are made here too, so that nothing that can throw (bad_alloc included) comes
-  // after the first change.
-  std::vector<LossScaler> loss_scalers(
-      static_cast<size_t>(overrides.num_losses),
-      LossScaler(props.loss_scale, overrides.min_loss_scale, overrides.max_loss_scale));
+  Staged staged = stage(models, optimizers, props, overrides);
 
-  // Master weights start from the Float32 values, before the model is cast.
-  std::unordered_map<const TensorImpl*, Tensor> fp32_values;
-  if (masters_on && cast_model) {
-    NoGradGuard no_grad;
-    for (const Optimizer* o : optimizers) {
-      for (const auto& group : o->param_groups()) {
-        for (const Tensor& p : group.params) {
-          if (p.requires_grad() && p.dtype() == DType::Float32) fp32_values[p.impl()] = p.clone();
-        }
-      }
-    }
-  }
-  for (nn::Module* m : models) {
+  // Nothing failed: from here on, everything is put in place.
+  for (size_t i = 0; i < models.size(); ++i) {
+    nn::Module& m = *models[i];
     if (cast_model) {
-      const DType dtype = *props.cast_model_type;
-      if (props.keep_batchnorm_fp32.value_or(false)) {
-        m->to(dtype, [](const nn::Module& mod) { return !is_affine_batchnorm(mod); });
-      } else {
-        m->to(dtype);
-      }
-      m->set_call_casts({dtype, overrides.cast_model_outputs.value_or(DType::Float32)});
-      register_state_dict_hooks(*m);
+      staged.casts[i].commit();
+      m.set_call_casts(
+          {*props.cast_model_type, overrides.cast_model_outputs.value_or(DType::Float32)});
+      register_state_dict_hooks(m);
     } else if (overrides.cast_model_outputs) {
-      m->set_call_casts({std::nullopt, overrides.cast_model_outputs});
+      m.set_call_casts({std::nullopt, overrides.cast_model_outputs});
     }
   }
-  for (Optimizer* o : optimizers) {
-    // Masters first: their state moves over from the still-Float32 state, exactly; what is left
-    // belongs to parameters without a master and takes their new dtype.
-    process_optimizer(*o, props, fp32_values, state);
-    if (cast_model) o->recast_state();
+  for (size_t o = 0; o < optimizers.size(); ++o) {
+    // The state first: masters take over their parameters' state, already in their dtype.
+    optimizers[o]->commit_recast_state(std::move(staged.recasts[o]));
+    process_optimizer(*optimizers[o], props, staged, state);
   }
 
   state.initialized = true;
   state.properties = props;
   state.verbosity = overrides.verbosity;
-  state.loss_scalers = std::move(loss_scalers);
+  state.loss_scalers = std::move(staged.loss_scalers);
   autocast_cast::clear_cache();
   autocast_state::set_process_casting(
       {props.patch_functions, device.type, props.low_precision_dtype});

@@ -26,14 +26,6 @@ void convert_in_place(const Tensor& t, Convert&& convert) {
   if (grad.defined()) target.set_grad(convert(grad.detach()));
 }
 
-// Converts a floating tensor of a module in place to `dtype` (integer buffers are kept).
-auto cast_to(DType dtype) {
-  return [dtype](const std::string&, const Tensor& t) {
-    if (!is_floating_point(t.dtype())) return;
-    convert_in_place(t, [&](const Tensor& x) { return x.to(dtype); });
-  };
-}
-
 std::string join(const std::string& prefix, const std::string& name) {
   return prefix.empty() ? name : prefix + "." + name;
 }
@@ -251,19 +243,51 @@ void Module::train(bool on) {
   for (auto& [name, child] : children_) child->train(on);
 }
 
-void Module::to(DType dtype) {
-  AMP_CHECK(is_floating_point(dtype), name_, "::to: expected a floating-point dtype, got ",
-            dtype_name(dtype));
-  visit_tensors("", true, true, true, false, cast_to(dtype));
+const Tensor* Module::CastPlan::converted(const Tensor& t) const {
+  for (const Swap& swap : swaps_) {
+    if (swap.target.is_same(t)) return swap.data.defined() ? &swap.data : nullptr;
+  }
+  return nullptr;
 }
 
-void Module::to(DType dtype, const ModulePredicate& select) {
+void Module::CastPlan::commit() {
+  for (Swap& swap : swaps_) {
+    if (swap.data.defined()) swap.target.set_data(swap.data);
+    if (swap.grad.defined()) swap.target.set_grad(swap.grad);  // already in the new dtype
+  }
+  swaps_.clear();
+}
+
+void Module::to(DType dtype) { plan_to(dtype).commit(); }
+
+void Module::to(DType dtype, const ModulePredicate& select) { plan_to(dtype, select).commit(); }
+
+Module::CastPlan Module::plan_to(DType dtype) const {
+  return plan_to(dtype, [](const Module&) { return true; });
+}
+
+Module::CastPlan Module::plan_to(DType dtype, const ModulePredicate& select) const {
   AMP_CHECK(is_floating_point(dtype), name_, "::to: expected a floating-point dtype, got ",
             dtype_name(dtype));
   AMP_CHECK(select != nullptr, name_, "::to: empty module predicate");
-  visit_modules(*this, [&](Module& m, const std::string&) {
-    if (select(m)) m.visit_tensors("", false, true, true, false, cast_to(dtype));
+  NoGradGuard no_grad;
+  CastPlan plan;
+  std::set<const TensorImpl*> planned;  // a tensor shared by several modules converts once
+  visit_modules(*this, [&](const Module& m, const std::string&) {
+    if (!select(m)) return;
+    m.visit_tensors("", false, true, true, false, [&](const std::string&, const Tensor& t) {
+      if (!is_floating_point(t.dtype()) || !planned.insert(t.impl()).second) return;
+      // set_data's condition, checked here so that commit() cannot fail.
+      AMP_CHECK(t.is_leaf(), "set_data: expected a leaf tensor, got one produced by ",
+                t.grad_fn()->name());
+      const Tensor grad = t.grad();
+      CastPlan::Swap swap{
+          t, t.dtype() == dtype ? Tensor() : t.detach().to(dtype),
+          grad.defined() && grad.dtype() != dtype ? grad.detach().to(dtype) : Tensor()};
+      if (swap.data.defined() || swap.grad.defined()) plan.swaps_.push_back(std::move(swap));
+    });
   });
+  return plan;
 }
 
 void Module::apply(const std::function<void(Module&)>& fn) {

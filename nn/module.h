@@ -119,13 +119,39 @@ class AMPCPP_API Module : public std::enable_shared_from_this<Module> {
   void eval() { train(false); }                   ///< train(false)
   bool is_training() const { return training_; }  ///< training mode (true by default)
 
+  /// A conversion of a module tree's tensors in two steps: plan_to() makes every converted
+  /// tensor (where memory can run out) and changes nothing; commit() puts them in place, every
+  /// handle of a tensor seeing the result, and allocates nothing. So a failure leaves the tree as
+  /// it was, and amp::initialize can make everything it needs before it changes anything.
+  class AMPCPP_API CastPlan {
+   public:
+    /// The data `t` holds after commit(), or nullptr when the plan leaves t's data as it is.
+    const Tensor* converted(const Tensor& t) const;
+    /// Puts the converted tensors (and gradients) in place; afterwards the plan is empty.
+    void commit();
+
+   private:
+    friend class Module;
+    struct Swap {
+      Tensor target;  // the module's tensor, converted in place
+      Tensor data;    // its new data (undefined: kept)
+      Tensor grad;    // its new gradient (undefined: kept)
+    };
+    std::vector<Swap> swaps_;
+  };
+
   /// Converts floating-point parameters, their grads and floating buffers to `dtype` in place
-  /// (integer buffers such as num_batches_tracked are kept). amp::Error for a non-floating dtype.
+  /// (integer buffers such as num_batches_tracked are kept). amp::Error for a non-floating dtype;
+  /// on any error (out of memory included) nothing changes.
   void to(DType dtype);
   /// Converts, like to(dtype), only the parameters (with their grads) and buffers that the
   /// modules selected by `select` own directly; the others keep their dtypes. amp's O2 casts a
   /// model except its affine batch norms this way.
   void to(DType dtype, const ModulePredicate& select);
+  /// The conversion to(dtype) makes, planned (see CastPlan).
+  CastPlan plan_to(DType dtype) const;
+  /// The conversion to(dtype, select) makes, planned (see CastPlan).
+  CastPlan plan_to(DType dtype, const ModulePredicate& select) const;
   /// Moves parameters, grads and buffers to `device` in place.
   void to(Device device);
   /// Calls fn on every descendant, then on this module (PyTorch's Module.apply).

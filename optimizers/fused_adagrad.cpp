@@ -26,9 +26,7 @@ FusedAdagrad::FusedAdagrad(std::vector<Tensor> params, FusedAdagradOptions optio
 
 FusedAdagrad::FusedAdagrad(std::vector<ParamGroup> groups, FusedAdagradOptions options)
     : FusedOptimizer("FusedAdagrad", to_options(options), options.set_grad_none) {
-  check_options(defaults());
-  add_param_groups(std::move(groups));
-  check_param_dtypes();
+  add_checked_param_groups(std::move(groups));
 }
 
 void FusedAdagrad::check_options(const Options& o) const {

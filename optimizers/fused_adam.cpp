@@ -16,14 +16,9 @@ Options to_options(const FusedAdamOptions& o) {
   AMP_CHECK(!o.amsgrad,
             "FusedAdam does not support the AMSGrad variant. (expected amsgrad = false, got "
             "true)");
-  return {{"lr", o.lr},
-          {"bias_correction", o.bias_correction ? 1.0 : 0.0},
-          {"beta1", o.betas.first},
-          {"beta2", o.betas.second},
-          {"eps", o.eps},
-          {"adam_w_mode", o.adam_w_mode ? 1.0 : 0.0},
-          {"weight_decay", o.weight_decay},
-          {"step", 0.0}};
+  Options out = detail::adam_like_options(o.lr, o.bias_correction, o.betas, o.eps, o.weight_decay);
+  out.emplace("adam_w_mode", o.adam_w_mode ? 1.0 : 0.0);
+  return out;
 }
 
 }  // namespace
@@ -33,9 +28,7 @@ FusedAdam::FusedAdam(std::vector<Tensor> params, FusedAdamOptions options)
 
 FusedAdam::FusedAdam(std::vector<ParamGroup> groups, FusedAdamOptions options)
     : FusedOptimizer("FusedAdam", to_options(options), options.set_grad_none) {
-  check_options(defaults());
-  add_param_groups(std::move(groups));
-  check_param_dtypes();
+  add_checked_param_groups(std::move(groups));
 }
 
 void FusedAdam::check_options(const Options& o) const {

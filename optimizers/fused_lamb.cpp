@@ -13,17 +13,12 @@ namespace mt = amp::multi_tensor;
 namespace {
 
 Options to_options(const FusedLAMBOptions& o) {
-  return {{"lr", o.lr},
-          {"bias_correction", o.bias_correction ? 1.0 : 0.0},
-          {"beta1", o.betas.first},
-          {"beta2", o.betas.second},
-          {"eps", o.eps},
-          {"weight_decay", o.weight_decay},
-          {"adam_w_mode", o.adam_w_mode ? 1.0 : 0.0},
-          {"grad_averaging", o.grad_averaging ? 1.0 : 0.0},
-          {"max_grad_norm", o.max_grad_norm},
-          {"use_nvlamb", o.use_nvlamb ? 1.0 : 0.0},
-          {"step", 0.0}};
+  Options out = detail::adam_like_options(o.lr, o.bias_correction, o.betas, o.eps, o.weight_decay);
+  out.insert({{"adam_w_mode", o.adam_w_mode ? 1.0 : 0.0},
+              {"grad_averaging", o.grad_averaging ? 1.0 : 0.0},
+              {"max_grad_norm", o.max_grad_norm},
+              {"use_nvlamb", o.use_nvlamb ? 1.0 : 0.0}});
+  return out;
 }
 
 }  // namespace
@@ -33,9 +28,7 @@ FusedLAMB::FusedLAMB(std::vector<Tensor> params, FusedLAMBOptions options)
 
 FusedLAMB::FusedLAMB(std::vector<ParamGroup> groups, FusedLAMBOptions options)
     : FusedOptimizer("FusedLAMB", to_options(options), options.set_grad_none) {
-  check_options(defaults());
-  add_param_groups(std::move(groups));
-  check_param_dtypes();
+  add_checked_param_groups(std::move(groups));
 }
 
 void FusedLAMB::check_options(const Options& o) const {

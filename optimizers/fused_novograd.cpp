@@ -19,17 +19,12 @@ namespace {
 constexpr const char* kNorm = "exp_avg_sq";
 
 Options to_options(const FusedNovoGradOptions& o) {
-  return {{"lr", o.lr},
-          {"bias_correction", o.bias_correction ? 1.0 : 0.0},
-          {"beta1", o.betas.first},
-          {"beta2", o.betas.second},
-          {"eps", o.eps},
-          {"weight_decay", o.weight_decay},
-          {"reg_inside_moment", o.reg_inside_moment ? 1.0 : 0.0},
-          {"grad_averaging", o.grad_averaging ? 1.0 : 0.0},
-          {"norm_type", static_cast<double>(o.norm_type)},
-          {"init_zero", o.init_zero ? 1.0 : 0.0},
-          {"step", 0.0}};
+  Options out = detail::adam_like_options(o.lr, o.bias_correction, o.betas, o.eps, o.weight_decay);
+  out.insert({{"reg_inside_moment", o.reg_inside_moment ? 1.0 : 0.0},
+              {"grad_averaging", o.grad_averaging ? 1.0 : 0.0},
+              {"norm_type", static_cast<double>(o.norm_type)},
+              {"init_zero", o.init_zero ? 1.0 : 0.0}});
+  return out;
 }
 
 // The first norm of a tensor whose norm state is new: its L2 norm or max |g|.
@@ -50,9 +45,7 @@ FusedNovoGrad::FusedNovoGrad(std::vector<Tensor> params, FusedNovoGradOptions op
 
 FusedNovoGrad::FusedNovoGrad(std::vector<ParamGroup> groups, FusedNovoGradOptions options)
     : FusedOptimizer("FusedNovoGrad", to_options(options), options.set_grad_none) {
-  check_options(defaults());
-  add_param_groups(std::move(groups));
-  check_param_dtypes();
+  add_checked_param_groups(std::move(groups));
 }
 
 void FusedNovoGrad::check_options(const Options& o) const {

@@ -192,7 +192,9 @@ Tensor FusedOptimizer::device_copy(const Tensor& value, Device device) {
   return value.to(device);
 }
 
-void FusedOptimizer::check_param_dtypes() const {
+void FusedOptimizer::add_checked_param_groups(std::vector<ParamGroup> groups) {
+  check_options(defaults());
+  add_param_groups(std::move(groups));
   for (size_t g = 0; g < param_groups().size(); ++g) {
     const std::vector<Tensor>& params = param_groups()[g].params;
     for (size_t i = 0; i < params.size(); ++i) detail::check_fused_dtype(name_, params[i], g, i);
@@ -217,6 +219,17 @@ void FusedOptimizer::check_flag(const Options& options, const std::string& flag)
 }
 
 namespace detail {
+
+Options adam_like_options(double lr, bool bias_correction, std::pair<double, double> betas,
+                          double eps, double weight_decay) {
+  return {{"lr", lr},
+          {"bias_correction", bias_correction ? 1.0 : 0.0},
+          {"beta1", betas.first},
+          {"beta2", betas.second},
+          {"eps", eps},
+          {"weight_decay", weight_decay},
+          {"step", 0.0}};
+}
 
 void check_adam_like_options(const std::string& optimizer, const Options& o) {
   check_adam_options(o);  // torch.optim.Adam's checks and messages (apex relies on the user)

@@ -11,6 +11,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "csrc/core/export.h"
@@ -99,8 +100,10 @@ class AMPCPP_API FusedOptimizer : public Optimizer {
   /// `value` on `device` (a copy when it lives elsewhere); undefined stays undefined.
   static Tensor device_copy(const Tensor& value, Device device);
 
-  /// Checks every parameter's dtype now (construction); buckets() checks again at each step.
-  void check_param_dtypes() const;
+  /// The end of every fused optimizer's constructor: checks the defaults (with the subclass's
+  /// check_options), adds the groups, then checks every parameter's dtype (buckets() checks
+  /// again at each step).
+  void add_checked_param_groups(std::vector<ParamGroup> groups);
   /// The base checks plus the group step counter ("step": a whole number >= 0).
   void check_options(const Options& options) const override;
   /// Throws when a boolean option is not 0 or 1.
@@ -117,6 +120,11 @@ namespace detail {
 // apex's `<Name> only support fp16 and fp32.` check, naming the parameter and its dtype.
 void check_fused_dtype(const std::string& optimizer, const Tensor& param, size_t group,
                        size_t index);
+
+// The options FusedAdam, FusedLAMB and FusedNovoGrad share (booleans as 0 or 1), with the group
+// step counter "step" at 0.
+Options adam_like_options(double lr, bool bias_correction, std::pair<double, double> betas,
+                          double eps, double weight_decay);
 
 // torch.optim.Adam's checks of "eps", "beta1", "beta2" and "weight_decay" (apex has none), and
 // apex's "<Name> does not support the AMSGrad variant." for a group option "amsgrad" != 0.

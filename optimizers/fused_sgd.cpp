@@ -15,12 +15,9 @@ namespace {
 constexpr const char* kMomentum = "momentum_buffer";
 
 Options to_options(const FusedSGDOptions& o) {
-  return {{"lr", o.lr},
-          {"momentum", o.momentum},
-          {"dampening", o.dampening},
-          {"weight_decay", o.weight_decay},
-          {"nesterov", o.nesterov ? 1.0 : 0.0},
-          {"wd_after_momentum", o.wd_after_momentum ? 1.0 : 0.0}};
+  Options out = detail::sgd_options(o);
+  out.emplace("wd_after_momentum", o.wd_after_momentum ? 1.0 : 0.0);
+  return out;
 }
 
 FusedSGDOptions from_sgd(const SGDOptions& o) {
@@ -37,9 +34,7 @@ FusedSGD::FusedSGD(std::vector<Tensor> params, FusedSGDOptions options)
 FusedSGD::FusedSGD(std::vector<ParamGroup> groups, FusedSGDOptions options)
     : FusedOptimizer("FusedSGD", to_options(options), options.set_grad_none),
       materialize_master_grads_(options.materialize_master_grads) {
-  check_options(defaults());
-  add_param_groups(std::move(groups));
-  check_param_dtypes();
+  add_checked_param_groups(std::move(groups));
 }
 
 FusedSGD::FusedSGD(std::vector<Tensor> params, SGDOptions options)

@@ -336,22 +336,36 @@ void Optimizer::replace_param(const Tensor& param, const Tensor& replacement) {
 }
 
 void Optimizer::recast_state() {
+  commit_recast_state(plan_recast_state([](const Tensor& p) { return p; }));
+}
+
+Optimizer::StateRecast Optimizer::plan_recast_state(
+    const std::function<Tensor(const Tensor&)>& as) const {
+  StateRecast out;
   for (const ParamGroup& group : param_groups_) {
     for (const Tensor& p : group.params) {
       auto it = state_.find(p.impl());
       if (it == state_.end()) continue;
-      for (auto& [name, t] : it->second.tensors) t = t.to(state_dtype(p, name));
+      const Tensor like = as(p);
+      if (!like.defined()) continue;
+      std::map<std::string, Tensor> tensors = it->second.tensors;
+      for (auto& [name, t] : tensors) t = t.to(state_dtype(like, name));
+      out.emplace_back(p, std::move(tensors));
     }
+  }
+  return out;
+}
+
+void Optimizer::commit_recast_state(StateRecast recast) {
+  for (auto& [param, tensors] : recast) {
+    auto it = state_.find(param.impl());
+    if (it != state_.end()) it->second.tensors = std::move(tensors);
   }
 }
 
 void Optimizer::add_master_weight(const Tensor& param, const Tensor& master) {
   constexpr const char* kOp = "Optimizer.add_master_weight";
-  AMP_CHECK(param.defined() && master.defined(), kOp, ": expected defined tensors");
-  AMP_CHECK(is_low_precision(param.dtype()), kOp,
-            ": expected a Float16 or BFloat16 parameter, got ", dtype_name(param.dtype()));
-  AMP_CHECK(master.dtype() == DType::Float32, kOp, ": expected a Float32 master, got ",
-            dtype_name(master.dtype()));
+  multi_tensor::check_master_pair(param, master, kOp);
   AMP_CHECK(master.requires_grad(), kOp, ": expected a master that requires grad");
   multi_tensor::MasterWeights& home = multi_tensor::MasterWeights::instance();
   const Tensor existing = home.master_of(param);

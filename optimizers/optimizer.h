@@ -138,6 +138,15 @@ class AMPCPP_API Optimizer {
   /// Converts every state tensor to state_dtype() of its parameter, after parameters changed
   /// dtype in place (nn::Module::to): what torch's optimizer.load_state_dict(state_dict()) does.
   void recast_state();
+  /// New state tensors of each parameter with state, as (parameter, tensors by name).
+  using StateRecast = std::vector<std::pair<Tensor, std::map<std::string, Tensor>>>;
+  /// recast_state() in two steps, for a caller that makes everything before changing anything
+  /// (amp::initialize): the state tensors of every parameter p converted to state_dtype(as(p)),
+  /// where as(p) is a tensor like the one p will be (p's replacement, or p's cast data; undefined:
+  /// p's state stays as it is). Changes nothing.
+  StateRecast plan_recast_state(const std::function<Tensor(const Tensor&)>& as) const;
+  /// Puts a plan_recast_state() result in place; allocates nothing.
+  void commit_recast_state(StateRecast recast);
 
   /// Master weights: `master`, a Float32 leaf that requires grad, with `param`'s shape and device
   /// and (normally) its value, takes param's place (replace_param); param must be Float16 or

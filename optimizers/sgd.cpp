@@ -23,25 +23,26 @@ bool dense_fp32_on(const Tensor& t, Device device) {
   return t.dtype() == DType::Float32 && t.is_contiguous() && t.device() == device;
 }
 
-Options to_options(const SGDOptions& o) {
+}  // namespace
+
+SGD::SGD(std::vector<Tensor> params, SGDOptions options)
+    : SGD(detail::single_group(std::move(params)), options) {}
+
+SGD::SGD(std::vector<ParamGroup> groups, SGDOptions options)
+    : Optimizer(detail::sgd_options(options)) {
+  check_options(defaults());
+  add_param_groups(std::move(groups));
+}
+
+namespace detail {
+
+Options sgd_options(const SGDOptions& o) {
   return {{"lr", o.lr},
           {"momentum", o.momentum},
           {"dampening", o.dampening},
           {"weight_decay", o.weight_decay},
           {"nesterov", o.nesterov ? 1.0 : 0.0}};
 }
-
-}  // namespace
-
-SGD::SGD(std::vector<Tensor> params, SGDOptions options)
-    : SGD(detail::single_group(std::move(params)), options) {}
-
-SGD::SGD(std::vector<ParamGroup> groups, SGDOptions options) : Optimizer(to_options(options)) {
-  check_options(defaults());
-  add_param_groups(std::move(groups));
-}
-
-namespace detail {
 
 void check_sgd_options(const Options& o) {
   const double momentum = o.at("momentum");

@@ -21,6 +21,9 @@ struct AMPCPP_API SGDOptions {
 
 namespace detail {
 
+// SGD's options under torch.optim.SGD's names (booleans as 0 or 1), shared with FusedSGD.
+Options sgd_options(const SGDOptions& options);
+
 // torch.optim.SGD's checks of momentum, weight_decay and nesterov, with its messages (shared with
 // FusedSGD).
 void check_sgd_options(const Options& options);

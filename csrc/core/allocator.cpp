@@ -1,6 +1,7 @@
 #include "csrc/core/allocator.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <cstdlib>
 #include <iterator>
@@ -14,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "csrc/core/allocator_testing.h"
 #include "csrc/core/cuda_backend.h"
 #include "csrc/core/macros.h"
 #include "csrc/core/profiler.h"
@@ -38,6 +40,16 @@ void* cpu_raw_alloc(size_t bytes, int /*device_index*/) {
   return std::aligned_alloc(kCpuAlignment, bytes);
 }
 void cpu_raw_free(void* ptr, int /*device_index*/) { std::free(ptr); }
+
+// Allocations left before the injected failure of memory::testing::fail_allocation_after; -1:
+// none armed. Read with one relaxed load per allocation when disarmed.
+std::atomic<int64_t> allocations_before_failure{-1};
+
+void fail_if_injected() {
+  if (allocations_before_failure.load(std::memory_order_relaxed) < 0) return;
+  AMP_CHECK(allocations_before_failure.fetch_sub(1) != 0,
+            "CachingAllocator: out of memory (injected by memory::testing::fail_allocation_after)");
+}
 
 bool caching_wanted() {
 #if defined(AMPCPP_SANITIZE)
@@ -405,6 +417,7 @@ void* CachingAllocator::allocate(size_t bytes, int device_index) {
 
 void* CachingAllocator::allocate(size_t bytes, int device_index, uintptr_t stream) {
   if (bytes == 0) return nullptr;
+  fail_if_injected();
   const int64_t profile_start = profiler::is_enabled() ? profiler::now_ns() : 0;
   const size_t size = round_size(bytes);
   const bool small_pool = size <= kSmallSize;
@@ -613,6 +626,12 @@ void set_cache_limit(Device device, int64_t bytes) {
   if (device.type == DeviceType::CUDA) cuda_backend::require_available("memory::set_cache_limit");
   allocator_for(device.type).set_cache_limit(device.index, bytes);
 }
+namespace testing {
+
+void fail_allocation_after(int64_t n) { allocations_before_failure.store(n < 0 ? -1 : n); }
+
+}  // namespace testing
+
 }  // namespace memory
 
 }  // namespace amp

@@ -44,106 +44,52 @@ AMPCPP_API bool value_fits(double value, DType dtype);
 /// amp::Error unless value_fits(value, dtype).
 AMPCPP_API void check_value_fits(double value, DType dtype, const char* op);
 
+/// Every DType with its C++ storage type, as X(enum_value, storage_type): the one list the
+/// traits below are written from.
+#define AMP_FORALL_DTYPES(X)      \
+  X(Float32, float)               \
+  X(Float16, Half)                \
+  X(BFloat16, BFloat16)           \
+  X(Float64, double)              \
+  X(Int64, int64_t)               \
+  X(Bool, bool)                   \
+  X(Float8_e4m3fn, Float8_e4m3fn) \
+  X(Float8_e5m2, Float8_e5m2)
+
 /// The C++ type stored for each DType (StorageTypeOf<D>::type), and back (dtype_of<T>()).
 template <DType D>
 struct StorageTypeOf;
-/// \cond
-template <>
-struct StorageTypeOf<DType::Float32> {
-  using type = float;
-};
-template <>
-struct StorageTypeOf<DType::Float16> {
-  using type = Half;
-};
-template <>
-struct StorageTypeOf<DType::BFloat16> {
-  using type = BFloat16;
-};
-template <>
-struct StorageTypeOf<DType::Float64> {
-  using type = double;
-};
-template <>
-struct StorageTypeOf<DType::Int64> {
-  using type = int64_t;
-};
-template <>
-struct StorageTypeOf<DType::Bool> {
-  using type = bool;
-};
-template <>
-struct StorageTypeOf<DType::Float8_e4m3fn> {
-  using type = Float8_e4m3fn;
-};
-template <>
-struct StorageTypeOf<DType::Float8_e5m2> {
-  using type = Float8_e5m2;
-};
-
-/// \endcond
 /// The DType whose storage type is T (float, Half, BFloat16, double, int64_t, bool, fp8).
 template <class T>
 constexpr DType dtype_of();
 /// \cond
-template <>
-constexpr DType dtype_of<float>() {
-  return DType::Float32;
-}
-template <>
-constexpr DType dtype_of<Half>() {
-  return DType::Float16;
-}
-template <>
-constexpr DType dtype_of<BFloat16>() {
-  return DType::BFloat16;
-}
-template <>
-constexpr DType dtype_of<double>() {
-  return DType::Float64;
-}
-template <>
-constexpr DType dtype_of<int64_t>() {
-  return DType::Int64;
-}
-template <>
-constexpr DType dtype_of<bool>() {
-  return DType::Bool;
-}
-template <>
-constexpr DType dtype_of<Float8_e4m3fn>() {
-  return DType::Float8_e4m3fn;
-}
-template <>
-constexpr DType dtype_of<Float8_e5m2>() {
-  return DType::Float8_e5m2;
-}
+#define AMP_DTYPE_TRAITS(enum_value, storage_type) \
+  template <>                                      \
+  struct StorageTypeOf<DType::enum_value> {        \
+    using type = storage_type;                     \
+  };                                               \
+  template <>                                      \
+  constexpr DType dtype_of<storage_type>() {       \
+    return DType::enum_value;                      \
+  }
+AMP_FORALL_DTYPES(AMP_DTYPE_TRAITS)
+#undef AMP_DTYPE_TRAITS
+
+namespace detail {
+// The 1- and 2-byte floating types: structs that widen exactly to float.
+template <class T>
+inline constexpr bool is_narrow_float_v =
+    std::is_same_v<T, Half> || std::is_same_v<T, BFloat16> || std::is_same_v<T, Float8_e4m3fn> ||
+    std::is_same_v<T, Float8_e5m2>;
+}  // namespace detail
 /// \endcond
 
 /// The type arithmetic runs in (docs/numerics.md, "How ops compute"): 16-bit and 8-bit values
 /// compute in fp32 and are rounded once when stored; everything else computes in its own type.
 template <class T>
 struct OpMath {
-  using type = T;  ///< the compute type
+  using type = std::conditional_t<detail::is_narrow_float_v<T>, float, T>;  ///< the compute type
 };
-/// \cond
-template <>
-struct OpMath<Half> {
-  using type = float;
-};
-template <>
-struct OpMath<BFloat16> {
-  using type = float;
-};
-template <>
-struct OpMath<Float8_e4m3fn> {
-  using type = float;
-};
-template <>
-struct OpMath<Float8_e5m2> {
-  using type = float;
-};
-/// \endcond
 /// OpMath<T>::type.
 template <class T>
 using opmath_t = typename OpMath<T>::type;
@@ -170,16 +116,6 @@ struct AccType<bool> {
 /// AccType<T>::type.
 template <class T>
 using acc_t = typename AccType<T>::type;
-
-/// \cond
-namespace detail {
-// The 1- and 2-byte floating types: structs that widen exactly to float.
-template <class T>
-inline constexpr bool is_narrow_float_v =
-    std::is_same_v<T, Half> || std::is_same_v<T, BFloat16> || std::is_same_v<T, Float8_e4m3fn> ||
-    std::is_same_v<T, Float8_e5m2>;
-}  // namespace detail
-/// \endcond
 
 /// Converts between any two element types, rounding to nearest even into the 16-bit and 8-bit
 /// types (with the fp8 types' plain, non-saturating overflow rule: float8.h).
@@ -217,16 +153,28 @@ AMP_HOST_DEVICE AMP_FORCEINLINE To convert(From v) {
     return __VA_ARGS__();                                                           \
   }
 
+/// The case lists of the switches below, each the one before plus a dtype.
+#define AMP_DISPATCH_CASES_FLOATING(...)   \
+  AMP_DISPATCH_CASE(Float32, __VA_ARGS__)  \
+  AMP_DISPATCH_CASE(Float16, __VA_ARGS__)  \
+  AMP_DISPATCH_CASE(BFloat16, __VA_ARGS__) \
+  AMP_DISPATCH_CASE(Float64, __VA_ARGS__)
+/// AMP_DISPATCH_CASES_FLOATING plus Int64.
+#define AMP_DISPATCH_CASES_NUMERIC(...)    \
+  AMP_DISPATCH_CASES_FLOATING(__VA_ARGS__) \
+  AMP_DISPATCH_CASE(Int64, __VA_ARGS__)
+/// AMP_DISPATCH_CASES_NUMERIC plus Bool: every dtype but the fp8 types.
+#define AMP_DISPATCH_CASES_ALL(...)       \
+  AMP_DISPATCH_CASES_NUMERIC(__VA_ARGS__) \
+  AMP_DISPATCH_CASE(Bool, __VA_ARGS__)
+
 /// Runs the lambda with `scalar_t` bound to the storage type of `dtype` (a lambda body:
 /// AMP_DISPATCH_FLOATING(x.dtype(), "exp", [&] { ... scalar_t ... })) for the floating dtypes;
 /// amp::Error naming op_name for another dtype.
 #define AMP_DISPATCH_FLOATING(dtype, op_name, ...)                                  \
   [&] {                                                                             \
     switch (dtype) {                                                                \
-      AMP_DISPATCH_CASE(Float32, __VA_ARGS__)                                       \
-      AMP_DISPATCH_CASE(Float16, __VA_ARGS__)                                       \
-      AMP_DISPATCH_CASE(BFloat16, __VA_ARGS__)                                      \
-      AMP_DISPATCH_CASE(Float64, __VA_ARGS__)                                       \
+      AMP_DISPATCH_CASES_FLOATING(__VA_ARGS__)                                      \
       default:                                                                      \
         AMP_FAIL(op_name,                                                           \
                  ": expected a floating-point tensor (Float32, Float16, BFloat16, " \
@@ -239,11 +187,7 @@ AMP_HOST_DEVICE AMP_FORCEINLINE To convert(From v) {
 #define AMP_DISPATCH_NUMERIC(dtype, op_name, ...)                                        \
   [&] {                                                                                  \
     switch (dtype) {                                                                     \
-      AMP_DISPATCH_CASE(Float32, __VA_ARGS__)                                            \
-      AMP_DISPATCH_CASE(Float16, __VA_ARGS__)                                            \
-      AMP_DISPATCH_CASE(BFloat16, __VA_ARGS__)                                           \
-      AMP_DISPATCH_CASE(Float64, __VA_ARGS__)                                            \
-      AMP_DISPATCH_CASE(Int64, __VA_ARGS__)                                              \
+      AMP_DISPATCH_CASES_NUMERIC(__VA_ARGS__)                                            \
       default:                                                                           \
         AMP_FAIL(op_name, ": expected a numeric tensor (floating point or Int64), got ", \
                  ::amp::dtype_name(dtype), ::amp::dispatch_note(dtype));                 \
@@ -255,12 +199,7 @@ AMP_HOST_DEVICE AMP_FORCEINLINE To convert(From v) {
 #define AMP_DISPATCH_ALL(dtype, op_name, ...)                                              \
   [&] {                                                                                    \
     switch (dtype) {                                                                       \
-      AMP_DISPATCH_CASE(Float32, __VA_ARGS__)                                              \
-      AMP_DISPATCH_CASE(Float16, __VA_ARGS__)                                              \
-      AMP_DISPATCH_CASE(BFloat16, __VA_ARGS__)                                             \
-      AMP_DISPATCH_CASE(Float64, __VA_ARGS__)                                              \
-      AMP_DISPATCH_CASE(Int64, __VA_ARGS__)                                                \
-      AMP_DISPATCH_CASE(Bool, __VA_ARGS__)                                                 \
+      AMP_DISPATCH_CASES_ALL(__VA_ARGS__)                                                  \
       default:                                                                             \
         break;                                                                             \
     }                                                                                      \
@@ -275,12 +214,7 @@ AMP_HOST_DEVICE AMP_FORCEINLINE To convert(From v) {
 #define AMP_DISPATCH_ALL_AND_FLOAT8(dtype, op_name, ...) \
   [&] {                                                  \
     switch (dtype) {                                     \
-      AMP_DISPATCH_CASE(Float32, __VA_ARGS__)            \
-      AMP_DISPATCH_CASE(Float16, __VA_ARGS__)            \
-      AMP_DISPATCH_CASE(BFloat16, __VA_ARGS__)           \
-      AMP_DISPATCH_CASE(Float64, __VA_ARGS__)            \
-      AMP_DISPATCH_CASE(Int64, __VA_ARGS__)              \
-      AMP_DISPATCH_CASE(Bool, __VA_ARGS__)               \
+      AMP_DISPATCH_CASES_ALL(__VA_ARGS__)                \
       AMP_DISPATCH_CASE(Float8_e4m3fn, __VA_ARGS__)      \
       AMP_DISPATCH_CASE(Float8_e5m2, __VA_ARGS__)        \
     }                                                    \

@@ -11,22 +11,17 @@
 
 namespace amp::multi_tensor {
 
-namespace {
-
-void check_pair(const Tensor& param, const Tensor& master) {
-  constexpr const char* kOp = "MasterWeights";
-  AMP_CHECK(param.defined() && master.defined(), kOp, ": expected defined tensors");
-  AMP_CHECK(is_low_precision(param.dtype()), kOp,
-            ": expected a Float16 or BFloat16 parameter, got ", dtype_name(param.dtype()));
-  AMP_CHECK(master.dtype() == DType::Float32, kOp, ": expected a Float32 master, got ",
+void check_master_pair(const Tensor& param, const Tensor& master, const char* op) {
+  AMP_CHECK(param.defined() && master.defined(), op, ": expected defined tensors");
+  AMP_CHECK(is_low_precision(param.dtype()), op, ": expected a Float16 or BFloat16 parameter, got ",
+            dtype_name(param.dtype()));
+  AMP_CHECK(master.dtype() == DType::Float32, op, ": expected a Float32 master, got ",
             dtype_name(master.dtype()));
-  AMP_CHECK(master.sizes() == param.sizes(), kOp, ": expected a master of shape ",
+  AMP_CHECK(master.sizes() == param.sizes(), op, ": expected a master of shape ",
             shape_to_string(param.sizes()), ", got ", shape_to_string(master.sizes()));
-  AMP_CHECK(master.device() == param.device(), kOp, ": expected a master on ",
+  AMP_CHECK(master.device() == param.device(), op, ": expected a master on ",
             to_string(param.device()), ", got one on ", to_string(master.device()));
 }
-
-}  // namespace
 
 Tensor contiguous_grad(Tensor t) {
   Tensor g = t.grad();
@@ -65,18 +60,22 @@ Tensor MasterWeights::adopt(const Tensor& param, const Tensor& value, const void
     e->holders.insert(holder);
     return e->master;
   }
-  NoGradGuard no_grad;
-  // Exact: the Float32 value before the cast, or a 16-bit value (every one is an fp32 value).
-  Tensor master = empty(value.sizes(), {.dtype = DType::Float32, .device = value.device()});
-  master.copy_(value);
-  master.requires_grad_(true);
-  check_pair(param, master);
+  const Tensor master = new_master(value);
+  check_master_pair(param, master, "MasterWeights");
   insert(param, master, holder);
   return master;
 }
 
+Tensor MasterWeights::new_master(const Tensor& value) {
+  NoGradGuard no_grad;
+  Tensor master = empty(value.sizes(), {.dtype = DType::Float32, .device = value.device()});
+  master.copy_(value);
+  master.requires_grad_(true);
+  return master;
+}
+
 void MasterWeights::add(const Tensor& param, const Tensor& master, const void* holder) {
-  check_pair(param, master);
+  check_master_pair(param, master, "MasterWeights");
   std::lock_guard<std::mutex> lock(mutex_);
   if (Entry* e = entry_of_param(param.impl())) {
     AMP_CHECK(e->master.is_same(master),

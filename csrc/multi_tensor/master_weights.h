@@ -31,13 +31,17 @@
 
 namespace amp::multi_tensor {
 
-/// The process-wide table of master weights (see the file comment). Thread-safe. A master is
-/// kept while some holder (an optimizer, identified by its address) holds it; release_all(holder)
-/// drops a holder's claims, and a master nobody holds leaves the table.
 /// The gradient of `t` as a contiguous tensor (the multi-tensor kernels need one): a
 /// non-contiguous gradient is replaced by its contiguous copy. Undefined when `t` has none.
 Tensor contiguous_grad(Tensor t);
 
+/// amp::Error naming `op` unless `master` can be the master of `param`: both defined, param
+/// Float16 or BFloat16, master Float32 of param's shape on param's device.
+void check_master_pair(const Tensor& param, const Tensor& master, const char* op);
+
+/// The process-wide table of master weights (see the file comment). Thread-safe. A master is
+/// kept while some holder (an optimizer, identified by its address) holds it; release_all(holder)
+/// drops a holder's claims, and a master nobody holds leaves the table.
 class MasterWeights {
  public:
   /// The lists of the unscale passes that move fresh 16-bit gradients into master gradients:
@@ -54,6 +58,10 @@ class MasterWeights {
   /// The master of `param`, made from `value` (its exact Float32 value, or param itself) when
   /// param has none yet; `holder` holds it from now on. param: Float16 or BFloat16.
   Tensor adopt(const Tensor& param, const Tensor& value, const void* holder);
+  /// A new master holding `value` exactly (a parameter's Float32 value before its cast, or a
+  /// 16-bit value: every one is an fp32 value): a Float32 leaf on value's device that requires
+  /// grad, not yet in the table (add() pairs it).
+  static Tensor new_master(const Tensor& value);
   /// Pairs `param` with `master` (a Float32 leaf of param's shape and device that requires grad),
   /// held by `holder`. amp::Error when param already has another master: a parameter has one.
   void add(const Tensor& param, const Tensor& master, const void* holder);

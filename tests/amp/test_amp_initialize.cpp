@@ -6,10 +6,15 @@
 #include <boost/test/unit_test.hpp>
 #include <limits>
 #include <memory>
+#include <optional>
+#include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "amp/amp.h"
+#include "csrc/core/allocator_testing.h"
+#include "csrc/multi_tensor/master_weights.h"
 #include "tests/amp/frontend_test_util.h"
 
 namespace {
@@ -53,6 +58,84 @@ Tensor batch() {
   amp::manual_seed(5);
   return amp::randn({6, 4});
 }
+
+// Everything amp::initialize may change, copied: the model's tensors (handles, dtypes, values,
+// gradients) and call casts, the optimizer's groups and state, MasterWeights' entries for them
+// and amp's state.
+struct Everything {
+  Everything(const amp::nn::Module& m, const amp::optimizers::Optimizer& opt) {
+    for (const auto& [name, t] : m.named_parameters()) add(name, t);
+    for (const auto& [name, t] : m.named_buffers()) add(name, t);
+    inputs = m.call_casts().inputs;
+    outputs = m.call_casts().outputs;
+    for (const auto& group : opt.param_groups()) {
+      for (const Tensor& p : group.params) {
+        params.push_back(p);
+        const amp::optimizers::ParamState* st = opt.find_state(p);
+        if (st == nullptr) continue;
+        for (const auto& [name, t] : st->tensors) state.emplace_back(p, name, t, t.clone());
+      }
+    }
+    amp_dict = amp::state_dict();
+    properties = amp::properties().opt_level;
+    process_casting = amp::autocast_state::process_casting().enabled;
+  }
+  void add(const std::string& name, const Tensor& t) {
+    tensors.push_back({name, t, t.clone(), t.grad().defined() ? t.grad().clone() : Tensor()});
+  }
+  // Each check names what differs.
+  void check_unchanged(const amp::nn::Module& m, const amp::optimizers::Optimizer& opt) const {
+    std::vector<std::pair<std::string, Tensor>> now = m.named_parameters();
+    for (const auto& named : m.named_buffers()) now.push_back(named);
+    BOOST_TEST_REQUIRE(now.size() == tensors.size());
+    for (size_t i = 0; i < now.size(); ++i) {
+      BOOST_TEST_CONTEXT(tensors[i].name) {
+        BOOST_TEST(now[i].second.is_same(tensors[i].handle));
+        BOOST_TEST(bit_equal(now[i].second, tensors[i].value));  // dtype, shape and bits
+        const Tensor grad = now[i].second.grad();
+        BOOST_TEST(grad.defined() == tensors[i].grad.defined());
+        if (grad.defined()) BOOST_TEST(bit_equal(grad, tensors[i].grad));
+        BOOST_TEST(
+            !amp::multi_tensor::MasterWeights::instance().master_of(now[i].second).defined());
+      }
+    }
+    BOOST_TEST((m.call_casts().inputs == inputs && m.call_casts().outputs == outputs));
+    size_t i = 0;
+    for (const auto& group : opt.param_groups()) {
+      for (const Tensor& p : group.params) {
+        BOOST_TEST_REQUIRE(i < params.size());
+        BOOST_TEST(p.is_same(params[i++]));
+      }
+    }
+    BOOST_TEST(i == params.size());
+    for (const auto& [p, name, handle, value] : state) {
+      BOOST_TEST_CONTEXT("state " << name) {
+        const amp::optimizers::ParamState* st = opt.find_state(p);
+        BOOST_TEST_REQUIRE(st != nullptr);
+        BOOST_TEST(st->tensors.at(name).is_same(handle));
+        BOOST_TEST(bit_equal(st->tensors.at(name), value));
+      }
+    }
+    BOOST_TEST(opt.master_weights().empty());
+    BOOST_TEST(amp::multi_tensor::MasterWeights::instance().managed_serial(&opt) == 0u);
+    BOOST_TEST(amp::detail::find_stash(amp::detail::amp_state(), opt) == nullptr);
+    check_same(amp_dict, amp::state_dict());
+    BOOST_TEST(amp::properties().opt_level == properties);
+    BOOST_TEST(amp::autocast_state::process_casting().enabled == process_casting);
+  }
+
+  struct Saved {
+    std::string name;
+    Tensor handle, value, grad;
+  };
+  std::vector<Saved> tensors;
+  std::optional<DType> inputs, outputs;
+  std::vector<Tensor> params;
+  std::vector<std::tuple<Tensor, std::string, Tensor, Tensor>> state;  // param, name, handle, copy
+  amp::StateDict amp_dict;
+  std::string properties;
+  bool process_casting = false;
+};
 
 }  // namespace
 
@@ -397,6 +480,54 @@ BOOST_FIXTURE_TEST_CASE(a_failing_initialize_changes_nothing_and_a_later_one_wor
   BOOST_TEST((net->fc1->weight.dtype() == DType::Float16));
   BOOST_TEST(amp::properties().opt_level == "O2");
   BOOST_TEST(amp::state_dict().size() == 6u);  // loss_scale and unskipped of 3 scalers
+}
+
+// Out of memory at each allocation initialize makes in turn (the n-th cast parameter, gradient,
+// master or optimizer state tensor): every failure leaves everything as it was, and the same
+// objects then initialize normally.
+BOOST_FIXTURE_TEST_CASE(out_of_memory_anywhere_in_initialize_changes_nothing, FreshAmpState) {
+  for (const char* level : {"O2", "O3"}) {
+    int failures = 0;
+    for (int64_t n = 0;; ++n) {
+      BOOST_TEST_CONTEXT(level << ", allocation " << n << " fails") {
+        amp_test::reset_amp_state();
+        auto first = std::make_shared<Net>();  // amp's state of an earlier call must survive
+        amp::optimizers::SGD first_opt(first->parameters(), {.lr = 0.1});
+        amp::initialize(*first, first_opt, "O1", quiet());
+        auto net = std::make_shared<Net>();
+        amp::optimizers::SGD opt(net->parameters(), {.lr = 0.1, .momentum = 0.9});
+        F::mse_loss((*net)(batch()), amp::zeros({6, 3})).backward();
+        opt.step();  // momentum buffers, and gradients, to cast
+        const Everything before(*net, opt);
+
+        amp::memory::testing::fail_allocation_after(n);
+        const std::string error =
+            amp_test::error_of([&] { amp::initialize(*net, opt, level, quiet()); });
+        amp::memory::testing::fail_allocation_after(-1);
+        if (error.empty()) {
+          // n is past initialize's last allocation: it ran in full, and training goes on.
+          BOOST_TEST((net->fc1->weight.dtype() == DType::Float16));
+          BOOST_TEST(opt.master_weights().size() == (std::string(level) == "O2" ? 4u : 0u));
+          const Tensor w = net->fc1->weight.clone();
+          amp::scale_loss(F::mse_loss((*net)(batch()), amp::zeros({6, 3})), opt).backward();
+          opt.step();
+          BOOST_TEST(!bit_equal(net->fc1->weight, w));
+          break;
+        }
+        ++failures;
+        BOOST_TEST(error.find("out of memory (injected") != std::string::npos, error);
+        before.check_unchanged(*net, opt);
+        // The objects were not consumed: initialize works on them now.
+        amp::initialize(*net, opt, level, quiet());
+        BOOST_TEST((net->fc1->weight.dtype() == DType::Float16));
+        BOOST_TEST(opt.master_weights().size() == (std::string(level) == "O2" ? 4u : 0u));
+        BOOST_TEST(amp::properties().opt_level == level);
+      }
+    }
+    // O2 casts 4 parameters and their gradients and makes 4 masters; O3 casts 6 parameters,
+    // their gradients and momentum buffers, and the batch norm's 2 running statistics.
+    BOOST_TEST(failures >= 12, level << ": " << failures << " allocations");
+  }
 }
 
 BOOST_FIXTURE_TEST_CASE(null_and_empty_arguments, FreshAmpState) {

@@ -418,15 +418,23 @@ BOOST_FIXTURE_TEST_CASE(bad_dicts_raise_and_change_nothing, FreshAmpState) {
   BOOST_TEST(scale_of() == 65536.0);
 }
 
+// An Mlp and its SGD initialized at O2 with two loss scalers (num_losses = 2), and amp's state
+// dict right after.
+struct TwoScalersO2 : FreshAmpState {
+  TwoScalersO2() {
+    amp::Overrides two = quiet();
+    two.num_losses = 2;
+    amp::initialize(m, opt, "O2", two);
+    sd = amp::state_dict();
+  }
+  Mlp m;
+  amp::optimizers::SGD opt{m.parameters(), {.lr = 0.1}};
+  amp::StateDict sd;
+};
+
 // The second scaler's count is one no dynamic scaler can reach; the first, valid, entry must not
 // be loaded either.
-BOOST_FIXTURE_TEST_CASE(a_rejected_scaler_entry_leaves_every_scaler_as_it_was, FreshAmpState) {
-  Mlp m;
-  amp::optimizers::SGD opt(m.parameters(), {.lr = 0.1});
-  amp::Overrides two = quiet();
-  two.num_losses = 2;
-  amp::initialize(m, opt, "O2", two);
-  amp::StateDict sd = amp::state_dict();
+BOOST_FIXTURE_TEST_CASE(a_rejected_scaler_entry_leaves_every_scaler_as_it_was, TwoScalersO2) {
   sd["loss_scaler0.loss_scale"] = amp::scalar_tensor(8.0, {.dtype = DType::Float64});
   sd["loss_scaler1.unskipped"] = amp::scalar_tensor(2000.0, {.dtype = DType::Int64});
   check_error([&] { amp::load_state_dict(sd); },
@@ -436,13 +444,7 @@ BOOST_FIXTURE_TEST_CASE(a_rejected_scaler_entry_leaves_every_scaler_as_it_was, F
   BOOST_TEST(after.at("loss_scaler1.unskipped").item<int64_t>() == 0);
 }
 
-BOOST_FIXTURE_TEST_CASE(extra_scalers_are_skipped_with_apexs_messages, FreshAmpState) {
-  Mlp m;
-  amp::optimizers::SGD opt(m.parameters(), {.lr = 0.1});
-  amp::Overrides two = quiet();
-  two.num_losses = 2;
-  amp::initialize(m, opt, "O2", two);
-  amp::StateDict sd = amp::state_dict();
+BOOST_FIXTURE_TEST_CASE(extra_scalers_are_skipped_with_apexs_messages, TwoScalersO2) {
   sd["loss_scaler1.loss_scale"] = amp::scalar_tensor(8.0, {.dtype = DType::Float64});
 
   amp_test::reset_amp_state();

@@ -5,8 +5,10 @@
 #pragma once
 
 #include <algorithm>
+#include <boost/test/unit_test.hpp>
 #include <cmath>
 #include <cstdint>
+#include <exception>
 #include <numeric>
 #include <ostream>
 #include <string>
@@ -97,6 +99,20 @@ inline Args draw_inputs(const CheckCase& c, uint64_t seed) {
   Args args;
   for (const Input& in : c.inputs) args.push_back(draw(in));
   return args;
+}
+
+// Checks one row with `check` (amp::autograd::gradcheck or gradgradcheck) on inputs drawn from
+// `seed`. A failure, or an exception (a backward returning a wrongly shaped gradient), is
+// reported with the row's name.
+template <class Check>
+void check_row(const CheckCase& row, uint64_t seed, Check&& check) {
+  try {
+    const amp::autograd::GradcheckResult result =
+        check(row.fn, draw_inputs(row, seed), row.options);
+    BOOST_TEST(result.ok, row.name << ": " << result.message);
+  } catch (const std::exception& e) {
+    BOOST_ERROR(row.name << ": threw " << e.what());
+  }
 }
 
 }  // namespace amp_test

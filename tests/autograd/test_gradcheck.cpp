@@ -11,15 +11,7 @@
 // O(1) functions, so the defaults leave a wide margin. The one exception is the Float32 round
 // trip, whose forward rounds to Float32 (relative 6e-8): a step of 1e-3 keeps the rounding noise
 // in the difference quotient below 1e-4, and atol/rtol 1e-3 accept it.
-// GCC 12 at -O3 reports a false -Wrestrict in std::string's operator+ as inlined into the names
-// Boost generates for data test cases ("_0", "_1", ...); nothing here copies overlapping memory.
-#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ == 12
-#pragma GCC diagnostic ignored "-Wrestrict"
-#endif
 #include <algorithm>
-#include <boost/test/data/monomorphic.hpp>
-#include <boost/test/data/test_case.hpp>
-#include <boost/test/unit_test.hpp>
 #include <exception>
 #include <optional>
 #include <string>
@@ -27,6 +19,7 @@
 
 #include "amp/amp.h"
 #include "tests/autograd/gradcheck_table.h"
+#include "tests/support/data_test_case.h"
 
 namespace {
 
@@ -409,15 +402,8 @@ BOOST_AUTO_TEST_SUITE(gradcheck)
 
 BOOST_DATA_TEST_CASE(op_gradient_matches_central_differences,
                      boost::unit_test::data::make(gradcheck_cases()), row) {
-  // An exception (a backward returning a wrongly shaped gradient) is reported with the row.
-  try {
-    const Args inputs = amp_test::draw_inputs(row, kSeed);
-    const amp::autograd::GradcheckResult result =
-        amp::autograd::gradcheck(row.fn, inputs, row.options);
-    BOOST_TEST(result.ok, row.name << ": " << result.message);
-  } catch (const std::exception& e) {
-    BOOST_ERROR(row.name << ": threw " << e.what());
-  }
+  amp_test::check_row(row, kSeed,
+                      [](const auto&... args) { return amp::autograd::gradcheck(args...); });
 }
 
 BOOST_AUTO_TEST_CASE(maximum_minimum_split_ties_evenly) {

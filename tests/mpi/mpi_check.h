@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "amp/amp.h"
+#include "tests/support/error_of.h"
 
 namespace mpi_test {
 
@@ -23,15 +24,7 @@ inline void check(bool ok, const std::string& what) {
   std::cout << "[rank " << my_rank << "] FAIL " << what << std::endl;
 }
 
-// The message of the amp::Error `fn` throws, "" when it throws none.
-inline std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const amp::Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using amp_test::error_of;
 
 inline void check_error(const std::function<void()>& fn, const std::vector<std::string>& words,
                         const std::string& what) {

@@ -44,6 +44,7 @@
 #include "amp/amp.h"
 #include "csrc/distributed/progress.h"
 #include "tests/mpi/mpi_check.h"
+#include "tests/mpi/mpi_model.h"
 
 namespace dist = amp::distributed;
 using amp::DType;
@@ -120,21 +121,10 @@ bool same_on_every_rank(const std::vector<Tensor>& tensors) {
   return same;
 }
 
-constexpr int64_t kIn = 5, kHidden = 16, kOut = 3;
-
-// The MLP, initialised from `seed` (each rank passes its own, so DDP's broadcast matters).
-std::shared_ptr<amp::nn::Sequential> mlp(uint64_t seed) {
-  amp::manual_seed(seed);
-  return std::make_shared<amp::nn::Sequential>(
-      std::initializer_list<std::shared_ptr<amp::nn::Module>>{
-          std::make_shared<amp::nn::Linear>(kIn, kHidden), std::make_shared<amp::nn::ReLU>(),
-          std::make_shared<amp::nn::Linear>(kHidden, kOut)});
-}
-
-Tensor mse(const Tensor& out, const Tensor& target) {
-  const Tensor d = out - target;
-  return (d * d).mean();
-}
+using mpi_test::kIn;
+using mpi_test::kOut;
+using mpi_test::mlp;
+using mpi_test::mse;
 
 struct Batch {
   Tensor x, y;

@@ -30,6 +30,7 @@
 #include "csrc/distributed/backend.h"
 #include "csrc/distributed/local_rank.h"
 #include "tests/mpi/mpi_check.h"
+#include "tests/mpi/mpi_model.h"
 
 namespace dist = amp::distributed;
 using amp::DType;
@@ -157,31 +158,22 @@ void test_collectives(int rank, int size) {
       {"all_reduce", "same device type"}, "CUDA on one rank, CPU on the other");
 }
 
-constexpr int64_t kIn = 5, kHidden = 16, kOut = 3, kB = 8;
-
-std::shared_ptr<amp::nn::Sequential> mlp() {
-  amp::manual_seed(100);
-  return std::make_shared<amp::nn::Sequential>(
-      std::initializer_list<std::shared_ptr<amp::nn::Module>>{
-          std::make_shared<amp::nn::Linear>(kIn, kHidden), std::make_shared<amp::nn::ReLU>(),
-          std::make_shared<amp::nn::Linear>(kHidden, kOut)});
-}
-
-Tensor mse(const Tensor& out, const Tensor& target) {
-  const Tensor d = out - target;
-  return (d * d).mean();
-}
+using mpi_test::kIn;
+using mpi_test::kOut;
+using mpi_test::mlp;
+using mpi_test::mse;
+constexpr int64_t kB = 8;
 
 // DDP on CUDA against one process on the whole batch on the CPU, fp32: the two differ in the
 // order of the sums (and CUDA's against the CPU's kernels), a few fp32 ulps per step, so 1e-5
 // absolute + 1e-5 relative over 3 steps at lr 0.5.
 void test_ddp(int rank, int size) {
   const amp::Device device = amp::Device::cuda(device_index);
-  auto model = mlp();
+  auto model = mlp(100);
   model->to(device);
   amp::nn::parallel::DistributedDataParallel ddp(model, {.bucket_cap_mb = 1e-4});
   amp::optimizers::SGD opt(ddp.parameters(), {.lr = 0.5});
-  auto reference = mlp();
+  auto reference = mlp(100);
   amp::optimizers::SGD ref_opt(reference->parameters(), {.lr = 0.5});
   for (int step = 0; step < 3; ++step) {
     amp::manual_seed(1000 + step);

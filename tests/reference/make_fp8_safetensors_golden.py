@@ -9,22 +9,18 @@ Run with Debian's interpreter and python3-numpy (scripts/setup.sh --reference):
 Neither torch with fp8 dtypes nor the safetensors package is available from Debian, so the fp8
 codes come from the OCP OFP8 reference of make_float8_golden.py (float64 math, round to nearest
 even, PyTorch's plain overflow rule), and the file is laid out by hand exactly as the reference
-serializer (huggingface/safetensors, safetensors/src/tensor.rs, `prepare`) does, as in
-make_safetensors_golden.py:
-  * tensors ordered by decreasing position in the reference's Dtype enum (BOOL, U8, I8,
-    F8_E5M2, F8_E4M3, I16, U16, F16, BF16, I32, U32, F32, F64, I64, U64 in safetensors 0.4;
-    newer releases insert F4/F6/F8_E8M0 without changing this order), then by name;
-  * the header is serde_json's compact output, padded with spaces to a multiple of 8 bytes;
-  * an 8-byte little-endian header length, the header, then the raw bytes (one per fp8 element).
+serializer does (safetensors_layout.py, as in make_safetensors_golden.py), with the positions of
+the reference's Dtype enum (BOOL, U8, I8, F8_E5M2, F8_E4M3, I16, U16, F16, BF16, I32, U32, F32,
+F64, I64, U64 in safetensors 0.4; newer releases insert F4/F6/F8_E8M0 without changing this
+order).
 The sidecar lists, per tensor, the float64 inputs the codes were rounded from and the codes.
 """
-import json
 import math
 import os
-import struct
 
 import numpy as np
 
+import safetensors_layout
 from make_float8_golden import E4M3FN, E5M2, float_text
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -71,19 +67,12 @@ def encode(dtype, values):
 
 
 def serialize(tensors):
-    items = sorted(tensors.items(), key=lambda kv: (-DTYPES[kv[1][0]][0], kv[0].encode()))
-    header = {"__metadata__": METADATA}
-    blobs = []
-    offset = 0
-    for name, (dtype, shape, values) in items:
+    entries = []
+    for name, (dtype, shape, values) in tensors.items():
         blob = encode(dtype, values)
         assert len(blob) == math.prod(shape) * DTYPES[dtype][1]
-        header[name] = {"dtype": dtype, "shape": shape, "data_offsets": [offset, offset + len(blob)]}
-        offset += len(blob)
-        blobs.append(blob)
-    text = json.dumps(header, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
-    text += b" " * ((8 - len(text) % 8) % 8)
-    return struct.pack("<Q", len(text)) + text + b"".join(blobs)
+        entries.append((name, dtype, DTYPES[dtype][0], shape, blob))
+    return safetensors_layout.serialize(entries, METADATA)
 
 
 def write_sidecar(tensors):

@@ -8,15 +8,8 @@ Run with Debian's python3-torch (scripts/setup.sh --reference):
 
 The `safetensors` package is not packaged for Debian, so this script lays the file out by hand
 (the file is NOT written by the safetensors library, and says so in its __metadata__
-"written_by") exactly as the reference serializer (huggingface/safetensors, safetensors/src/tensor.rs,
-`prepare`) does:
-  * tensors ordered by decreasing dtype alignment (the reference's Dtype enum order:
-    I64 > F64 > F32 > BF16 > F16 > BOOL), then by name (byte order of the UTF-8 name);
-  * the header is serde_json's compact output of {"__metadata__": {...}, name: {"dtype",
-    "shape", "data_offsets"}, ...} in that order (separators ',' ':', non-ASCII verbatim,
-    control characters escaped), padded with spaces to a multiple of 8 bytes;
-  * an 8-byte little-endian header length, the header, then each tensor's raw little-endian
-    bytes, back to back.
+"written_by") exactly as the reference serializer does (safetensors_layout.py), with the
+reference's Dtype enum order I64 > F64 > F32 > BF16 > F16 > BOOL.
 The values come from torch (its own fp32 -> fp16/bf16 rounding), and the sidecar lists every
 element's raw bits, so the C++ test compares bit for bit. The file is read back with a reader
 that applies the reference loader's checks (`read_safetensors`), and `--verify FILE` applies it
@@ -31,6 +24,8 @@ import struct
 import sys
 
 import torch
+
+import safetensors_layout
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DATA_DIR = os.path.join(os.path.dirname(HERE), "data")
@@ -103,19 +98,9 @@ def element_bits(t):
 
 def serialize(tensors, metadata=None):
     """The bytes the reference serializer produces for `tensors` (name -> torch.Tensor)."""
-    items = sorted(tensors.items(), key=lambda kv: (-DTYPES[kv[1].dtype][2], kv[0].encode()))
-    header = {}
-    if metadata:
-        header["__metadata__"] = metadata
-    offset = 0
-    for name, t in items:
-        n = t.numel() * DTYPES[t.dtype][1]
-        header[name] = {"dtype": DTYPES[t.dtype][0], "shape": list(t.shape),
-                        "data_offsets": [offset, offset + n]}
-        offset += n
-    text = json.dumps(header, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
-    text += b" " * ((8 - len(text) % 8) % 8)
-    return struct.pack("<Q", len(text)) + text + b"".join(raw_bytes(t) for _, t in items)
+    return safetensors_layout.serialize(
+        [(name, DTYPES[t.dtype][0], DTYPES[t.dtype][2], t.shape, raw_bytes(t))
+         for name, t in tensors.items()], metadata)
 
 
 def read_safetensors(path):

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "csrc/core/error.h"
+#include "tests/support/error_of.h"
 
 namespace amp_test {
 
@@ -32,15 +33,6 @@ struct MessageHas {
 };
 
 inline MessageHas has(std::initializer_list<std::string> words) { return MessageHas{words}; }
-
-inline std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const amp::Error& e) {
-    return e.what();
-  }
-  return "";
-}
 
 // Requires fn to throw amp::Error whose message contains every part.
 inline void check_error(const std::function<void()>& fn, const std::vector<std::string>& parts) {
