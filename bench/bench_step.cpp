@@ -1,13 +1,22 @@
 // bench_step: one training step of ampcpp against the same step in PyTorch, interleaved in one run.
-// Steps (SGD momentum 0.9, Fashion-MNIST batches, normalised): the MLP 784-1024-1024-10 at batch
-// 256 and the small CNN (conv3x3 1->32, ReLU, max-pool 2, conv3x3 32->64, ReLU, max-pool 2,
-// linear 1600->128, ReLU, linear 128->10) at batch 128, each in fp32, bf16 autocast and fp16
-// autocast + GradScaler. PyTorch runs the same steps in bench/torch_step.py, a coprocess driven
-// over pipes, so that each round times ampcpp's steps and then PyTorch's of one configuration:
-// a busy moment of the shared machine hits both. Prints the median step of each, its percent of
-// the machine's FLOP peak and the ratio ampcpp / PyTorch as a markdown table, then each model's
-// fp32 step over its bf16 and fp16 ones (how much faster the 16-bit steps are;
-// docs/PERFORMANCE.md).
+// Steps (SGD momentum 0.9, Fashion-MNIST batches, normalised) of the models --models names:
+//   mlp                  784-1024-1024-10 at batch 256, lr 0.01
+//   cnn                  conv3x3 1->32, ReLU, max-pool 2, conv3x3 32->64, ReLU, max-pool 2, linear
+//                        1600->128, ReLU, linear 128->10 at batch 128, lr 0.01
+//   compare_cnn          amp_compare's cnn at its default width 16 (two conv + BatchNorm + ReLU +
+//                        max-pool blocks, a linear classifier), batch 256, lr 0.05
+//   compare_transformer  amp_compare's transformer at its default width 64 (16 patches, two
+//                        pre-norm encoder blocks), batch 256, lr 0.05
+// The compare_ models are built by examples/compare/models.cpp, linked in, with amp_compare's
+// optimizer settings, so they are the steps amp_compare times. Each model runs in fp32, bf16
+// autocast and fp16 autocast + GradScaler (amp_compare's torch workflow); the compare_ models
+// also as apex O2 bf16 (amp::initialize, amp::scale_loss: amp_compare's apex workflow). PyTorch
+// runs the same steps in bench/torch_step.py (bf16 autocast and fp32; torch 1.13 has neither CPU
+// fp16 autocast nor apex), a coprocess driven over pipes, so that each round times ampcpp's steps
+// and then PyTorch's of one configuration: a busy moment of the shared machine hits both. Prints
+// the median step of each, its percent of the machine's FLOP peak and the ratio ampcpp / PyTorch
+// as a markdown table, then each model's fp32 step over its 16-bit ones (how much faster the
+// 16-bit steps are; docs/PERFORMANCE.md).
 //
 // Percent of peak: a step's FLOPs are counted from the model (the products of the linear and
 // conv layers: forward, weight gradients, and input gradients of every such layer but the first,
@@ -16,12 +25,15 @@
 // FMA for fp32, VDPBF16PS for bf16) and a 1024^3 amp::matmul in that dtype, which is the higher
 // one where the GEMM uses units the loop does not (AMX). fp16 steps are compared with the fp32
 // peak: the CPU GEMM runs fp16 as fp32 between widening and one rounding (docs/numerics.md).
+// Only the Sequential models are counted (the transformer's column reads "—").
 //
 //   build/bench/bench_step [--rounds 5] [--steps 10] [--threads N] [--no-torch] [--data-dir DIR]
-//   build/bench/bench_step --profile cnn bf16 [--steps 10] [--threads N]
+//                          [--models mlp,cnn]
+//   build/bench/bench_step --models compare_cnn,compare_transformer    # amp_compare's models
+//   build/bench/bench_step --profile compare_transformer bf16 [--steps 10] [--threads N]
 //
-// --profile runs one configuration's steps under amp::profiler and prints its table (sorted by
-// self time) instead of timing against PyTorch.
+// --profile runs one configuration's steps (precision fp32, bf16, fp16 or o2bf16) under
+// amp::profiler and prints its table (sorted by self time) instead of timing against PyTorch.
 //
 // Both sides inherit OMP_WAIT_POLICY from the environment (the program prints it). PyTorch is
 // fastest with the default (spinning) policy; docs/PERFORMANCE.md reports both settings.
@@ -37,12 +49,14 @@
 #include <cstring>
 #include <functional>
 #include <limits>
+#include <map>
 #include <memory>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "amp/amp.h"
+#include "examples/compare/models.h"
 #include "flop_peak.h"
 
 namespace {
@@ -56,7 +70,34 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
+bool is_compare_model(const std::string& name) { return name.rfind("compare_", 0) == 0; }
+
+bool is_model(const std::string& name) {
+  return name == "mlp" || name == "cnn" || name == "compare_cnn" || name == "compare_transformer";
+}
+
+bool is_precision(const std::string& p) {
+  return p == "fp32" || p == "bf16" || p == "fp16" || p == "o2bf16";
+}
+
+// The precisions each model runs in: apex O2 for amp_compare's models only, so that the default
+// run (mlp, cnn) keeps its length.
+std::vector<std::string> precisions_of(const std::string& model) {
+  if (is_compare_model(model)) return {"fp32", "bf16", "fp16", "o2bf16"};
+  return {"fp32", "bf16", "fp16"};
+}
+
+std::string precision_label(const std::string& p) {
+  return p == "fp32"   ? "fp32"
+         : p == "bf16" ? "bf16 autocast"
+         : p == "fp16" ? "fp16 autocast + GradScaler"
+                       : "apex O2 bf16";
+}
+
 std::shared_ptr<nn::Module> make_model(const std::string& name) {
+  if (name == "compare_cnn") return amp::compare::make_model("cnn", 16, 0);
+  if (name == "compare_transformer") return amp::compare::make_model("transformer", 64, 0);
+  amp::manual_seed(0);
   if (name == "mlp") {
     return std::make_shared<nn::Sequential>(std::initializer_list<std::shared_ptr<nn::Module>>{
         std::make_shared<nn::Flatten>(), std::make_shared<nn::Linear>(784, 1024),
@@ -71,18 +112,30 @@ std::shared_ptr<nn::Module> make_model(const std::string& name) {
       std::make_shared<nn::ReLU>(), std::make_shared<nn::Linear>(128, 10)});
 }
 
-// One configuration's model, optimizer, scaler and batches on ampcpp's side.
+amp::Overrides o2_bf16_overrides() {
+  amp::Overrides overrides;
+  overrides.verbosity = 0;
+  overrides.low_precision_dtype = amp::DType::BFloat16;
+  return overrides;
+}
+
+// One configuration's model, optimizer, scaler and batches on ampcpp's side. An o2bf16 runner
+// calls amp::initialize, whose loss scalers are process-wide: runners of other precisions never
+// use them (they step through their own GradScaler), and each O2 runner's optimizer keeps its
+// own master weights.
 class Runner {
  public:
   Runner(const std::string& model, const std::string& precision, const amp::data::Dataset& data)
-      : model_((amp::manual_seed(0), make_model(model))),
-        optimizer_(model_->parameters(), {.lr = 0.01, .momentum = 0.9}),
+      : model_(make_model(model)),
+        optimizer_(model_->parameters(),
+                   {.lr = is_compare_model(model) ? 0.05 : 0.01, .momentum = 0.9}),
         scaler_(amp::DeviceType::CPU, {.enabled = precision == "fp16"}),
-        loader_(data, {.batch_size = model == "mlp" ? 256 : 128, .drop_last = true}),
-        dtype_(precision == "fp32"
-                   ? std::nullopt
-                   : std::optional<amp::DType>(precision == "bf16" ? amp::DType::BFloat16
-                                                                   : amp::DType::Float16)) {
+        loader_(data, {.batch_size = model == "cnn" ? 128 : 256, .drop_last = true}),
+        apex_o2_(precision == "o2bf16"),
+        dtype_(precision == "bf16"   ? std::optional<amp::DType>(amp::DType::BFloat16)
+               : precision == "fp16" ? std::optional<amp::DType>(amp::DType::Float16)
+                                     : std::nullopt) {
+    if (apex_o2_) amp::initialize(*model_, optimizer_, "O2", o2_bf16_overrides());
     for (auto batch : loader_) batches_.push_back(batch);
     step();  // warm-up: allocations, oneDNN primitives
   }
@@ -90,9 +143,12 @@ class Runner {
   // FLOPs of one step's products: each linear and conv layer's forward and weight gradient, and
   // its input gradient unless no earlier layer has weights (the input is then the data, which
   // needs no gradient). Shapes come from running the layers once on a batch without autograd.
+  // NaN for a model that is not a Sequential (the transformer).
   double step_flop() const {
     amp::NoGradGuard no_grad;
-    const auto& layers = dynamic_cast<const nn::Sequential&>(*model_);
+    const auto* sequential = dynamic_cast<const nn::Sequential*>(model_.get());
+    if (sequential == nullptr) return std::numeric_limits<double>::quiet_NaN();
+    const auto& layers = *sequential;
     amp::Tensor x = batches_.front().images;
     double flop = 0;
     bool input_needs_grad = false;
@@ -123,6 +179,14 @@ class Runner {
       amp::autocast region(amp::DeviceType::CPU, dtype_, dtype_.has_value());
       loss = nn::functional::cross_entropy((*model_)(batch.images), batch.labels);
     }
+    if (apex_o2_) {
+      {
+        auto scaled = amp::scale_loss(loss, optimizer_);
+        scaled.backward();
+      }  // unscaled and checked here
+      optimizer_.step();
+      return;
+    }
     scaler_.scale(loss).backward();
     scaler_.step(optimizer_);
     scaler_.update();
@@ -133,6 +197,7 @@ class Runner {
   amp::optimizers::SGD optimizer_;
   amp::GradScaler scaler_;
   amp::data::DataLoader loader_;
+  bool apex_o2_;
   std::optional<amp::DType> dtype_;
   std::vector<amp::data::Batch> batches_;
   size_t next_ = 0;
@@ -227,12 +292,20 @@ struct Peak {
   double best() const { return std::isnan(loop) ? matmul : std::max(loop, matmul); }
 };
 
-// "12.3%" of the peak for `flop` done in `ms`, or "—" without a time.
+// "12.3%" of the peak for `flop` done in `ms`, or "—" without a time or a FLOP count.
 std::string percent_of_peak(double flop, double ms, double peak_gflops) {
-  if (!(ms > 0)) return "—";
+  if (!(ms > 0) || std::isnan(flop)) return "—";
   char buffer[32];
   std::snprintf(buffer, sizeof buffer, "%.1f%%", 100.0 * flop / (ms * 1e-3) / (peak_gflops * 1e9));
   return buffer;
+}
+
+// "a,b,c" -> {"a", "b", "c"}.
+std::vector<std::string> split_commas(const std::string& list) {
+  std::vector<std::string> items;
+  std::stringstream stream(list);
+  for (std::string item; std::getline(stream, item, ',');) items.push_back(item);
+  return items;
 }
 
 }  // namespace
@@ -242,6 +315,7 @@ int main(int argc, char** argv) {
   bool torch = true;
   std::string data_dir = amp::data::kFashionMnistDir;
   std::string profile_model, profile_precision;
+  std::vector<std::string> models = {"mlp", "cnn"};
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--rounds" && i + 1 < argc) {
@@ -252,6 +326,8 @@ int main(int argc, char** argv) {
       threads = std::atoi(argv[++i]);
     } else if (a == "--data-dir" && i + 1 < argc) {
       data_dir = argv[++i];
+    } else if (a == "--models" && i + 1 < argc) {
+      models = split_commas(argv[++i]);
     } else if (a == "--no-torch") {
       torch = false;
     } else if (a == "--profile" && i + 2 < argc) {
@@ -261,17 +337,27 @@ int main(int argc, char** argv) {
       std::fprintf(stderr,
                    "bench_step: unexpected argument '%s' (or an option without its value); "
                    "usage: %s [--rounds N] [--steps N] [--threads N] [--no-torch] "
-                   "[--data-dir DIR] [--profile mlp|cnn fp32|bf16|fp16]\n",
+                   "[--data-dir DIR] [--models mlp,cnn,compare_cnn,compare_transformer] "
+                   "[--profile MODEL fp32|bf16|fp16|o2bf16]\n",
                    a.c_str(), argv[0]);
       return 2;
     }
   }
-  if (!profile_model.empty() && (!(profile_model == "mlp" || profile_model == "cnn") ||
-                                 !(profile_precision == "fp32" || profile_precision == "bf16" ||
-                                   profile_precision == "fp16"))) {
-    std::fprintf(stderr, "bench_step: --profile expects mlp|cnn and fp32|bf16|fp16, got %s %s\n",
+  if (!profile_model.empty() && (!is_model(profile_model) || !is_precision(profile_precision))) {
+    std::fprintf(stderr,
+                 "bench_step: --profile expects mlp|cnn|compare_cnn|compare_transformer and "
+                 "fp32|bf16|fp16|o2bf16, got %s %s\n",
                  profile_model.c_str(), profile_precision.c_str());
     return 2;
+  }
+  for (const std::string& m : models) {
+    if (!is_model(m)) {
+      std::fprintf(stderr,
+                   "bench_step: --models expects a comma-separated list of mlp, cnn, compare_cnn "
+                   "and compare_transformer, got '%s'\n",
+                   m.c_str());
+      return 2;
+    }
   }
   if (rounds < 1 || steps < 1 || threads < 1) {
     std::fprintf(stderr, "bench_step: --rounds, --steps and --threads must be at least 1\n");
@@ -307,18 +393,19 @@ int main(int argc, char** argv) {
     }
   }
   std::vector<Config> configs;
-  for (const char* model : {"mlp", "cnn"}) {
-    for (const char* precision : {"fp32", "bf16", "fp16"}) {
+  std::map<std::string, double> flop;  // per model; the FLOPs do not depend on the dtype
+  for (const std::string& model : models) {
+    for (const std::string& precision : precisions_of(model)) {
       configs.push_back(
           {model, precision, std::make_unique<Runner>(model, precision, data), {}, {}});
+      if (precision == "fp32") flop[model] = configs.back().ours->step_flop();
     }
   }
-  // configs holds each model's fp32, bf16 and fp16 in turn; the FLOPs do not depend on the dtype.
-  const double mlp_flop = configs[0].ours->step_flop(), cnn_flop = configs[3].ours->step_flop();
-  std::printf(
-      "FLOPs per step (products of the linear and conv layers, forward and backward): "
-      "mlp %.3f GFLOP, cnn %.3f GFLOP\n",
-      mlp_flop * 1e-9, cnn_flop * 1e-9);
+  std::printf("FLOPs per step (products of the linear and conv layers, forward and backward):");
+  for (const std::string& model : models) {
+    if (!std::isnan(flop[model])) std::printf(" %s %.3f GFLOP", model.c_str(), flop[model] * 1e-9);
+  }
+  std::printf("\n");
   const Peak fp32_peak{bench::fma_peak_gflops(threads, 20), matmul_gflops(amp::DType::Float32)};
   const Peak bf16_peak{bench::dpbf16_peak_gflops(threads, 20), matmul_gflops(amp::DType::BFloat16)};
   std::printf(
@@ -347,27 +434,43 @@ int main(int argc, char** argv) {
   std::printf("|---|---|---|---|---|---|\n");
   for (const Config& c : configs) {
     const double ours = median(c.our_ms), theirs = median(c.torch_ms);
-    const double flop = c.model == "mlp" ? mlp_flop : cnn_flop;
-    const double peak = c.precision == "bf16" ? bf16_peak.best() : fp32_peak.best();
-    const std::string label = c.model + " " +
-                              (c.precision == "fp32"   ? "fp32"
-                               : c.precision == "bf16" ? "bf16 autocast"
-                                                       : "fp16 autocast + GradScaler");
+    const double peak =
+        c.precision == "bf16" || c.precision == "o2bf16" ? bf16_peak.best() : fp32_peak.best();
+    const double f = flop[c.model];
+    const std::string label = c.model + " " + precision_label(c.precision);
     if (c.torch_ms.empty()) {
       std::printf("| %s | %.2f | %s | — | — | — |\n", label.c_str(), ours,
-                  percent_of_peak(flop, ours, peak).c_str());
+                  percent_of_peak(f, ours, peak).c_str());
     } else {
       std::printf("| %s | %.2f | %s | %.2f | %s | %.2f |\n", label.c_str(), ours,
-                  percent_of_peak(flop, ours, peak).c_str(), theirs,
-                  percent_of_peak(flop, theirs, peak).c_str(), ours / theirs);
+                  percent_of_peak(f, ours, peak).c_str(), theirs,
+                  percent_of_peak(f, theirs, peak).c_str(), ours / theirs);
     }
   }
-  // Each model's 16-bit steps against its fp32 one, from the medians above (issue 12's targets
-  // are ratios measured in one run); configs holds each model's fp32, bf16 and fp16 in turn.
-  std::printf("\n| model | our fp32 / our bf16 step | our fp32 / our fp16 step |\n|---|---|---|\n");
-  for (size_t m = 0; m + 2 < configs.size(); m += 3) {
-    const double fp32 = median(configs[m].our_ms);
-    std::printf("| %s | %.2fx | %.2fx |\n", configs[m].model.c_str(),
-                fp32 / median(configs[m + 1].our_ms), fp32 / median(configs[m + 2].our_ms));
+  // Each model's 16-bit steps against its fp32 one, from the medians above (issue 12's and issue
+  // 32's targets are ratios measured in one run); PyTorch's bf16 autocast the same way.
+  std::printf(
+      "\n| model | our fp32 / our bf16 step | our fp32 / our fp16 step | our fp32 / our O2 bf16 "
+      "step | PyTorch fp32 / PyTorch bf16 step |\n|---|---|---|---|---|\n");
+  for (const std::string& model : models) {
+    std::map<std::string, const Config*> by_precision;
+    for (const Config& c : configs) {
+      if (c.model == model) by_precision[c.precision] = &c;
+    }
+    const double fp32 = median(by_precision["fp32"]->our_ms);
+    const auto ratio = [&](double numerator, const std::vector<double>& times) {
+      char buffer[32] = "—";
+      if (!times.empty()) std::snprintf(buffer, sizeof buffer, "%.2fx", numerator / median(times));
+      return std::string(buffer);
+    };
+    const std::vector<double> none;
+    const std::vector<double>& torch_fp32 = by_precision["fp32"]->torch_ms;
+    std::printf(
+        "| %s | %s | %s | %s | %s |\n", model.c_str(),
+        ratio(fp32, by_precision["bf16"]->our_ms).c_str(),
+        ratio(fp32, by_precision["fp16"]->our_ms).c_str(),
+        ratio(fp32, by_precision.count("o2bf16") ? by_precision["o2bf16"]->our_ms : none).c_str(),
+        torch_fp32.empty() ? "—"
+                           : ratio(median(torch_fp32), by_precision["bf16"]->torch_ms).c_str());
   }
 }

@@ -122,15 +122,10 @@ Shape batch_shape(const Tensor& t) { return Shape(t.sizes().begin(), t.sizes().e
 
 // Whether the device's fused kernel takes this call: query, key and value with one batch shape
 // (the composed ops broadcast them), no empty dim (the composed ops define those results), and
-// no attn_mask that wants a gradient (the kernel gives none).
-//
-// Float16 keeps the composed route too: suite amp_initialize
-// (multi_input_modules_get_their_inputs_cast) asserts that MultiheadAttention's two routes (with
-// weights: composed ops; without: this op) give the same fp16 bits, which the kernel's one
-// rounding cannot (docs/numerics.md, "How ops compute"). The kernel itself takes Float16 (suite
-// attention runs it through the kernel table).
+// no attn_mask that wants a gradient (the kernel gives none). Every floating dtype the kernel
+// table takes, Float16 too (its elements widened one at a time, with F16C at the avx2 and avx512
+// CPU levels).
 bool fusable(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& attn_mask) {
-  if (q.dtype() == DType::Float16) return false;
   if (!kernels_for(q.device()).attention_fused(q.dtype())) return false;
   if (batch_shape(q) != batch_shape(k) || batch_shape(q) != batch_shape(v)) return false;
   if (q.numel() == 0 || k.numel() == 0 || v.numel() == 0) return false;

@@ -268,7 +268,10 @@ BOOST_FIXTURE_TEST_CASE(multi_input_modules_get_their_inputs_cast, FreshAmpState
   BOOST_TEST(bit_equal(out, expected));
   const auto [out2, weights2] = amp::nn::call(*mha, q, q, q);
   BOOST_TEST(bit_equal(out2, expected));
-  BOOST_TEST(bit_equal((*mha)(q), expected));
+  // The one-input call needs no weights and takes scaled_dot_product_attention's fused route,
+  // which rounds once where the composed ops above round the weights (docs/numerics.md, "How ops
+  // compute"; suite attention holds both to float64): compared with the hand-cast model's call.
+  BOOST_TEST(bit_equal((*mha)(q), (*by_hand)(q16).to(DType::Float32)));
 }
 
 BOOST_FIXTURE_TEST_CASE(o1_casts_every_thread_until_the_next_initialize, FreshAmpState) {

@@ -2,8 +2,8 @@
 // csrc/kernels/attention_math.h): values and gradients against a float64 reference written here
 // (softmax of the full score rows, the textbook gradient), finite differences, the dropout draws
 // of the composed route, sizes that are no multiple of the kernel's key block, empty dims and
-// bad input. Float16 goes through the op on the composed route (csrc/ops/attention.cpp says why)
-// and through the kernel table to the fused kernel.
+// bad input. Every floating dtype goes through the op and through the kernel table to the fused
+// kernel.
 //
 // Tolerances: the reference runs on the inputs already rounded to the dtype, so what is left is
 // the kernel's fp32 arithmetic (sums of at most a few hundred products: 1e-5 of the largest
@@ -150,13 +150,9 @@ double max_abs(const std::vector<double>& x) {
   return m;
 }
 
-// What the fused kernel may differ by (see the file comment). Float16 runs through the op on
-// the composed route (csrc/ops/attention.cpp, fusable), which rounds the scores, the scaled
-// scores and the weights to fp16 as well: 16 roundings of the largest value, absolute.
-CloseTolerance tolerance(DType dtype, const std::vector<double>& expected, bool gradient,
-                         bool composed = false) {
+// What the fused kernel may differ by (see the file comment).
+CloseTolerance tolerance(DType dtype, const std::vector<double>& expected, bool gradient) {
   const double scale = std::max(max_abs(expected), 1e-30);
-  if (composed) return {.atol = 16 * 0x1p-11 * scale, .rtol = 0x1p-11};
   switch (dtype) {
     case DType::Float64:
       return {.atol = 1e-12 * scale, .rtol = 1e-12};
@@ -192,21 +188,16 @@ void check_case(const Case& c, DType dtype) {
   y.backward(gy);
   const Reference r =
       reference(c, q.to_vector<double>(), k.to_vector<double>(), v.to_vector<double>(),
-                gy.to_vector<double>(), additive_of(c, mask), {}, 0.0,
-                dtype == DType::Float16 ? std::vector<double>{} : y.to_vector<double>());
-  const bool composed = dtype == DType::Float16;
-  check_close(y.to_vector<double>(), r.out, tolerance(dtype, r.out, false, composed), what + " y");
-  check_close(q.grad().to_vector<double>(), r.gq, tolerance(dtype, r.gq, true, composed),
-              what + " grad q");
-  check_close(k.grad().to_vector<double>(), r.gk, tolerance(dtype, r.gk, true, composed),
-              what + " grad k");
-  check_close(v.grad().to_vector<double>(), r.gv, tolerance(dtype, r.gv, true, composed),
-              what + " grad v");
+                gy.to_vector<double>(), additive_of(c, mask), {}, 0.0, y.to_vector<double>());
+  check_close(y.to_vector<double>(), r.out, tolerance(dtype, r.out, false), what + " y");
+  check_close(q.grad().to_vector<double>(), r.gq, tolerance(dtype, r.gq, true), what + " grad q");
+  check_close(k.grad().to_vector<double>(), r.gk, tolerance(dtype, r.gk, true), what + " grad k");
+  check_close(v.grad().to_vector<double>(), r.gv, tolerance(dtype, r.gv, true), what + " grad v");
 }
 
 // The CPU kernel table's attention_forward and attention_backward called directly on contiguous
-// (1, B, ., .) operands with an (L, S) mask shared by every batch entry: the Float16 kernel, which
-// the op does not route to yet, held to the same reference.
+// (1, B, ., .) operands with an (L, S) mask shared by every batch entry, held to the same
+// reference.
 void check_kernel_case(const Case& c, DType dtype) {
   amp::manual_seed(32);
   const std::string what = "kernel " + c.name + " " + amp::dtype_name(dtype);

@@ -816,6 +816,25 @@ BOOST_AUTO_TEST_CASE(sixteen_bit_arithmetic_is_the_fp32_result_rounded_once) {
   }
 }
 
+// A strided copy within one 16-bit dtype (contiguous() of a transposed tensor) moves every bit
+// pattern unchanged, NaN payloads and signaling NaNs included, as the fp32 copy does.
+BOOST_AUTO_TEST_CASE(strided_16_bit_copies_keep_every_bit_pattern) {
+  for (DType d : {DType::Float16, DType::BFloat16}) {
+    BOOST_TEST_CONTEXT(amp::dtype_name(d)) {
+      const Tensor all = amp::empty({256, 256}, {.dtype = d});
+      auto* bits = static_cast<uint16_t*>(all.data_ptr());  // Half and BFloat16 are their bits
+      for (uint32_t i = 0; i < 65536; ++i) bits[i] = static_cast<uint16_t>(i);
+      const Tensor copied = all.transpose(0, 1).contiguous();
+      const auto* out = static_cast<const uint16_t*>(copied.data_ptr());
+      int64_t wrong = 0;
+      for (uint32_t r = 0; r < 256; ++r) {
+        for (uint32_t c = 0; c < 256; ++c) wrong += out[r * 256 + c] != c * 256 + r;
+      }
+      BOOST_TEST(wrong == 0);
+    }
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 // where, isfinite, clamp and errors.
 
