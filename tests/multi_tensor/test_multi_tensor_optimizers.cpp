@@ -845,6 +845,64 @@ BOOST_AUTO_TEST_CASE(fp8_moments_round_trip_through_power_of_two_block_scales_as
   BOOST_CHECK_EQUAL(values(l.block_scales[1])[2 * 1], 1.0);  // the zero block kept its scale
 }
 
+BOOST_AUTO_TEST_CASE(fp8_moments_are_read_back_through_their_block_scales_at_the_next_step) {
+  // Step 1 (betas 0) stores m1 = g1 and v1 = g1^2 block-scaled; step 2 with betas 0.5 must read
+  // them back as code / scale: m2 = fp32(0.5 m1 + 0.5 g2), v2 = fp32(0.5 v1 + fp32(0.5 g2 g2))
+  // (products by 0.5 are exact), requantized with the blocks' new scales. lr 0, eps 1.
+  std::mt19937 rng(45);
+  const int64_t n = 640;
+  const auto grads = [&] {
+    std::vector<double> g(n);
+    for (int64_t i = 0; i < n; ++i) {
+      const double magnitude[] = {1e-3, 1.0, 100.0, 3e-5, 0.5};
+      g[i] = static_cast<float>(uniform(1, rng, -1, 1)[0] * magnitude[i / 128]);
+    }
+    return g;
+  };
+  const std::vector<double> g1 = grads(), g2 = grads();
+  mt::LowPrecisionAdamLists l;
+  l.params.push_back(amp::zeros({n}));
+  l.exp_avg.push_back(amp::zeros({n}, {.dtype = DType::Float8_e4m3fn}));
+  l.exp_avg_sq.push_back(amp::zeros({n}, {.dtype = DType::Float8_e4m3fn}));
+  l.block_scales.push_back(amp::ones({2 * n / 128}));
+  l.grads = {make(g1, DType::Float32)};
+  mt::adam_low_precision(kApexChunk, mt::make_flag(), l, 0.0, 0.0, 0.0, 1.0, 1, mt::AdamMode::AdamW,
+                         false, 0.0, mt::WeightUpdate::Float32);
+  const std::vector<double> q_m1 = values(l.exp_avg[0]), q_v1 = values(l.exp_avg_sq[0]);
+  const std::vector<double> s1 = values(l.block_scales[0]);
+  l.grads = {make(g2, DType::Float32)};
+  mt::adam_low_precision(kApexChunk, mt::make_flag(), l, 0.0, 0.5, 0.5, 1.0, 2, mt::AdamMode::AdamW,
+                         false, 0.0, mt::WeightUpdate::Float32);
+  const std::vector<double> q_m2 = values(l.exp_avg[0]), q_v2 = values(l.exp_avg_sq[0]);
+  const std::vector<double> s2 = values(l.block_scales[0]);
+  for (int64_t b = 0; b < n / 128; ++b) {
+    std::vector<double> m(128), v(128);
+    double amax_m = 0, amax_v = 0;
+    for (int64_t j = 0; j < 128; ++j) {
+      const int64_t i = b * 128 + j;
+      const double m1 = q_m1[i] / s1[2 * b], v1 = q_v1[i] / s1[2 * b + 1];
+      m[j] = static_cast<float>(0.5 * m1 + 0.5 * g2[i]);
+      v[j] = static_cast<float>(0.5 * v1 + static_cast<float>(0.5 * g2[i] * g2[i]));
+      amax_m = std::max(amax_m, std::fabs(m[j]));
+      amax_v = std::max(amax_v, std::fabs(v[j]));
+    }
+    const double sm = block_scale_reference(amax_m, s1[2 * b]);
+    const double sv = block_scale_reference(amax_v, s1[2 * b + 1]);
+    BOOST_CHECK_EQUAL(s2[2 * b], sm);
+    BOOST_CHECK_EQUAL(s2[2 * b + 1], sv);
+    for (int64_t j = 0; j < 128; ++j) {
+      const int64_t i = b * 128 + j;
+      if (q_m2[i] != e4m3_round_reference(m[j] * sm) ||
+          q_v2[i] != e4m3_round_reference(v[j] * sv)) {
+        BOOST_ERROR("block " << b << " element " << i << ": codes " << q_m2[i] << ", " << q_v2[i]
+                             << " expected " << e4m3_round_reference(m[j] * sm) << ", "
+                             << e4m3_round_reference(v[j] * sv));
+        return;
+      }
+    }
+  }
+}
+
 BOOST_AUTO_TEST_CASE(float32_moments_give_adams_bits_with_masters_and_fp32_params) {
   const std::vector<int64_t> sizes = {333, 777, 4097, 0, 555};
   for (bool masters : {false, true}) {
