@@ -104,7 +104,12 @@ ParsedCommandLine parse_command_line(int argc, const char* const* argv) {
       ("seed", po::value(&seed)->default_value(seed), "seed of the initial weights and the data order")
       ("out", po::value(&o.out)->default_value(o.out),
        "directory for results.json, results.csv, loss_curve.svg and loss_scale.svg")
-      ("quiet,q", po::bool_switch(&o.quiet), "no progress lines");
+      ("quiet,q", po::bool_switch(&o.quiet), "no progress lines")
+      ("optimizer-state", po::value(&o.optimizer_state)->default_value(o.optimizer_state),
+       "fused_adam's moments: fp32, bf16, or fp8 (block-scaled E4M3 first moment, bf16 second)")
+      ("master", po::value(&o.master)->default_value(o.master),
+       "weights of the apex O2/O3 bf16 runs with fused_adam: fp32 (masters), bf16-kahan or bf16-sr "
+       "(bf16 weights without masters: Kahan summation or stochastic rounding)");
   // clang-format on
   po::variables_map vm;
   try {
@@ -164,6 +169,24 @@ ParsedCommandLine parse_command_line(int argc, const char* const* argv) {
   check_at_least<int64_t>("seed", seed, 0);
   o.seed = static_cast<uint64_t>(seed);
   if (o.out.empty()) throw UsageError("--out is empty");
+  check_choice("optimizer-state", o.optimizer_state, kOptimizerStates, "optimizer state");
+  check_choice("master", o.master, kMasters, "master");
+  if ((o.optimizer_state != "fp32" || o.master != "fp32") && o.optimizer != "fused_adam") {
+    throw UsageError(
+        "--optimizer-state and --master apply to --optimizer fused_adam, got --optimizer " +
+        o.optimizer);
+  }
+  if (o.master != "fp32") {
+    const bool has_o2_or_o3 =
+        std::find(o.opt_levels.begin(), o.opt_levels.end(), "O2") != o.opt_levels.end() ||
+        std::find(o.opt_levels.begin(), o.opt_levels.end(), "O3") != o.opt_levels.end();
+    if (o.workflow != "apex" || !has_o2_or_o3 ||
+        std::find(o.dtypes.begin(), o.dtypes.end(), "bf16") == o.dtypes.end()) {
+      throw UsageError("--master " + o.master +
+                       " needs bf16 weights: --workflow apex with O2 or O3 in --opt-levels and "
+                       "bf16 in --dtype");
+    }
+  }
   return {o, ""};
 }
 

@@ -22,6 +22,9 @@ inline const std::vector<std::string> kDtypeChoices = {"fp16", "bf16", "both"};
 inline const std::vector<std::string> kOptimizers = {"sgd",       "adam",       "adamw",
                                                      "fused_sgd", "fused_adam", "fused_lamb"};
 inline const std::vector<std::string> kDevices = {"cpu", "cuda"};
+// --optimizer-state and --master (fused_adam): moments and the weights of bf16 parameters.
+inline const std::vector<std::string> kOptimizerStates = {"fp32", "bf16", "fp8"};
+inline const std::vector<std::string> kMasters = {"fp32", "bf16-kahan", "bf16-sr"};
 
 struct CompareOptions {
   std::string model = "mlp";
@@ -41,6 +44,11 @@ struct CompareOptions {
   uint64_t seed = 0;
   std::string out = "out/amp_compare";
   bool quiet = false;
+  // fused_adam's moments: fp32, bf16 (both bf16) or fp8 (block-scaled E4M3 first moment, bf16
+  // second, MS-AMP's choice); and the weights of the apex O2/O3 bf16 runs: fp32 masters, or bf16
+  // weights without masters by Kahan summation or stochastic rounding.
+  std::string optimizer_state = "fp32";
+  std::string master = "fp32";
   // The command line as given, for results.json.
   std::vector<std::string> argv;
 };

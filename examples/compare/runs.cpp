@@ -10,7 +10,9 @@ DType RunSpec::low_precision_dtype() const {
   return DType::Float32;
 }
 
-std::string RunSpec::label() const { return workflow + " " + opt_level + " " + dtype; }
+std::string RunSpec::label() const {
+  return workflow + " " + opt_level + " " + dtype + (master == "fp32" ? "" : " " + master);
+}
 
 std::vector<RunSpec> plan_runs(const CompareOptions& options) {
   std::vector<RunSpec> runs;
@@ -24,7 +26,10 @@ std::vector<RunSpec> plan_runs(const CompareOptions& options) {
       runs.push_back({"apex", level, "fp32"});
       continue;
     }
-    for (const std::string& dtype : options.dtypes) runs.push_back({"apex", level, dtype});
+    for (const std::string& dtype : options.dtypes) {
+      const bool bf16_weights = dtype == "bf16" && (level == "O2" || level == "O3");
+      runs.push_back({"apex", level, dtype, bf16_weights ? options.master : "fp32"});
+    }
   }
   return runs;
 }

@@ -15,12 +15,15 @@ struct RunSpec {
   std::string workflow;   // "apex" or "torch"
   std::string opt_level;  // apex: "O0".."O3"; torch: "baseline" (fp32) or "autocast"
   std::string dtype;      // "fp32", "fp16" or "bf16"
+  // The weights' update (--master): "fp32" (masters), or for apex O2/O3 bf16 runs "bf16-kahan"
+  // or "bf16-sr" (bf16 weights without masters; amp::initialize gets master_weights = false).
+  std::string master = "fp32";
 
   // The fp32 run the others are compared with: apex's O0, torch's baseline.
   bool is_baseline() const { return dtype == "fp32"; }
   // The 16-bit dtype of the run (Float32 for the baseline).
   DType low_precision_dtype() const;
-  // "apex O2 fp16"
+  // "apex O2 fp16", "apex O2 bf16 bf16-kahan"
   std::string label() const;
 };
 
@@ -35,7 +38,9 @@ struct RunResult {
   double train_seconds = 0;  // the training loop's wall time (evaluation not included)
   double ms_per_step = 0;
   double samples_per_second = 0;
-  int64_t peak_bytes = 0;          // allocator peak while training, above what was live before
+  int64_t peak_bytes = 0;  // allocator peak while training, above what was live before
+  // Live bytes after training (weights, masters, gradients, optimizer state) per parameter.
+  double bytes_per_param = 0;
   std::vector<double> loss;        // per step
   std::vector<double> loss_scale;  // per step, the scale in force after the step
   double final_train_loss = 0;     // mean of the last kFinalLossSteps losses
