@@ -75,7 +75,8 @@ FusedAdam::FusedAdam(std::vector<ParamGroup> groups, FusedAdamOptions options)
             static_cast<int>(master_));
   check_options(defaults());
   add_param_groups(std::move(groups));
-  // The parameters' dtypes are checked at each step: amp::initialize casts them after the
+  // What the low-precision options need of the parameters (BFloat16 for Kahan and stochastic
+  // rounding, no Float16) is checked at each step: amp::initialize casts them after the
   // optimizer was made (O2/O3 with BFloat16 weights and no masters).
   check_param_dtypes();
 }
