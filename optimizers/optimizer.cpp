@@ -614,6 +614,7 @@ ParamState Optimizer::copy_loaded_state(const Tensor& param, size_t index,
     copy.copy_(value);
     st.tensors[name] = copy;
   }
+  check_loaded_param_state(param, st);
   return st;
 }
 

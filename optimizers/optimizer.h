@@ -203,6 +203,10 @@ class AMPCPP_API Optimizer {
   /// parameter's.
   virtual void check_loaded_state(const Tensor& param, const std::string& name,
                                   const Tensor& value) const;
+  /// Throws when the whole loaded state of `param` (after each tensor passed
+  /// check_loaded_state) does not fit, e.g. a tensor that needs a companion; nothing by default.
+  virtual void check_loaded_param_state(const Tensor& /*param*/,
+                                        const ParamState& /*state*/) const {}
 
   /// Parameters of a group that take part in a step: requires_grad and a defined gradient.
   static std::vector<Tensor> params_with_grad(const ParamGroup& group);

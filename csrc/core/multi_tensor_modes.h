@@ -18,6 +18,12 @@ enum class AdamMode { L2 = 0, AdamW = 1 };
 /// Adagrad's; only the way weight decay enters is AdamW's.
 enum class AdagradMode { L2 = 0, DecoupledWeightDecay = 1 };
 
+/// How multi_tensor::adam_low_precision writes the weights: in fp32 (Float32 parameters, or the
+/// fp32 masters of 16-bit ones, whose rounding the parameters receive), or into BFloat16
+/// parameters without masters, by Kahan-compensated summation (a BFloat16 compensation buffer)
+/// or by stochastic rounding (Philox bits keyed by seed, step, tensor and element).
+enum class WeightUpdate { Float32 = 0, BFloat16Kahan = 1, BFloat16StochasticRounding = 2 };
+
 /// What a chunk partial holds: the sum of squares (L2 norms) or max |x| (L-inf norms).
 enum class NormKind { L2, LInf };
 

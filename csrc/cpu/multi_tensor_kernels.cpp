@@ -48,7 +48,7 @@ void for_each_chunk(const std::vector<int64_t>& numel, int64_t chunk_size, const
 template <class... T, class Op, size_t... I>
 AMP_FORCEINLINE int run_cpu_chunk(const Op& op, const ListsView& v, int64_t t, int64_t offset,
                                   int64_t n, std::index_sequence<I...>) {
-  return run_chunk<1>(op, 0, n, (static_cast<T*>(v.ptr[I][t]) + offset)...);
+  return run_chunk<1>(op, 0, n, list_at(static_cast<T*>(v.ptr[I][t]), offset)...);
 }
 
 // L if list L of T... is fp16, else -1.
@@ -143,11 +143,11 @@ struct CpuLauncher {
         v.numel, chunk_size, [&](int64_t t, int64_t, int64_t, int64_t offset, int64_t n) {
           int chunk_bad;
           if constexpr (kIn >= 0 || kOut >= 0) {
-            chunk_bad = run_cpu_chunk_in_blocks<kIn, kOut, T...>(op.bind(t), v, t, offset, n,
-                                                                 std::index_sequence_for<T...>{});
+            chunk_bad = run_cpu_chunk_in_blocks<kIn, kOut, T...>(
+                op.bind_chunk(t, offset), v, t, offset, n, std::index_sequence_for<T...>{});
           } else {
-            chunk_bad =
-                run_cpu_chunk<T...>(op.bind(t), v, t, offset, n, std::index_sequence_for<T...>{});
+            chunk_bad = run_cpu_chunk<T...>(op.bind_chunk(t, offset), v, t, offset, n,
+                                            std::index_sequence_for<T...>{});
           }
           if (chunk_bad) bad.store(1, std::memory_order_relaxed);
         });

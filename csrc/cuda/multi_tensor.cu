@@ -82,8 +82,8 @@ template <class... T, class Op, int Depth, size_t... I>
 __device__ AMP_FORCEINLINE int run_block(const Op& op, const TensorListMetadata<Depth>& tl,
                                          int slot, int64_t offset, int64_t n,
                                          std::index_sequence<I...>) {
-  return mtk::run_chunk<kBlockSize>(op, threadIdx.x, n,
-                                    (static_cast<T*>(tl.addresses[I][slot]) + offset)...);
+  return mtk::run_chunk<kBlockSize>(
+      op, threadIdx.x, n, mtk::list_at(static_cast<T*>(tl.addresses[I][slot]), offset)...);
 }
 
 // One block per chunk: the shared functor with a thread stride; any thread that saw inf/NaN
@@ -95,7 +95,7 @@ __global__ void __launch_bounds__(kBlockSize)
   int slot;
   int64_t offset, n;
   block_chunk(tl, chunk_size, slot, offset, n);
-  const Op bound = op.bind(tl.start_tensor_this_launch + slot);
+  const Op bound = op.bind_chunk(tl.start_tensor_this_launch + slot, offset);
   const int bad = run_block<T...>(bound, tl, slot, offset, n, std::make_index_sequence<Depth>{});
   if (bad) *flag = Flag(1);
 }

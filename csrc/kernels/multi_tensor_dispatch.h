@@ -58,6 +58,21 @@ void visit_half_types(DType dtype, Fn&& fn) {
   }
 }
 
+// The storage of an optimizer moment: Float32, BFloat16 or block-scaled Float8_e4m3fn.
+template <class Fn>
+void visit_state(DType dtype, Fn&& fn) {
+  switch (dtype) {
+    case DType::Float32:
+      return fn(TypeTag<float>{});
+    case DType::BFloat16:
+      return fn(TypeTag<BFloat16>{});
+    case DType::Float8_e4m3fn:
+      return fn(TypeTag<Float8_e4m3fn>{});
+    default:
+      AMP_ASSERT(false, "multi_tensor: unexpected state dtype ", dtype_name(dtype));
+  }
+}
+
 template <class Fn>
 void visit_bool(bool value, Fn&& fn) {
   if (value) {
@@ -130,6 +145,29 @@ struct KernelsFor {
     });
   }
 
+  // Weights: BFloat16 parameters and grads without masters (Kahan, stochastic rounding), or fp32
+  // weights: Float32 parameters and grads, BFloat16 ones with masters, fp32 master grads of
+  // BFloat16 parameters.
+  static void adam_low_precision(const ListsView& v, int64_t cs, int64_t* noop,
+                                 const AdamLowPrecisionArgs& args) {
+    visit_state(v.dtype[2], [&](auto ms) {
+      visit_state(v.dtype[3], [&](auto vs) {
+        using MS = typename decltype(ms)::type;
+        using VS = typename decltype(vs)::type;
+        const AdamLowPrecisionOp<MS, VS> op{{}, args};
+        if (args.weights != WeightUpdate::Float32) {
+          L::template apply<BFloat16, BFloat16, MS, VS, BFloat16, BlockScales>(v, cs, noop, op);
+        } else if (v.dtype[1] == DType::Float32) {
+          L::template apply<float, float, MS, VS, float, BlockScales>(v, cs, noop, op);
+        } else if (v.dtype[0] == DType::BFloat16) {
+          L::template apply<BFloat16, BFloat16, MS, VS, float, BlockScales>(v, cs, noop, op);
+        } else {
+          L::template apply<float, BFloat16, MS, VS, float, BlockScales>(v, cs, noop, op);
+        }
+      });
+    });
+  }
+
   static void sgd(const ListsView& v, int64_t cs, int64_t* noop, const SgdArgs& args) {
     visit_bool(args.inv_scale != nullptr, [&](auto unscale) {
       visit_bool(args.momentum != 0.f, [&](auto momentum) {
@@ -191,10 +229,20 @@ struct KernelsFor {
   }
 
   static MultiTensorKernels table() {
-    return MultiTensorKernels{
-        scale,   axpby,   chunk_norms,    L::finish_l2norm, L::finish_norm_blend,
-        adam,    sgd,     lamb_stage1,    lamb_stage2,      novograd,
-        adagrad, unscale, L::update_scale};
+    return MultiTensorKernels{scale,
+                              axpby,
+                              chunk_norms,
+                              L::finish_l2norm,
+                              L::finish_norm_blend,
+                              adam,
+                              adam_low_precision,
+                              sgd,
+                              lamb_stage1,
+                              lamb_stage2,
+                              novograd,
+                              adagrad,
+                              unscale,
+                              L::update_scale};
   }
 };
 

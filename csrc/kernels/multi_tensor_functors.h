@@ -19,11 +19,13 @@
 
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 
 #include "csrc/core/dtype.h"
 #include "csrc/core/half.h"
 #include "csrc/core/macros.h"
 #include "csrc/core/multi_tensor_modes.h"
+#include "csrc/kernels/optimizer_state_math.h"
 
 namespace amp::multi_tensor {
 
@@ -72,19 +74,35 @@ AMP_HOST_DEVICE AMP_FORCEINLINE void store(Half* p, int64_t i, float v) {
 // kStride 1 and first 0 (a plain loop GCC vectorises); a CUDA block calls it with kStride =
 // kBlockSize and first = threadIdx.x. The op is copied into a local so that the compiler knows
 // the stores through p... cannot change its arguments.
+// An op with kGroup > 0 updates groups of kGroup consecutive elements instead (a block-scaled
+// state needs its block's amax before it stores): op.group(i, count, p...) for i = first *
+// kGroup, (first + kStride) * kGroup, ..., count = min(kGroup, n - i).
 template <int kStride, class Op, class... P>
 AMP_HOST_DEVICE AMP_FORCEINLINE int run_chunk(const Op& op_in, int64_t first, int64_t n, P*... p) {
   const Op op = op_in;
   int bad = 0;
-  for (int64_t i = first; i < n; i += kStride) bad |= op(i, p...);
+  if constexpr (Op::kGroup > 0) {
+    for (int64_t i = first * Op::kGroup; i < n; i += int64_t{kStride} * Op::kGroup) {
+      bad |= op.group(i, n - i < Op::kGroup ? n - i : int64_t{Op::kGroup}, p...);
+    }
+  } else {
+    for (int64_t i = first; i < n; i += kStride) bad |= op(i, p...);
+  }
   return bad;
 }
 
 // Defaults for bind() and skip(): nothing per tensor, never skip.
 template <class Derived>
 struct OpBase {
+  // 0: operator()(i, p...) per element; see run_chunk.
+  static constexpr int kGroup = 0;
   AMP_HOST_DEVICE Derived bind(int64_t /*tensor*/) const {
     return static_cast<const Derived&>(*this);
+  }
+  // What the launchers call once per chunk: bind() for ops that do not need the chunk's first
+  // element `offset` within its tensor (stochastic rounding keys its bits by element).
+  AMP_HOST_DEVICE Derived bind_chunk(int64_t tensor, int64_t /*offset*/) const {
+    return static_cast<const Derived&>(*this).bind(tensor);
   }
   // The list the op only reads and the one it only writes at this depth (the gradients and the
   // 16-bit copy of a master-weight form), or -1: the CPU launcher converts fp16 ones in blocks
@@ -257,6 +275,142 @@ struct AdamOp : OpBase<AdamOp<kMode, kUnscale>> {
     store(p, i, pv);
     m[i] = mv;
     v[i] = vv;
+    return 0;
+  }
+};
+
+// ---------------------------------------------------------------------------------------------
+// Adam with moments below fp32 and bf16 weights without masters (multi_tensor::adam_low_precision;
+// docs/fp8.md, "Optimizer states and weights below fp32").
+
+struct AdamLowPrecisionArgs {
+  AdamArgs adam;
+  WeightUpdate weights = WeightUpdate::Float32;
+  uint64_t seed = 0;          // stochastic rounding's Philox key
+  uint64_t step = 0;          // the step, part of the bits' counter
+  uint64_t first_tensor = 0;  // the counter's tensor number of list position 0
+};
+
+// Lists [g, p, m, v, w, s]: m and v of storage MS and VS (float, BFloat16 or Float8_e4m3fn, the
+// last block-scaled by s, one BlockScales per kStateBlock elements). w is the fp32 weight for
+// WeightUpdate::Float32 (a 16-bit p's master, or p itself when p is Float32), the BFloat16
+// compensation for Kahan, p itself (unused) for stochastic rounding; s is m (unused) without an
+// fp8 moment. The moments are read into fp32, updated by apex's formulas in AdamOp's operand
+// order (so Float32 moments give AdamOp's bits), and stored rounded to nearest (BFloat16) or
+// requantized with a fresh scale per block from the block's new amax (fp8): a block is one group
+// of run_chunk, so one thread sees the whole block and no second pass is needed.
+template <class MS, class VS>
+struct AdamLowPrecisionOp : OpBase<AdamLowPrecisionOp<MS, VS>> {
+  static constexpr bool kBlockScaled =
+      std::is_same_v<MS, Float8_e4m3fn> || std::is_same_v<VS, Float8_e4m3fn>;
+  // Four elements share a Philox draw, so groups of four without an fp8 moment (chunks start
+  // on multiples of kStateBlock).
+  static constexpr int kGroup = kBlockScaled ? kStateBlock : 4;
+
+  AdamLowPrecisionArgs a;
+  float inv_scale = 1.f;
+  int64_t tensor = 0, offset = 0;
+
+  AMP_HOST_DEVICE AdamLowPrecisionOp bind_chunk(int64_t t, int64_t chunk_offset) const {
+    AdamLowPrecisionOp o = *this;
+    if (a.adam.inv_scale != nullptr) o.inv_scale = *a.adam.inv_scale;
+    o.tensor = t;
+    o.offset = chunk_offset;
+    return o;
+  }
+  template <class Flag>
+  AMP_HOST_DEVICE bool skip(const Flag*) const {
+    return a.adam.found_inf != nullptr && *a.adam.found_inf != 0.f;
+  }
+
+  template <class S>
+  AMP_HOST_DEVICE AMP_FORCEINLINE static float load_state(const S* s, int64_t i, float scale) {
+    if constexpr (std::is_same_v<S, Float8_e4m3fn>) {
+      return e4m3_decode(s[i], scale);
+    } else {
+      return load(s, i);
+    }
+  }
+
+  // AdamOp::step's arithmetic, returning the update u of p = p - lr * u.
+  AMP_HOST_DEVICE AMP_FORCEINLINE float update(float g, float p, float& m, float& v) const {
+    const AdamArgs& x = a.adam;
+    if (x.mode == AdamMode::L2) g = g + (x.weight_decay * p);
+    m = x.beta1 * m + (1 - x.beta1) * g;
+    v = x.beta2 * v + (1 - x.beta2) * g * g;
+    const float next_m_unbiased = m / x.bias_correction1;
+    const float next_v_unbiased = v / x.bias_correction2;
+    const float denom = std::sqrt(next_v_unbiased) + x.eps;
+    if (x.mode == AdamMode::L2) return next_m_unbiased / denom;
+    return (next_m_unbiased / denom) + (x.weight_decay * p);
+  }
+
+  // The new weight of element i of a BFloat16 parameter without master.
+  template <class W>
+  AMP_HOST_DEVICE AMP_FORCEINLINE BFloat16 bf16_weight(float pv, float u, W* w, int64_t i,
+                                                       const uint32_t* lanes) const {
+    if (a.weights == WeightUpdate::BFloat16Kahan) {
+      // optimi's Kahan summation: c += -lr u; p' = p + c rounded; c = c - (p' - p), where
+      // p' - p is exact (Sterbenz), and c is stored rounded.
+      const float c = load(w, i) + (-(a.adam.lr * u));
+      const BFloat16 next(pv + c);
+      store(w, i, c - (static_cast<float>(next) - pv));
+      return next;
+    }
+    return bf16_stochastic_round(pv - (a.adam.lr * u), lanes[(offset + i) & 3] >> 16);
+  }
+
+  template <class G, class T, class W>
+  AMP_HOST_DEVICE AMP_FORCEINLINE int group(int64_t i0, int64_t count, G* g, T* p, MS* m, VS* v,
+                                            W* w, BlockScales* s) const {
+    [[maybe_unused]] BlockScales scales{1.f, 1.f};
+    [[maybe_unused]] float m_new[kGroup], v_new[kGroup];
+    [[maybe_unused]] float m_amax = 0.f, v_amax = 0.f;
+    if constexpr (kBlockScaled) scales = s[i0 / kStateBlock];
+    uint32_t lanes[4] = {0, 0, 0, 0};
+    for (int64_t j = 0; j < count; ++j) {
+      const int64_t i = i0 + j;
+      float gv = load(g, i);
+      if (a.adam.inv_scale != nullptr) {
+        gv = gv * inv_scale;
+        store(g, i, gv);
+      }
+      float mv = load_state(m, i, scales.exp_avg), vv = load_state(v, i, scales.exp_avg_sq);
+      if constexpr (std::is_same_v<W, float>) {  // fp32 weights or masters
+        const float pv = w[i];
+        const float next = pv - (a.adam.lr * update(gv, pv, mv, vv));
+        w[i] = next;
+        store(p, i, next);
+      } else {
+        if (a.weights == WeightUpdate::BFloat16StochasticRounding &&
+            (j == 0 || ((offset + i) & 3) == 0)) {
+          stochastic_rounding_lanes(a.seed, a.step, a.first_tensor + static_cast<uint64_t>(tensor),
+                                    offset + i, lanes);
+        }
+        const float pv = load(p, i);
+        p[i] = bf16_weight(pv, update(gv, pv, mv, vv), w, i, lanes);
+      }
+      if constexpr (kBlockScaled) {
+        m_new[j] = mv;
+        v_new[j] = vv;
+        m_amax = std::fmax(m_amax, std::fabs(mv));
+        v_amax = std::fmax(v_amax, std::fabs(vv));
+      }
+      if constexpr (!std::is_same_v<MS, Float8_e4m3fn>) store(m, i, mv);
+      if constexpr (!std::is_same_v<VS, Float8_e4m3fn>) store(v, i, vv);
+    }
+    if constexpr (kBlockScaled) {
+      BlockScales next = scales;
+      if constexpr (std::is_same_v<MS, Float8_e4m3fn>) {
+        next.exp_avg = e4m3_block_scale(m_amax, scales.exp_avg);
+        for (int64_t j = 0; j < count; ++j) m[i0 + j] = e4m3_encode(m_new[j], next.exp_avg);
+      }
+      if constexpr (std::is_same_v<VS, Float8_e4m3fn>) {
+        next.exp_avg_sq = e4m3_block_scale(v_amax, scales.exp_avg_sq);
+        for (int64_t j = 0; j < count; ++j) v[i0 + j] = e4m3_encode(v_new[j], next.exp_avg_sq);
+      }
+      s[i0 / kStateBlock] = next;
+    }
     return 0;
   }
 };

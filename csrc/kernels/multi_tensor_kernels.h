@@ -50,6 +50,9 @@ struct MultiTensorKernels {
                             float* out);
   // Lists [g, p, m, v] or [g, p, m, v, master].
   void (*adam)(const ListsView& lists, int64_t chunk_size, int64_t* noop, const AdamArgs& args);
+  // Lists [g, p, m, v, w, s] (AdamLowPrecisionOp).
+  void (*adam_low_precision)(const ListsView& lists, int64_t chunk_size, int64_t* noop,
+                             const AdamLowPrecisionArgs& args);
   // Lists [g, w, mom] or [g, w, mom, w_out].
   void (*sgd)(const ListsView& lists, int64_t chunk_size, int64_t* noop, const SgdArgs& args);
   // Lists [g, p, m, v].

@@ -344,6 +344,131 @@ void adam(int64_t chunk_size, const Tensor& noop_flag, const TensorLists& lists,
   multi_tensor_kernels_for(view.device).adam(view, chunk_size, noop, args);
 }
 
+namespace {
+
+constexpr std::initializer_list<DType> kStateTypes = {DType::Float32, DType::BFloat16,
+                                                      DType::Float8_e4m3fn};
+
+const char* weight_update_name(WeightUpdate w) {
+  switch (w) {
+    case WeightUpdate::Float32:
+      return "Float32";
+    case WeightUpdate::BFloat16Kahan:
+      return "BFloat16Kahan";
+    case WeightUpdate::BFloat16StochasticRounding:
+      return "BFloat16StochasticRounding";
+  }
+  return "?";
+}
+
+// The w list of adam_low_precision's view (see AdamLowPrecisionOp) and its rule.
+std::pair<std::vector<Tensor>, ListRule> weight_list(const char* op,
+                                                     const LowPrecisionAdamLists& lists,
+                                                     WeightUpdate weights) {
+  const auto expect_empty = [&](const std::vector<Tensor>& list, const char* name) {
+    AMP_CHECK(list.empty(), op, ": expected no ", name, " with weights ",
+              weight_update_name(weights), ", got ", list.size(), " tensors");
+  };
+  if (weights == WeightUpdate::BFloat16Kahan) {
+    expect_empty(lists.masters, "masters (Kahan summation replaces fp32 masters)");
+    return {lists.compensation, {"compensation", kHalfTypes}};
+  }
+  expect_empty(lists.compensation, "compensation buffers");
+  if (weights == WeightUpdate::BFloat16StochasticRounding) {
+    expect_empty(lists.masters, "masters (stochastic rounding replaces fp32 masters)");
+    return {lists.params, {"p", kHalfTypes}};
+  }
+  const bool fp32_params = !lists.params.empty() && lists.params[0].defined() &&
+                           lists.params[0].dtype() == DType::Float32;
+  if (fp32_params) {
+    expect_empty(lists.masters, "masters for Float32 parameters");
+    return {lists.params, {"p", kFloat32}};
+  }
+  return {lists.masters, {"masters", kFloat32}};
+}
+
+}  // namespace
+
+void adam_low_precision(int64_t chunk_size, const Tensor& noop_flag,
+                        const LowPrecisionAdamLists& lists, double lr, double beta1, double beta2,
+                        double epsilon, int64_t step, AdamMode mode, bool bias_correction_on,
+                        double weight_decay, WeightUpdate weights, const StochasticRoundingKey& key,
+                        const GradScaling& scaling) {
+  constexpr const char* kOp = "multi_tensor::adam_low_precision";
+  profiler::RecordScope scope(profiler::EventKind::Optimizer, kOp, [&] {
+    return lists_label({lists.grads, lists.params, lists.exp_avg, lists.exp_avg_sq});
+  });
+  AMP_CHECK(chunk_size % kStateBlock == 0, kOp, ": expected a chunk_size that is a multiple of ",
+            kStateBlock, " (the fp8 moments' block), got ", chunk_size);
+  auto [w, w_rule] = weight_list(kOp, lists, weights);
+  const bool bf16_weights = weights != WeightUpdate::Float32;
+  ListsView view =
+      check_lists(kOp, chunk_size, {lists.grads, lists.params, lists.exp_avg, lists.exp_avg_sq, w},
+                  {{"g", kFloat16x},
+                   {"p", bf16_weights ? kHalfTypes : kFloat16x},
+                   {"exp_avg", kStateTypes},
+                   {"exp_avg_sq", kStateTypes},
+                   w_rule});
+  const DType g = view.dtype[0], p = view.dtype[1];
+  AMP_CHECK(p != DType::Float16 && view.dtype[4] != DType::Float16, kOp,
+            ": expected Float32 or BFloat16 parameters (Float16 parameters keep Float32 moments "
+            "through multi_tensor::adam), got Float16");
+  AMP_CHECK(g == p || (g == DType::Float32 && !bf16_weights), kOp,
+            ": expected g of the parameters' dtype (or Float32 master gradients of BFloat16 "
+            "parameters with fp32 masters), got g ",
+            dtype_name(g), " and p ", dtype_name(p));
+  // The block scales: one pair per 128-element block, or m standing in (never read).
+  const bool fp8 = view.dtype[2] == DType::Float8_e4m3fn || view.dtype[3] == DType::Float8_e4m3fn;
+  if (fp8) {
+    AMP_CHECK(lists.block_scales.size() == static_cast<size_t>(view.ntensors), kOp,
+              ": expected one block_scales tensor per parameter with an Float8_e4m3fn moment, "
+              "got ",
+              lists.block_scales.size(), " for ", view.ntensors, " parameters");
+  } else {
+    AMP_CHECK(lists.block_scales.empty(), kOp,
+              ": expected no block_scales without an Float8_e4m3fn moment, got ",
+              lists.block_scales.size());
+  }
+  view.depth = 6;
+  view.dtype[5] = DType::Float32;
+  view.ptr[5] = view.ptr[2];
+  for (int64_t t = 0; fp8 && t < view.ntensors; ++t) {
+    const Tensor& sc = lists.block_scales[t];
+    const int64_t blocks = (view.numel[t] + kStateBlock - 1) / kStateBlock;
+    AMP_CHECK(sc.defined() && sc.dtype() == DType::Float32 && sc.device() == view.device &&
+                  sc.is_contiguous() && sc.numel() == 2 * blocks,
+              kOp, ": expected block_scales tensor ", t, " to be a contiguous Float32 tensor of ",
+              2 * blocks, " elements (two per block of 128) on ", to_string(view.device), ", got ",
+              sc.defined() ? dtype_name(sc.dtype()) : "undefined", " ",
+              sc.defined() ? shape_to_string(sc.sizes()) : "", " on ",
+              sc.defined() ? to_string(sc.device()) : "-");
+    view.ptr[5][t] = sc.numel() > 0 ? sc.data_ptr() : nullptr;
+  }
+  int64_t* noop = flag_ptr(kOp, noop_flag, view.device);
+  check_step(kOp, step, bias_correction_on);
+  AdamLowPrecisionArgs args;
+  AdamArgs& adam = args.adam;
+  adam.lr = static_cast<float>(lr);
+  adam.beta1 = static_cast<float>(beta1);
+  adam.beta2 = static_cast<float>(beta2);
+  adam.eps = static_cast<float>(epsilon);
+  if (bias_correction_on) {
+    adam.bias_correction1 = bias_correction(adam.beta1, step);
+    adam.bias_correction2 = bias_correction(adam.beta2, step);
+  }
+  adam.weight_decay = static_cast<float>(weight_decay);
+  adam.mode = mode;
+  resolve_scaling(kOp, scaling, view.device, &adam.inv_scale, &adam.found_inf);
+  args.weights = weights;
+  args.seed = key.seed;
+  args.step = static_cast<uint64_t>(step);
+  args.first_tensor = static_cast<uint64_t>(key.first_tensor);
+  mark_written({lists.params, lists.exp_avg, lists.exp_avg_sq, w}, {0, 1, 2, 3});
+  if (fp8) mark_written({lists.block_scales}, {0});
+  if (scaling.inv_scale.defined()) mark_written({lists.grads}, {0});
+  multi_tensor_kernels_for(view.device).adam_low_precision(view, chunk_size, noop, args);
+}
+
 void sgd(int64_t chunk_size, const Tensor& noop_flag, const TensorLists& lists, double wd,
          double momentum, double dampening, double lr, bool nesterov, bool first_run,
          bool wd_after_momentum, double scale, const GradScaling& scaling) {

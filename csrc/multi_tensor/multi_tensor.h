@@ -102,6 +102,44 @@ AMPCPP_API void adam(int64_t chunk_size, const Tensor& noop_flag, const TensorLi
                      AdamMode mode, bool bias_correction, double weight_decay,
                      const GradScaling& scaling = {});
 
+/// The tensors of adam_low_precision, tensor i of each list belonging to parameter i.
+struct AMPCPP_API LowPrecisionAdamLists {
+  std::vector<Tensor> grads;       ///< g: the parameters' dtype, or Float32 (master gradients)
+  std::vector<Tensor> params;      ///< p: Float32 or BFloat16
+  std::vector<Tensor> exp_avg;     ///< m: Float32, BFloat16 or Float8_e4m3fn (block-scaled)
+  std::vector<Tensor> exp_avg_sq;  ///< v: Float32, BFloat16 or Float8_e4m3fn (block-scaled)
+  /// WeightUpdate::Float32 with BFloat16 params: their Float32 masters (empty otherwise).
+  std::vector<Tensor> masters;
+  /// WeightUpdate::BFloat16Kahan: BFloat16 compensation buffers shaped like p (empty otherwise).
+  std::vector<Tensor> compensation;
+  /// With an fp8 moment: Float32 tensors of 2 * ceil(numel / 128) elements, pairs (exp_avg's
+  /// scale, exp_avg_sq's scale) per 128-element block (BlockScales), all positive (empty
+  /// otherwise).
+  std::vector<Tensor> block_scales;
+};
+
+/// Where stochastic rounding draws its bits: Philox4x32-10 under key `seed`, counter (element / 4,
+/// step, first_tensor + position in the lists); see docs/fp8.md.
+struct AMPCPP_API StochasticRoundingKey {
+  uint64_t seed = 0;         ///< the stream's key
+  int64_t first_tensor = 0;  ///< the number of the lists' first tensor
+};
+
+/// Adam (apex multi_tensor_adam's formulas) with moments below fp32 and bf16 weights without
+/// masters, in one pass: moments are read into fp32, updated, and stored rounded to nearest
+/// (BFloat16) or requantized per 128-element block with a power-of-two scale from the block's
+/// new amax (Float8_e4m3fn); the weights are updated in fp32 (`weights` Float32: Float32 params,
+/// or BFloat16 params with fp32 masters, which receive the master's rounding) or directly in
+/// BFloat16 params (grads BFloat16) by Kahan summation or stochastic rounding. chunk_size must be
+/// a multiple of 128. Ignores noop_flag; honours `scaling` (grads unscaled in the kernel and
+/// written back). docs/fp8.md, "Optimizer states and weights below fp32".
+AMPCPP_API void adam_low_precision(int64_t chunk_size, const Tensor& noop_flag,
+                                   const LowPrecisionAdamLists& lists, double lr, double beta1,
+                                   double beta2, double epsilon, int64_t step, AdamMode mode,
+                                   bool bias_correction, double weight_decay, WeightUpdate weights,
+                                   const StochasticRoundingKey& key = {},
+                                   const GradScaling& scaling = {});
+
 /// apex multi_tensor_sgd. Lists [g, w, mom] (g: Float32/Float16/BFloat16; w and mom: one dtype of
 /// Float32/Float16/BFloat16) or [g, w, mom, w_out] with w and mom Float32 (master weights) and
 /// w_out Float16/BFloat16, which receives the rounded new weight. g is multiplied by `scale`

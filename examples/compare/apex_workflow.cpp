@@ -15,6 +15,8 @@ class ApexWorkflow : public Workflow {
     overrides.verbosity = 0;
     if (!spec.is_baseline()) overrides.low_precision_dtype = spec.low_precision_dtype();
     if (!spec.fp8.empty()) overrides.fp8 = spec.fp8_recipe();
+    // bf16 weights updated without masters by the optimizer (Kahan or stochastic rounding).
+    if (spec.master != "fp32") overrides.master_weights = false;
     initialize(model, optimizer, spec.opt_level, overrides);
     // After an overflow, scale_loss makes the next step() a no-op through a step pre-hook, and
     // post-hooks run only after steps that were taken: counting them tells skipped steps apart

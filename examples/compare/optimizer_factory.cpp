@@ -5,7 +5,8 @@
 namespace amp::compare {
 
 std::unique_ptr<optimizers::Optimizer> make_optimizer(const std::string& name,
-                                                      std::vector<Tensor> params, double lr) {
+                                                      std::vector<Tensor> params, double lr,
+                                                      const FusedAdamPrecision& precision) {
   using namespace optimizers;
   constexpr double kMomentum = 0.9;
   if (name == "sgd")
@@ -19,7 +20,14 @@ std::unique_ptr<optimizers::Optimizer> make_optimizer(const std::string& name,
     return std::make_unique<AdamW>(std::move(params), AdamOptions{.lr = lr, .weight_decay = 0.01});
   }
   if (name == "fused_adam") {
-    return std::make_unique<FusedAdam>(std::move(params), FusedAdamOptions{.lr = lr});
+    FusedAdamOptions o{.lr = lr, .seed = precision.seed};
+    if (precision.state != "fp32") {
+      o.exp_avg_dtype = precision.state == "fp8" ? DType::Float8_e4m3fn : DType::BFloat16;
+      o.exp_avg_sq_dtype = DType::BFloat16;
+    }
+    if (precision.master == "bf16-kahan") o.master = MasterWeights::BFloat16Kahan;
+    if (precision.master == "bf16-sr") o.master = MasterWeights::BFloat16StochasticRounding;
+    return std::make_unique<FusedAdam>(std::move(params), o);
   }
   if (name == "fused_lamb") {
     return std::make_unique<FusedLAMB>(std::move(params), FusedLAMBOptions{.lr = lr});

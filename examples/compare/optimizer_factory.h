@@ -1,6 +1,7 @@
 // The optimizer --optimizer names, with amp_compare's hyper-parameters.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -11,7 +12,15 @@ namespace amp::compare {
 
 // `name` is one of kOptimizers (options.h). sgd and fused_sgd use momentum 0.9; adamw weight
 // decay 0.01 (torch's default); adam, fused_adam and fused_lamb their own defaults.
+// fused_adam only: `state` (--optimizer-state: fp32, bf16, fp8) and `master` (RunSpec::master:
+// fp32, bf16-kahan, bf16-sr; stochastic rounding keyed by `seed`).
+struct FusedAdamPrecision {
+  std::string state = "fp32";
+  std::string master = "fp32";
+  uint64_t seed = 0;
+};
 std::unique_ptr<optimizers::Optimizer> make_optimizer(const std::string& name,
-                                                      std::vector<Tensor> params, double lr);
+                                                      std::vector<Tensor> params, double lr,
+                                                      const FusedAdamPrecision& precision = {});
 
 }  // namespace amp::compare

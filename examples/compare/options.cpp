@@ -141,7 +141,12 @@ ParsedCommandLine parse_command_line(int argc, const char* const* argv) {
        "fp8 under that recipe (Transformer Engine's defaults; docs/fp8.md)")
       ("framework", po::value(&o.framework)->default_value(o.framework),
        "ampcpp (amp::nn models) or libtorch (the mlp and the cnn built in LibTorch, trained "
-       "through the LibTorch bridge, bf16 on the CPU)");
+       "through the LibTorch bridge, bf16 on the CPU)")
+      ("optimizer-state", po::value(&o.optimizer_state)->default_value(o.optimizer_state),
+       "fused_adam's moments: fp32, bf16, or fp8 (block-scaled E4M3 first moment, bf16 second)")
+      ("master", po::value(&o.master)->default_value(o.master),
+       "weights of the apex O2/O3 bf16 runs with fused_adam: fp32 (masters), bf16-kahan or bf16-sr "
+       "(bf16 weights without masters: Kahan summation or stochastic rounding)");
   // clang-format on
   po::variables_map vm;
   try {
@@ -204,6 +209,24 @@ ParsedCommandLine parse_command_line(int argc, const char* const* argv) {
   // --fp8
   if (vm.count("fp8")) check_choice("fp8", o.fp8, kFp8Recipes, "fp8 recipe");
   check_framework(o, vm["dtype"].defaulted());
+  check_choice("optimizer-state", o.optimizer_state, kOptimizerStates, "optimizer state");
+  check_choice("master", o.master, kMasters, "master");
+  if ((o.optimizer_state != "fp32" || o.master != "fp32") && o.optimizer != "fused_adam") {
+    throw UsageError(
+        "--optimizer-state and --master apply to --optimizer fused_adam, got --optimizer " +
+        o.optimizer);
+  }
+  if (o.master != "fp32") {
+    const bool has_o2_or_o3 =
+        std::find(o.opt_levels.begin(), o.opt_levels.end(), "O2") != o.opt_levels.end() ||
+        std::find(o.opt_levels.begin(), o.opt_levels.end(), "O3") != o.opt_levels.end();
+    if (o.workflow != "apex" || !has_o2_or_o3 ||
+        std::find(o.dtypes.begin(), o.dtypes.end(), "bf16") == o.dtypes.end()) {
+      throw UsageError("--master " + o.master +
+                       " needs bf16 weights: --workflow apex with O2 or O3 in --opt-levels and "
+                       "bf16 in --dtype");
+    }
+  }
   return {o, ""};
 }
 

@@ -27,6 +27,9 @@ inline const std::vector<std::string> kFp8Recipes = {"delayed", "current", "mx"}
 // --framework: the library the model is built in and trained with (libtorch: through the LibTorch
 // bridge, only when amp_compare was built with it).
 inline const std::vector<std::string> kFrameworks = {"ampcpp", "libtorch"};
+// --optimizer-state and --master (fused_adam): moments and the weights of bf16 parameters.
+inline const std::vector<std::string> kOptimizerStates = {"fp32", "bf16", "fp8"};
+inline const std::vector<std::string> kMasters = {"fp32", "bf16-kahan", "bf16-sr"};
 
 struct CompareOptions {
   std::string model = "mlp";
@@ -49,6 +52,11 @@ struct CompareOptions {
   // --fp8: "" (no fp8 runs) or one of kFp8Recipes.
   std::string fp8;
   std::string framework = "ampcpp";
+  // fused_adam's moments: fp32, bf16 (both bf16) or fp8 (block-scaled E4M3 first moment, bf16
+  // second, MS-AMP's choice); and the weights of the apex O2/O3 bf16 runs: fp32 masters, or bf16
+  // weights without masters by Kahan summation or stochastic rounding.
+  std::string optimizer_state = "fp32";
+  std::string master = "fp32";
   // The command line as given, for results.json.
   std::vector<std::string> argv;
 };

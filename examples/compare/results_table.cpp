@@ -58,6 +58,8 @@ const std::vector<Column>& columns() {
          const auto v = peak_ratio_vs_baseline(r, b);
          return v ? exact(*v) : "";
        }},
+      {"B/param", "bytes_per_param", [](R r, B) { return format("%.2f", r.bytes_per_param); },
+       [](R r, B) { return exact(r.bytes_per_param); }},
       {"final loss", "final_train_loss", [](R r, B) { return format("%.4f", r.final_train_loss); },
        [](R r, B) { return exact(r.final_train_loss); }},
       {"test acc", "test_accuracy", [](R r, B) { return format("%.2f%%", 100 * r.test_accuracy); },

@@ -11,7 +11,8 @@ DType RunSpec::low_precision_dtype() const {
 }
 
 std::string RunSpec::label() const {
-  return workflow + " " + opt_level + " " + dtype + (fp8.empty() ? "" : " fp8-" + fp8);
+  return workflow + " " + opt_level + " " + dtype + (master == "fp32" ? "" : " " + master) +
+         (fp8.empty() ? "" : " fp8-" + fp8);
 }
 
 fp8::Recipe RunSpec::fp8_recipe() const {
@@ -23,10 +24,10 @@ fp8::Recipe RunSpec::fp8_recipe() const {
 std::vector<RunSpec> plan_runs(const CompareOptions& options) {
   std::vector<RunSpec> runs;
   const auto add = [&](const std::string& workflow, const std::string& level,
-                       const std::string& dtype) {
-    runs.push_back({workflow, level, dtype, ""});
+                       const std::string& dtype, const std::string& master = "fp32") {
+    runs.push_back({workflow, level, dtype, "", master});
     if (!options.fp8.empty() && dtype != "fp32")
-      runs.push_back({workflow, level, dtype, options.fp8});
+      runs.push_back({workflow, level, dtype, options.fp8, master});
   };
   if (options.workflow == "torch") {
     add("torch", "baseline", "fp32");
@@ -38,7 +39,10 @@ std::vector<RunSpec> plan_runs(const CompareOptions& options) {
       add("apex", level, "fp32");
       continue;
     }
-    for (const std::string& dtype : options.dtypes) add("apex", level, dtype);
+    for (const std::string& dtype : options.dtypes) {
+      const bool bf16_weights = dtype == "bf16" && (level == "O2" || level == "O3");
+      add("apex", level, dtype, bf16_weights ? options.master : "fp32");
+    }
   }
   return runs;
 }

@@ -16,12 +16,15 @@ struct RunSpec {
   std::string opt_level;  // apex: "O0".."O3"; torch: "baseline" (fp32) or "autocast"
   std::string dtype;      // "fp32", "fp16" or "bf16"
   std::string fp8;        // "" or the --fp8 recipe its linear layers' GEMMs run in
+  // The weights' update (--master): "fp32" (masters), or for apex O2/O3 bf16 runs "bf16-kahan"
+  // or "bf16-sr" (bf16 weights without masters; amp::initialize gets master_weights = false).
+  std::string master = "fp32";
 
   // The fp32 run the others are compared with: apex's O0, torch's baseline.
   bool is_baseline() const { return dtype == "fp32"; }
   // The 16-bit dtype of the run (Float32 for the baseline).
   DType low_precision_dtype() const;
-  // "apex O2 fp16", "apex O2 bf16 fp8-delayed"
+  // "apex O2 fp16", "apex O2 bf16 bf16-kahan", "apex O2 bf16 fp8-delayed"
   std::string label() const;
   // The amp::fp8 recipe of `fp8` (Transformer Engine's defaults); call only when fp8 is set.
   fp8::Recipe fp8_recipe() const;
@@ -39,7 +42,9 @@ struct RunResult {
   double train_seconds = 0;  // the training loop's wall time (evaluation not included)
   double ms_per_step = 0;
   double samples_per_second = 0;
-  int64_t peak_bytes = 0;          // allocator peak while training, above what was live before
+  int64_t peak_bytes = 0;  // allocator peak while training, above what was live before
+  // Live bytes after training (weights, masters, gradients, optimizer state) per parameter.
+  double bytes_per_param = 0;
   std::vector<double> loss;        // per step
   std::vector<double> loss_scale;  // per step, the scale in force after the step
   double final_train_loss = 0;     // mean of the last kFinalLossSteps losses

@@ -73,7 +73,8 @@ RunResult train_run(const RunSpec& spec, const CompareOptions& options, const Co
   std::shared_ptr<nn::Module> model = make_model(options.model, options.width, options.seed);
   if (device.is_cuda()) model->to(device);
   const std::unique_ptr<optimizers::Optimizer> optimizer =
-      make_optimizer(options.optimizer, model->parameters(), options.lr);
+      make_optimizer(options.optimizer, model->parameters(), options.lr,
+                     {options.optimizer_state, spec.master, options.seed});
   const std::unique_ptr<Workflow> workflow = make_workflow(spec, *model, *optimizer, device.type);
   r.param_dtypes = distinct_dtypes(model->parameters());
   r.master_dtypes = distinct_dtypes(master_params(*optimizer));
@@ -112,6 +113,10 @@ RunResult train_run(const RunSpec& spec, const CompareOptions& options, const Co
   if (r.steps == 0) throw Error(spec.label() + " trained no step: the training set is empty");
   r.train_seconds = std::chrono::duration<double>(Clock::now() - start).count();
   r.peak_bytes = memory::max_allocated(device.type) - live_before;
+  int64_t params = 0;
+  for (const Tensor& p : model->parameters()) params += p.numel();
+  r.bytes_per_param = static_cast<double>(memory::allocated(device.type) - live_before) /
+                      static_cast<double>(params);
 
   r.ms_per_step = 1e3 * median(step_seconds);
   r.samples_per_second =

@@ -54,9 +54,10 @@ constexpr int64_t kSmallRunSteps = 8;
 constexpr int64_t kFinalLossSteps = 20;  // examples/compare/runs.h
 
 const std::vector<std::string> kCsvHeader = {
-    "workflow",           "opt_level",       "dtype",         "ms_per_step",
-    "samples_per_second", "speedup_vs_fp32", "peak_bytes",    "peak_ratio_vs_fp32",
-    "final_train_loss",   "test_accuracy",   "skipped_steps", "final_loss_scale"};
+    "workflow",           "opt_level",        "dtype",         "ms_per_step",
+    "samples_per_second", "speedup_vs_fp32",  "peak_bytes",    "peak_ratio_vs_fp32",
+    "bytes_per_param",    "final_train_loss", "test_accuracy", "skipped_steps",
+    "final_loss_scale"};
 
 std::string read_text(const fs::path& path) {
   std::ifstream in(path);
@@ -387,6 +388,34 @@ BOOST_AUTO_TEST_CASE(cnn_at_two_opt_levels, *amp::testing::requires_fashion_mnis
                             out.string() + "'");
   BOOST_TEST_REQUIRE(o.status == 0, "stderr: " << o.err);
   check_outputs(out, {"O0 fp32", "O2 bf16"}, "mixed");
+}
+
+BOOST_AUTO_TEST_CASE(fp8_optimizer_state_and_kahan_weights_show_their_bytes_per_parameter,
+                     *amp::testing::requires_fashion_mnist()) {
+  const TempDir tmp;
+  const fs::path out = tmp.path / "out";
+  const Outcome o = tmp.run(kSmallRun +
+                            " --width 64 --opt-levels O0,O2 --dtype bf16 --optimizer fused_adam "
+                            "--optimizer-state fp8 --master bf16-kahan --quiet --out '" +
+                            out.string() + "'");
+  BOOST_TEST_REQUIRE(o.status == 0, "stderr: " << o.err);
+  const json runs = json::parse(read_text(out / "results.json"))["runs"];
+  BOOST_TEST_REQUIRE(runs.size() == 2u);
+  BOOST_TEST(runs[1]["master"] == "bf16-kahan");
+  BOOST_TEST(runs[1]["master_dtypes"] == json::array({"bf16"}), "no fp32 masters at O2");
+  // O0: fp32 weights and grads, fp8 m and bf16 v: 4 + 4 + 1 + 2 + 1/16 = 11.06; O2: bf16 weights,
+  // grads and compensation, fp8 m and bf16 v: 2 + 2 + 2 + 1 + 2 + 1/16 = 9.06 (plus the biases'
+  // partial blocks and the allocator's 512-byte rounding on this small model).
+  const double o0 = runs[0]["bytes_per_param"], o2 = runs[1]["bytes_per_param"];
+  BOOST_TEST(o0 > 11.0);
+  BOOST_TEST(o0 < 11.5);
+  BOOST_TEST(o2 > 9.0);
+  BOOST_TEST(o2 < 9.5);
+  check_usage_error(tmp, "--optimizer-state fp4", {"--optimizer-state", "fp4"});
+  check_usage_error(tmp, "--optimizer adam --optimizer-state bf16",
+                    {"--optimizer-state", "fused_adam", "adam"});
+  check_usage_error(tmp, "--optimizer fused_adam --master bf16-sr --dtype fp16",
+                    {"--master bf16-sr", "bf16 in --dtype"});
 }
 
 BOOST_AUTO_TEST_CASE(bad_command_lines_exit_with_status_2_naming_the_value) {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "amp/amp.h"
+#include "csrc/multi_tensor/multi_tensor.h"
 #include "tests/support/check_close.h"
 #include "tests/support/cuda_precondition.h"
 
@@ -161,6 +162,98 @@ BOOST_AUTO_TEST_CASE(fused_optimizers_bucket_mixed_devices_and_lamb_rejects_them
   } catch (const amp::Error& e) {
     BOOST_TEST(std::string(e.what()).find("FusedLAMB: expected every parameter with a gradient "
                                           "on one device") != std::string::npos);
+  }
+}
+
+// adam_low_precision on CUDA against the CPU. Where the fp32 math is exact (betas 0.5 and a
+// grad of 1 give an update of exactly 1; beta 0 and lr 0 make the moments the grads), every bit
+// must agree: the fp8 codes and block scales, and stochastic rounding's draws. Elsewhere CUDA's
+// fused multiply-adds may move the fp32 values by an ulp, so the weights are compared within a
+// tolerance.
+BOOST_AUTO_TEST_CASE(low_precision_adam_on_cuda_rounds_and_quantizes_as_the_cpu) {
+  namespace mt = amp::multi_tensor;
+  const Device cuda = Device::cuda(0);
+  amp::manual_seed(31);
+  const std::vector<int64_t> sizes = {70000, 301, 128 * 600 + 5};
+  const auto on = [](std::vector<Tensor> ts, Device d) {
+    for (Tensor& t : ts) t = t.to(d);
+    return ts;
+  };
+  const auto same_bits = [](const std::vector<Tensor>& a, const std::vector<Tensor>& b,
+                            const std::string& what) {
+    for (size_t i = 0; i < a.size(); ++i) {
+      BOOST_TEST(a[i].to(kCpu).to_vector<double>() == b[i].to(kCpu).to_vector<double>(),
+                 what << " tensor " << i);
+    }
+  };
+  // Stochastic rounding: x = p - lr exactly, then the Philox draw of (seed, step, tensor, i).
+  {
+    std::vector<Tensor> p, m, v, g;
+    for (int64_t n : sizes) {
+      p.push_back((amp::rand({n}) * 4.0 - 2.0).to(DType::BFloat16));
+      m.push_back(amp::full({n}, 0.75, {.dtype = DType::BFloat16}));
+      v.push_back(amp::full({n}, 0.75, {.dtype = DType::BFloat16}));
+      g.push_back(amp::ones({n}, {.dtype = DType::BFloat16}));
+    }
+    mt::LowPrecisionAdamLists on_gpu{on(g, cuda), on(p, cuda), on(m, cuda), on(v, cuda),
+                                     {},          {},          {}};
+    mt::LowPrecisionAdamLists on_cpu{g, p, m, v, {}, {}, {}};
+    for (const auto* l : {&on_cpu, &on_gpu}) {
+      mt::adam_low_precision(mt::kDefaultChunkSize, mt::make_flag(l->params[0].device()), *l,
+                             0.0123, 0.5, 0.5, 0.0, 3, mt::AdamMode::AdamW, true, 0.0,
+                             mt::WeightUpdate::BFloat16StochasticRounding, {987654321, 2});
+    }
+    same_bits(on_gpu.params, on_cpu.params, "stochastic rounding");
+  }
+  // fp8 moments: codes and scales.
+  {
+    std::vector<Tensor> g, p, m, v, s;
+    for (int64_t n : sizes) {
+      g.push_back(amp::randn({n}) * 1e-3);
+      p.push_back(amp::zeros({n}));
+      m.push_back(amp::zeros({n}, {.dtype = DType::Float8_e4m3fn}));
+      v.push_back(amp::zeros({n}, {.dtype = DType::Float8_e4m3fn}));
+      s.push_back(amp::ones({2 * ((n + 127) / 128)}));
+    }
+    mt::LowPrecisionAdamLists on_gpu{on(g, cuda), on(p, cuda), on(m, cuda), on(v, cuda),
+                                     {},          {},          on(s, cuda)};
+    mt::LowPrecisionAdamLists on_cpu{g, p, m, v, {}, {}, s};
+    for (const auto* l : {&on_cpu, &on_gpu}) {
+      mt::adam_low_precision(mt::kDefaultChunkSize, mt::make_flag(l->params[0].device()), *l, 0.0,
+                             0.0, 0.0, 1.0, 1, mt::AdamMode::AdamW, false, 0.0,
+                             mt::WeightUpdate::Float32);
+    }
+    same_bits(on_gpu.exp_avg, on_cpu.exp_avg, "fp8 exp_avg");
+    same_bits(on_gpu.exp_avg_sq, on_cpu.exp_avg_sq, "fp8 exp_avg_sq");
+    same_bits(on_gpu.block_scales, on_cpu.block_scales, "block scales");
+  }
+  // FusedAdam, fp8 m, bf16 v and Kahan, 7 steps.
+  {
+    std::vector<Tensor> cpu, gpu;
+    for (int64_t n : sizes) {
+      Tensor a = (amp::rand({n}) - 0.5).to(DType::BFloat16), b = a.to(cuda);
+      a.requires_grad_(true);
+      b.requires_grad_(true);
+      cpu.push_back(a);
+      gpu.push_back(b);
+    }
+    const opt::FusedAdamOptions o{.lr = 1e-3,
+                                  .exp_avg_dtype = DType::Float8_e4m3fn,
+                                  .exp_avg_sq_dtype = DType::BFloat16,
+                                  .master = opt::MasterWeights::BFloat16Kahan};
+    opt::FusedAdam o_cpu(cpu, o), o_gpu(gpu, o);
+    for (int step = 0; step < 7; ++step) {
+      for (size_t i = 0; i < cpu.size(); ++i) {
+        const Tensor grad = (amp::rand(cpu[i].sizes()) - 0.5).to(DType::BFloat16);
+        cpu[i].set_grad(grad.clone());
+        gpu[i].set_grad(grad.to(cuda));
+      }
+      o_cpu.step();
+      o_gpu.step();
+    }
+    for (size_t i = 0; i < cpu.size(); ++i) {
+      amp_test::check_close(gpu[i], cpu[i], {.atol = 8e-3}, "Kahan fp8 param " + std::to_string(i));
+    }
   }
 }
 

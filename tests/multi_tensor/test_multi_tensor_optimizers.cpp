@@ -5,6 +5,7 @@
 // 16-bit parameters, skipping on the noop flag or found_inf, in-kernel unscaling, and the
 // argument checks of the kernels.
 #include <algorithm>
+#include <bit>
 #include <boost/test/unit_test.hpp>
 #include <cmath>
 #include <cstdint>
@@ -12,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "csrc/core/philox.h"
 #include "csrc/core/tensor.h"
 #include "csrc/multi_tensor/multi_tensor.h"
 #include "csrc/ops/factories.h"
@@ -712,6 +714,415 @@ BOOST_AUTO_TEST_CASE(optimizer_kernels_reject_unsupported_combinations) {
         mt::adagrad(kApexChunk, flag, {{f32}, {f32}, {f16}}, 1e-2, 1e-10, mt::AdagradMode::L2, 0);
       },
       {"multi_tensor::adagrad", "one dtype"});
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+// ---------------------------------------------------------------------------------------------
+// adam_low_precision: moments in BFloat16 or block-scaled E4M3, BFloat16 weights without masters
+// (docs/fp8.md, "Optimizer states and weights below fp32").
+
+namespace {
+
+// The positive finite E4M3 values from the OCP definition (bias 7, no inf, S.1111.111 NaN), by
+// code: code c = E << 3 | M.
+std::vector<double> e4m3_positive_values() {
+  std::vector<double> out;
+  for (int code = 0; code < 0x7F; ++code) {
+    const int e = code >> 3, m = code & 7;
+    out.push_back(e == 0 ? std::ldexp(m / 8.0, -6) : std::ldexp(1 + m / 8.0, e - 7));
+  }
+  return out;
+}
+
+// x rounded to E4M3 in float64: nearest value, ties to the even code, saturating at 448.
+double e4m3_round_reference(double x) {
+  static const std::vector<double> table = e4m3_positive_values();
+  const double a = std::fabs(x);
+  if (a >= 448) return std::copysign(448.0, x);
+  size_t best = 0;
+  for (size_t c = 1; c < table.size(); ++c) {
+    const double d = std::fabs(table[c] - a), db = std::fabs(table[best] - a);
+    if (d < db || (d == db && c % 2 == 0)) best = c;
+  }
+  return std::copysign(table[best], x);
+}
+
+// The block scale in float64: the largest 2^e with amax 2^e <= 448, e in [-126, 127]; amax 0,
+// inf or NaN keeps `previous`.
+double block_scale_reference(double amax, double previous) {
+  if (amax == 0 || !std::isfinite(amax)) return previous;
+  int e = 127;
+  while (e > -126 && std::ldexp(amax, e) > 448) --e;
+  return std::ldexp(1.0, e);
+}
+
+// p, m, v, w, scales of one adam_low_precision call for one-dimensional tensors.
+struct LowLists {
+  mt::LowPrecisionAdamLists lists;
+  void add_scales(int64_t n) { lists.block_scales.push_back(amp::ones({2 * ((n + 127) / 128)})); }
+};
+
+double mean_of(const std::vector<double>& v) {
+  double s = 0;
+  for (double x : v) s += x;
+  return s / static_cast<double>(v.size());
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(multi_tensor_low_precision)
+
+BOOST_AUTO_TEST_CASE(fp8_moments_round_trip_through_power_of_two_block_scales_as_float64_math) {
+  // beta1 = beta2 = 0, lr = 0: m = g and v = fp32(g * g) exactly, stored block-scaled. Blocks of
+  // very different magnitudes (1e-40, a subnormal amax whose scale clamps at 2^127, up to 1e30,
+  // whose square overflows to inf: that block's v keeps its scale and saturates at 448),
+  // a block at the scale's threshold (amax 1.75 and just above), an all-zero block (keeps
+  // scale 1) and partial last blocks.
+  std::mt19937 rng(41);
+  std::vector<std::vector<double>> grads;
+  for (int64_t n : {int64_t{300}, int64_t{512}}) {
+    std::vector<double> g(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) {
+      const int64_t block = i / 128 + (n == 512 ? 3 : 0);
+      const double magnitude[] = {1e-40, 3e-3, 1.0, 1e30, 0.0, 7e5, 1.0};
+      g[i] = uniform(1, rng, -1, 1)[0] * magnitude[block];
+    }
+    if (n == 512) {
+      g[128 * 3] = 1.75;  // block 6 of the list: amax exactly 1.75 -> scale 2^8
+    } else {
+      g[128 * 2] = 1.7500001;  // block 2 of tensor 0: just above -> scale 2^7
+    }
+    for (double& x : g) x = static_cast<float>(x);
+    grads.push_back(g);
+  }
+  mt::LowPrecisionAdamLists l;
+  for (const auto& g : grads) {
+    const int64_t n = static_cast<int64_t>(g.size());
+    l.grads.push_back(make(g, DType::Float32));
+    l.params.push_back(amp::zeros({n}));
+    l.exp_avg.push_back(amp::zeros({n}, {.dtype = DType::Float8_e4m3fn}));
+    l.exp_avg_sq.push_back(amp::zeros({n}, {.dtype = DType::Float8_e4m3fn}));
+    l.block_scales.push_back(amp::ones({2 * ((n + 127) / 128)}));
+  }
+  mt::adam_low_precision(kApexChunk, mt::make_flag(), l, 0.0, 0.0, 0.0, 1.0, 1, mt::AdamMode::AdamW,
+                         false, 0.0, mt::WeightUpdate::Float32);
+  for (size_t t = 0; t < grads.size(); ++t) {
+    const std::vector<double>& g = grads[t];
+    const std::vector<double> q_m = values(l.exp_avg[t]), q_v = values(l.exp_avg_sq[t]);
+    const std::vector<double> scales = values(l.block_scales[t]);
+    for (size_t b = 0; b * 128 < g.size(); ++b) {
+      const size_t end = std::min(g.size(), (b + 1) * 128);
+      double amax_m = 0, amax_v = 0;
+      std::vector<double> v(end - b * 128);
+      for (size_t i = b * 128; i < end; ++i) {
+        v[i - b * 128] = static_cast<float>(g[i] * g[i]);  // fp32's rounding of the product
+        amax_m = std::max(amax_m, std::fabs(g[i]));
+        amax_v = std::max(amax_v, v[i - b * 128]);
+      }
+      const double sm = block_scale_reference(amax_m, 1.0);
+      const double sv = block_scale_reference(amax_v, 1.0);
+      const std::string what = "tensor " + std::to_string(t) + " block " + std::to_string(b);
+      BOOST_CHECK_MESSAGE(scales[2 * b] == sm,
+                          what << " m scale " << scales[2 * b] << " vs " << sm);
+      BOOST_CHECK_MESSAGE(scales[2 * b + 1] == sv,
+                          what << " v scale " << scales[2 * b + 1] << " vs " << sv);
+      for (size_t i = b * 128; i < end; ++i) {
+        const double want_m = e4m3_round_reference(g[i] * sm);
+        const double want_v = e4m3_round_reference(v[i - b * 128] * sv);
+        if (q_m[i] != want_m || q_v[i] != want_v) {
+          BOOST_ERROR(what << " element " << i << ": codes " << q_m[i] << ", " << q_v[i]
+                           << " expected " << want_m << ", " << want_v);
+          return;
+        }
+        // Decoded: within half an E4M3 ulp (2^-4 relative) where the scaled value is normal.
+        if (std::fabs(want_m) >= std::ldexp(1.0, -6)) {
+          BOOST_CHECK_LE(std::fabs(q_m[i] / sm - g[i]), std::ldexp(std::fabs(g[i]), -4));
+        }
+      }
+    }
+  }
+  BOOST_CHECK_EQUAL(values(l.block_scales[1])[2 * 1], 1.0);  // the zero block kept its scale
+}
+
+BOOST_AUTO_TEST_CASE(fp8_moments_are_read_back_through_their_block_scales_at_the_next_step) {
+  // Step 1 (betas 0) stores m1 = g1 and v1 = g1^2 block-scaled; step 2 with betas 0.5 must read
+  // them back as code / scale: m2 = fp32(0.5 m1 + 0.5 g2), v2 = fp32(0.5 v1 + fp32(0.5 g2 g2))
+  // (products by 0.5 are exact), requantized with the blocks' new scales. lr 0, eps 1.
+  std::mt19937 rng(45);
+  const int64_t n = 640;
+  const auto grads = [&] {
+    std::vector<double> g(n);
+    for (int64_t i = 0; i < n; ++i) {
+      const double magnitude[] = {1e-3, 1.0, 100.0, 3e-5, 0.5};
+      g[i] = static_cast<float>(uniform(1, rng, -1, 1)[0] * magnitude[i / 128]);
+    }
+    return g;
+  };
+  const std::vector<double> g1 = grads(), g2 = grads();
+  mt::LowPrecisionAdamLists l;
+  l.params.push_back(amp::zeros({n}));
+  l.exp_avg.push_back(amp::zeros({n}, {.dtype = DType::Float8_e4m3fn}));
+  l.exp_avg_sq.push_back(amp::zeros({n}, {.dtype = DType::Float8_e4m3fn}));
+  l.block_scales.push_back(amp::ones({2 * n / 128}));
+  l.grads = {make(g1, DType::Float32)};
+  mt::adam_low_precision(kApexChunk, mt::make_flag(), l, 0.0, 0.0, 0.0, 1.0, 1, mt::AdamMode::AdamW,
+                         false, 0.0, mt::WeightUpdate::Float32);
+  const std::vector<double> q_m1 = values(l.exp_avg[0]), q_v1 = values(l.exp_avg_sq[0]);
+  const std::vector<double> s1 = values(l.block_scales[0]);
+  l.grads = {make(g2, DType::Float32)};
+  mt::adam_low_precision(kApexChunk, mt::make_flag(), l, 0.0, 0.5, 0.5, 1.0, 2, mt::AdamMode::AdamW,
+                         false, 0.0, mt::WeightUpdate::Float32);
+  const std::vector<double> q_m2 = values(l.exp_avg[0]), q_v2 = values(l.exp_avg_sq[0]);
+  const std::vector<double> s2 = values(l.block_scales[0]);
+  for (int64_t b = 0; b < n / 128; ++b) {
+    std::vector<double> m(128), v(128);
+    double amax_m = 0, amax_v = 0;
+    for (int64_t j = 0; j < 128; ++j) {
+      const int64_t i = b * 128 + j;
+      const double m1 = q_m1[i] / s1[2 * b], v1 = q_v1[i] / s1[2 * b + 1];
+      m[j] = static_cast<float>(0.5 * m1 + 0.5 * g2[i]);
+      v[j] = static_cast<float>(0.5 * v1 + static_cast<float>(0.5 * g2[i] * g2[i]));
+      amax_m = std::max(amax_m, std::fabs(m[j]));
+      amax_v = std::max(amax_v, std::fabs(v[j]));
+    }
+    const double sm = block_scale_reference(amax_m, s1[2 * b]);
+    const double sv = block_scale_reference(amax_v, s1[2 * b + 1]);
+    BOOST_CHECK_EQUAL(s2[2 * b], sm);
+    BOOST_CHECK_EQUAL(s2[2 * b + 1], sv);
+    for (int64_t j = 0; j < 128; ++j) {
+      const int64_t i = b * 128 + j;
+      if (q_m2[i] != e4m3_round_reference(m[j] * sm) ||
+          q_v2[i] != e4m3_round_reference(v[j] * sv)) {
+        BOOST_ERROR("block " << b << " element " << i << ": codes " << q_m2[i] << ", " << q_v2[i]
+                             << " expected " << e4m3_round_reference(m[j] * sm) << ", "
+                             << e4m3_round_reference(v[j] * sv));
+        return;
+      }
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(float32_moments_give_adams_bits_with_masters_and_fp32_params) {
+  const std::vector<int64_t> sizes = {333, 777, 4097, 0, 555};
+  for (bool masters : {false, true}) {
+    std::mt19937 rng(42);
+    const DType pd = masters ? DType::BFloat16 : DType::Float32;
+    Params w = random_params(sizes, DType::Float32, rng, -1, 1);
+    std::vector<Tensor> p_a, p_b, w_a, w_b, m_a, m_b, v_a, v_b;
+    for (const Tensor& t : w.tensors) {
+      p_a.push_back(t.to(pd).clone());
+      p_b.push_back(t.to(pd).clone());
+      w_a.push_back(t.clone());
+      w_b.push_back(t.clone());
+      for (auto* list : {&m_a, &m_b, &v_a, &v_b}) list->push_back(amp::zeros(t.sizes()));
+    }
+    for (int step = 1; step <= 3; ++step) {
+      Params g = random_params(sizes, DType::Float32, rng, -1, 1);
+      std::vector<Tensor> g_a, g_b;
+      for (const Tensor& t : g.tensors) {
+        g_a.push_back(t.clone());
+        g_b.push_back(t.clone());
+      }
+      if (masters) {
+        mt::adam(kApexChunk, mt::make_flag(), {g_a, p_a, m_a, v_a, w_a}, 1e-3, 0.9, 0.999, 1e-8,
+                 step, mt::AdamMode::AdamW, true, 0.01);
+      } else {
+        mt::adam(kApexChunk, mt::make_flag(), {g_a, p_a, m_a, v_a}, 1e-3, 0.9, 0.999, 1e-8, step,
+                 mt::AdamMode::AdamW, true, 0.01);
+      }
+      mt::LowPrecisionAdamLists l{g_b, p_b, m_b, v_b, masters ? w_b : std::vector<Tensor>{},
+                                  {},  {}};
+      mt::adam_low_precision(kApexChunk, mt::make_flag(), l, 1e-3, 0.9, 0.999, 1e-8, step,
+                             mt::AdamMode::AdamW, true, 0.01, mt::WeightUpdate::Float32);
+    }
+    for (size_t t = 0; t < sizes.size(); ++t) {
+      check_equal(values(p_b[t]), values(p_a[t]), "p");
+      check_equal(values(m_b[t]), values(m_a[t]), "m");
+      check_equal(values(v_b[t]), values(v_a[t]), "v");
+      if (masters) check_equal(values(w_b[t]), values(w_a[t]), "master");
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(bf16_moments_follow_float64_adam_rounded_to_bf16_each_step) {
+  const std::vector<int64_t> sizes = {333, 4097};
+  const double lr = 5e-4, b1 = 0.9, b2 = 0.999, eps = 1e-8;
+  std::mt19937 rng(43);
+  Params p = random_params(sizes, DType::Float32, rng, -1, 1);
+  Params m = constant_params(sizes, DType::BFloat16, 0),
+         v = constant_params(sizes, DType::BFloat16, 0);
+  const AdamConfig c{mt::AdamMode::AdamW, true, 0.01};
+  for (int step = 1; step <= kSteps; ++step) {
+    Params g = random_params(sizes, DType::Float32, rng, -1, 1);
+    mt::LowPrecisionAdamLists l{g.tensors, p.tensors, m.tensors, v.tensors, {}, {}, {}};
+    mt::adam_low_precision(kApexChunk, mt::make_flag(), l, lr, b1, b2, eps, step, c.mode, true,
+                           0.01, mt::WeightUpdate::Float32);
+    for (size_t t = 0; t < sizes.size(); ++t) {
+      for (size_t i = 0; i < p.ref[t].size(); ++i) {
+        adam_reference(g.ref[t][i], p.ref[t][i], m.ref[t][i], v.ref[t][i], lr, b1, b2, eps, step,
+                       c);
+        m.ref[t][i] = to_dtype(m.ref[t][i], DType::BFloat16);
+        v.ref[t][i] = to_dtype(v.ref[t][i], DType::BFloat16);
+      }
+    }
+  }
+  // A float64 moment near a bf16 rounding boundary may round the other way than the fp32 one:
+  // one bf16 ulp (2^-8 relative) on the moments, and what it moves in p.
+  check_params(m, {.atol = 1e-30, .rtol = 1.0 / 128}, "bf16 m");
+  check_params(v, {.atol = 1e-30, .rtol = 1.0 / 128}, "bf16 v");
+  check_params(p, {.atol = 5e-5, .rtol = 0}, "p with bf16 moments");
+}
+
+BOOST_AUTO_TEST_CASE(
+    updates_below_half_a_bf16_ulp_stall_with_rne_and_track_fp32_with_sr_and_kahan) {
+  // Adam with a constant grad of 1, betas 0.5 (exact): m-hat = 1, v-hat = 1, so each step moves
+  // p by lr / (1 + eps) = lr = 1e-3 (fp32 and float64 agree to 1e-7 relative). Weights start at
+  // 1.0; below 1 a bf16 ulp is 2^-8 = 0.0039, half of it 0.00195 > 1e-3: round to nearest never
+  // leaves 1.0 (stall), while fp32 ends at 1 - N lr.
+  constexpr int64_t kN = 4096;
+  constexpr int kSteps200 = 200;
+  const double lr = 1e-3;
+  const double fp32_end = 1.0 - kSteps200 * lr;
+  // Round to nearest, what bf16 weights without masters or compensation do: it stalls.
+  {
+    float p = 1.0f;
+    for (int s = 0; s < kSteps200; ++s) p = static_cast<float>(amp::BFloat16(p - 1e-3f));
+    BOOST_CHECK_EQUAL(p, 1.0f);
+  }
+  for (mt::WeightUpdate mode :
+       {mt::WeightUpdate::BFloat16StochasticRounding, mt::WeightUpdate::BFloat16Kahan}) {
+    std::vector<Tensor> p{amp::ones({kN}, {.dtype = DType::BFloat16})};
+    std::vector<Tensor> m{amp::zeros({kN}, {.dtype = DType::BFloat16})};
+    std::vector<Tensor> v{amp::zeros({kN}, {.dtype = DType::BFloat16})};
+    std::vector<Tensor> comp{amp::zeros({kN}, {.dtype = DType::BFloat16})};
+    for (int step = 1; step <= kSteps200; ++step) {
+      std::vector<Tensor> g{amp::ones({kN}, {.dtype = DType::BFloat16})};
+      mt::LowPrecisionAdamLists l{g, p, m, v, {}, {}, {}};
+      if (mode == mt::WeightUpdate::BFloat16Kahan) l.compensation = comp;
+      mt::adam_low_precision(kApexChunk, mt::make_flag(), l, lr, 0.5, 0.5, 1e-8, step,
+                             mt::AdamMode::AdamW, true, 0.0, mode, {.seed = 1234});
+    }
+    const std::vector<double> got = values(p[0]);
+    if (mode == mt::WeightUpdate::BFloat16StochasticRounding) {
+      // Each step's rounding error has mean 0 given the past and magnitude below one ulp
+      // (<= 2^-7 in [0.5, 1]), so its variance is at most ulp^2 / 4 and the errors of the
+      // steps add: Var(p_N) <= N ulp^2 / 4, and the mean of kN independent elements has
+      // standard deviation <= sqrt(N / (4 kN)) ulp. Six of those bound the test (a false failure
+      // has probability below 1e-8).
+      const double sd = std::sqrt(kSteps200 / (4.0 * kN)) * std::ldexp(1.0, -7);
+      BOOST_TEST_MESSAGE("SR mean " << mean_of(got) << " fp32 " << fp32_end << " bound " << 6 * sd);
+      BOOST_CHECK_LE(std::fabs(mean_of(got) - fp32_end), 6 * sd);
+      // Not all equal: the draws differ by element.
+      BOOST_CHECK(*std::min_element(got.begin(), got.end()) <
+                  *std::max_element(got.begin(), got.end()));
+    } else {
+      // Kahan: weight + compensation carries the fp32 sum except for the compensation's own
+      // bf16 rounding, at most half its ulp per step: |c| < one weight ulp (2^-8 below 1), so
+      // at most 2^-17 per step. The weight itself is then within one ulp of it.
+      const std::vector<double> c = values(comp[0]);
+      const double drift = kSteps200 * std::ldexp(1.0, -17);
+      for (size_t i = 0; i < got.size(); ++i) {
+        BOOST_REQUIRE_LE(std::fabs(got[i] + c[i] - fp32_end), drift);
+        BOOST_REQUIRE_LE(std::fabs(got[i] - fp32_end), std::ldexp(1.0, -8) + drift);
+      }
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(stochastic_rounding_bits_come_from_philox_keyed_by_seed_step_tensor_element) {
+  // Betas 0.5, grad 1, eps 0: the update is exactly 1, so the fp32 weight is x = p - lr in fp32,
+  // and the result must be torchao's rule on x with 16 bits of Philox4x32-10 (key seed, counter
+  // (element / 4, step, first_tensor + tensor), lane element % 4, top half).
+  const float lr = 0.0123f;
+  const uint64_t seed = 0x0123456789ABCDEFull;
+  const int64_t first_tensor = 5, step = 3;
+  std::mt19937 rng(44);
+  Params p = random_params({1000, 301}, DType::BFloat16, rng, -2, 2);
+  std::vector<Tensor> m, v, g;
+  for (const Tensor& t : p.tensors) {
+    // Moments as after steps 1 and 2 with grad 1: m-hat and v-hat stay 1 at step 3.
+    m.push_back(amp::full(t.sizes(), 0.75, {.dtype = DType::BFloat16}));
+    v.push_back(amp::full(t.sizes(), 0.75, {.dtype = DType::BFloat16}));
+    g.push_back(amp::ones(t.sizes(), {.dtype = DType::BFloat16}));
+  }
+  mt::LowPrecisionAdamLists l{g, p.tensors, m, v, {}, {}, {}};
+  mt::adam_low_precision(kApexChunk, mt::make_flag(), l, lr, 0.5, 0.5, 0.0, step,
+                         mt::AdamMode::AdamW, true, 0.0,
+                         mt::WeightUpdate::BFloat16StochasticRounding, {seed, first_tensor});
+  int rounded_up = 0, total = 0;
+  for (size_t t = 0; t < p.ref.size(); ++t) {
+    const std::vector<double> got = values(p.tensors[t]);
+    for (size_t i = 0; i < got.size(); ++i) {
+      const float x = static_cast<float>(p.ref[t][i]) - lr;
+      amp::Philox4x32 philox(seed, i / 4);
+      philox.counter[2] = static_cast<uint32_t>(step);
+      philox.counter[3] = static_cast<uint32_t>(first_tensor + static_cast<int64_t>(t));
+      uint32_t lanes[4];
+      philox.generate(lanes);
+      const uint32_t r = lanes[i % 4] >> 16;
+      const uint32_t bits = std::bit_cast<uint32_t>(x);
+      const uint32_t low = bits & 0xFFFFu;
+      const uint32_t want_bits = (bits & 0xFFFF0000u) + (r < low ? 0x10000u : 0u);
+      const double want = std::bit_cast<float>(want_bits);
+      rounded_up += r < low;
+      ++total;
+      if (!same_bits(got[i], want)) {
+        BOOST_ERROR("tensor " << t << " element " << i << ": " << got[i] << ", expected " << want
+                              << " (x " << x << ")");
+        return;
+      }
+    }
+  }
+  BOOST_TEST_MESSAGE(rounded_up << " of " << total << " rounded away from zero");
+  BOOST_CHECK(rounded_up > 0 && rounded_up < total);
+}
+
+BOOST_AUTO_TEST_CASE(adam_low_precision_rejects_bad_lists_with_messages) {
+  const Tensor f32 = amp::zeros({4}), b16 = amp::zeros({4}, {.dtype = DType::BFloat16});
+  const Tensor f16 = amp::zeros({4}, {.dtype = DType::Float16});
+  const Tensor f8 = amp::zeros({4}, {.dtype = DType::Float8_e4m3fn});
+  const Tensor flag = mt::make_flag();
+  const auto run = [&](mt::LowPrecisionAdamLists l, mt::WeightUpdate w,
+                       int64_t chunk = kApexChunk) {
+    mt::adam_low_precision(chunk, flag, l, 1e-3, 0.9, 0.999, 1e-8, 1, mt::AdamMode::AdamW, true, 0,
+                           w);
+  };
+  check_error(
+      [&] {
+        run({{b16}, {b16}, {b16}, {b16}, {f32}, {b16}, {}}, mt::WeightUpdate::BFloat16Kahan);
+      },
+      {"multi_tensor::adam_low_precision", "no masters", "Kahan"});
+  check_error(
+      [&] {
+        run({{f32}, {f32}, {b16}, {b16}, {}, {}, {}}, mt::WeightUpdate::BFloat16StochasticRounding);
+      },
+      {"multi_tensor::adam_low_precision", "p", "Float32"});
+  check_error(
+      [&] {
+        run({{f16}, {f16}, {b16}, {b16}, {f32}, {}, {}}, mt::WeightUpdate::Float32);
+      },
+      {"multi_tensor::adam_low_precision", "Float16"});
+  check_error(
+      [&] {
+        run({{f32}, {f32}, {f8}, {b16}, {}, {}, {}}, mt::WeightUpdate::Float32);
+      },
+      {"multi_tensor::adam_low_precision", "block_scales", "got 0"});
+  check_error(
+      [&] {
+        run({{f32}, {f32}, {f8}, {b16}, {}, {}, {amp::ones({4})}}, mt::WeightUpdate::Float32);
+      },
+      {"multi_tensor::adam_low_precision", "block_scales tensor 0", "2 elements", "[4]"});
+  check_error(
+      [&] {
+        run({{f32}, {f32}, {b16}, {b16}, {}, {}, {}}, mt::WeightUpdate::Float32, 100);
+      },
+      {"multi_tensor::adam_low_precision", "multiple of 128", "100"});
+  check_error(
+      [&] {
+        run({{f32}, {f32}, {f16}, {b16}, {}, {}, {}}, mt::WeightUpdate::Float32);
+      },
+      {"multi_tensor::adam_low_precision", "exp_avg", "Float16"});
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -10,6 +10,7 @@
 #include <boost/test/unit_test.hpp>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <functional>
 #include <memory>
@@ -897,6 +898,255 @@ BOOST_AUTO_TEST_CASE(fp16_kernel_loads_and_stores_match_the_reference_rounding_b
     }
   }
   BOOST_TEST(store_errors == 0);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+// ---------------------------------------------------------------------------------------------
+// FusedAdam with moments below fp32 and BFloat16 weights without masters (docs/fp8.md,
+// "Optimizer states and weights below fp32").
+
+namespace {
+
+struct LowPrecisionCase {
+  const char* name;
+  opt::FusedAdamOptions options;
+  DType param_dtype;
+};
+
+std::vector<LowPrecisionCase> low_precision_cases() {
+  using opt::MasterWeights;
+  return {
+      {"fp8 m, bf16 v, Kahan",
+       {.weight_decay = 0.01,
+        .exp_avg_dtype = DType::Float8_e4m3fn,
+        .exp_avg_sq_dtype = DType::BFloat16,
+        .master = MasterWeights::BFloat16Kahan},
+       DType::BFloat16},
+      {"bf16 m, fp8 v, stochastic rounding",
+       {.exp_avg_dtype = DType::BFloat16,
+        .exp_avg_sq_dtype = DType::Float8_e4m3fn,
+        .master = MasterWeights::BFloat16StochasticRounding,
+        .seed = 77},
+       DType::BFloat16},
+      {"fp8 m and v, fp32 masters",
+       {.exp_avg_dtype = DType::Float8_e4m3fn, .exp_avg_sq_dtype = DType::Float8_e4m3fn},
+       DType::BFloat16},
+      {"bf16 moments, fp32 params",
+       {.adam_w_mode = false,
+        .weight_decay = 0.01,
+        .exp_avg_dtype = DType::BFloat16,
+        .exp_avg_sq_dtype = DType::BFloat16},
+       DType::Float32},
+  };
+}
+
+// Partial last blocks of 128 and a one-element tensor; kSmallShapes adds a second chunk.
+const std::vector<amp::Shape> kLowPrecisionShapes = {{333, 7}, {4097}, {1}};
+
+std::vector<Tensor> low_precision_params(DType dtype,
+                                         const std::vector<amp::Shape>& shapes = kSmallShapes) {
+  std::vector<Tensor> out;
+  for (const amp::Shape& s : shapes) out.push_back(leaf((amp::rand(s) - 0.5).to(dtype)));
+  return out;
+}
+
+void give_same_grads(const std::vector<Tensor>& a, const std::vector<Tensor>& b) {
+  for (size_t i = 0; i < a.size(); ++i) {
+    const Tensor g = (amp::rand(a[i].sizes()) - 0.5).to(a[i].dtype());
+    Tensor x = a[i], y = b[i];
+    x.set_grad(g.clone());
+    y.set_grad(g.clone());
+  }
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(fused_adam_low_precision)
+
+BOOST_AUTO_TEST_CASE(checkpoint_of_low_precision_state_resumes_bit_identically) {
+  for (const LowPrecisionCase& c : low_precision_cases()) {
+    BOOST_TEST_CONTEXT(c.name) {
+      amp::manual_seed(kSeed);
+      std::vector<Tensor> params = low_precision_params(c.param_dtype, kLowPrecisionShapes);
+      opt::FusedAdam straight(params, c.options);
+      for (int it = 0; it < 3; ++it) {
+        give_same_grads(params, params);
+        straight.step();
+      }
+      // Through a safetensors file, as a checkpoint goes.
+      const std::string path = "fused_adam_low_precision_checkpoint.safetensors";
+      amp::save(straight.state_dict(), path);
+      const StateDict checkpoint = amp::load(path);
+      std::remove(path.c_str());
+      std::vector<Tensor> resumed_params;
+      for (const Tensor& t : params) resumed_params.push_back(leaf(t.detach().clone()));
+      opt::FusedAdam resumed(resumed_params, c.options);
+      resumed.load_state_dict(checkpoint);
+      BOOST_TEST(same_state_dicts(resumed.state_dict(), straight.state_dict()));
+      for (int it = 0; it < 3; ++it) {
+        give_same_grads(params, resumed_params);
+        straight.step();
+        resumed.step();
+      }
+      check_same(values_of(resumed_params), values_of(params), "params after resuming");
+      BOOST_TEST(same_state_dicts(resumed.state_dict(), straight.state_dict()));
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(state_of_another_configuration_or_corrupt_scales_is_rejected) {
+  amp::manual_seed(kSeed);
+  const LowPrecisionCase c = low_precision_cases()[0];  // fp8 m, bf16 v, Kahan
+  std::vector<Tensor> params = low_precision_params(DType::BFloat16, kLowPrecisionShapes);
+  opt::FusedAdam o(params, c.options);
+  give_same_grads(params, params);
+  o.step();
+  const StateDict good = o.state_dict();
+  const auto rejected = [&](StateDict sd, std::initializer_list<std::string> words) {
+    check_error([&] { o.load_state_dict(sd); }, words);
+    BOOST_TEST(same_state_dicts(o.state_dict(), good));  // nothing changed
+  };
+  StateDict sd = good;
+  sd["state.0.block_scales"] = amp::zeros(sd["state.0.block_scales"].sizes());
+  rejected(sd, {"block_scales", "positive powers of two", "got 0"});
+  sd = good;
+  sd["state.1.block_scales"] = amp::full(sd["state.1.block_scales"].sizes(), 3.0);
+  rejected(sd, {"block_scales", "positive powers of two", "got 3"});
+  sd = good;
+  sd["state.0.block_scales"] = amp::ones({5, 2});
+  rejected(sd, {"block_scales", "expected Float32 [", "got Float32 [5, 2]"});
+  sd = good;
+  sd.erase("state.0.block_scales");
+  rejected(sd, {"exp_avg", "Float8_e4m3fn", "'block_scales' are missing"});
+  sd = good;
+  sd["state.0.exp_avg"] = sd["state.0.exp_avg"].to(DType::Float32);
+  rejected(sd, {"exp_avg", "expected Float8_e4m3fn", "got Float32"});
+  sd = good;
+  sd.erase("state.2.kahan_compensation");
+  rejected(sd, {"BFloat16Kahan", "kahan_compensation"});
+  sd = good;
+  sd["state.0.master_param"] = params[0].detach().to(DType::Float32);
+  rejected(sd, {"master_param", "expected no fp32 master"});
+  // The other way: an fp8/Kahan checkpoint into an optimizer with Float32 state and masters.
+  std::vector<Tensor> other_params = low_precision_params(DType::BFloat16, kLowPrecisionShapes);
+  opt::FusedAdam plain(other_params);
+  check_error([&] { plain.load_state_dict(good); },
+              {"FusedAdam.load_state_dict", "block_scales", "expected no block scales"});
+  StateDict no_scales = good;
+  for (int i = 0; i < 3; ++i) no_scales.erase("state." + std::to_string(i) + ".block_scales");
+  check_error([&] { plain.load_state_dict(no_scales); },
+              {"FusedAdam.load_state_dict", "exp_avg", "expected Float32", "got Float8_e4m3fn"});
+}
+
+BOOST_AUTO_TEST_CASE(bf16_weights_without_masters_are_never_combined_with_fp32_masters) {
+  using opt::MasterWeights;
+  for (MasterWeights m :
+       {MasterWeights::BFloat16Kahan, MasterWeights::BFloat16StochasticRounding}) {
+    // fp32 parameters: nothing to round (checked at the step: amp::initialize may cast them).
+    Tensor p32 = leaf(amp::zeros({4}));
+    opt::FusedAdam o32({p32}, {.master = m});
+    p32.set_grad(amp::ones({4}));
+    check_error([&] { o32.step(); }, {"FusedAdam", "expected BFloat16 parameters", "got Float32"});
+    // A parameter given an fp32 master weight (what amp::initialize does with master_weights).
+    Tensor p = leaf(amp::zeros({4}, {.dtype = DType::BFloat16}));
+    opt::FusedAdam o({p}, {.master = m});
+    Tensor master = leaf(p.detach().to(DType::Float32));
+    o.add_master_weight(p, master);
+    master.set_grad(amp::ones({4}));
+    check_error([&] { o.step(); }, {"FusedAdam", "replaces fp32 master weights", "choose one"});
+  }
+  check_error([&] { opt::FusedAdam o({leaf(amp::zeros({4}))}, {.exp_avg_dtype = DType::Float16}); },
+              {"FusedAdam", "exp_avg_dtype", "got Float16"});
+  Tensor p16 = leaf(amp::zeros({4}, {.dtype = DType::Float16}));
+  opt::FusedAdam o16({p16}, {.exp_avg_dtype = DType::BFloat16});
+  p16.set_grad(amp::ones({4}, {.dtype = DType::Float16}));
+  check_error([&] { o16.step(); }, {"FusedAdam", "Float16", "keep Float32 moments"});
+}
+
+BOOST_AUTO_TEST_CASE(fp8_m_bf16_v_kahan_takes_at_most_9_5_bytes_per_parameter_by_the_allocator) {
+  // Everything a step keeps, measured as live bytes: BFloat16 params and grads (2 + 2), the
+  // fp8 first moment (1) and its block scales (8 per 128 elements), the BFloat16 second moment
+  // (2) and Kahan compensation (2): 9.06. With fp32 masters and moments: 2 + 2 + 4 + 4 + 4 = 16.
+  const int64_t n = 1 << 20;
+  for (bool small : {true, false}) {
+    const int64_t before = amp::memory::allocated(amp::DeviceType::CPU);
+    {
+      Tensor p = leaf(amp::zeros({n}, {.dtype = DType::BFloat16}));
+      opt::FusedAdamOptions options;
+      if (small) {
+        options = {.exp_avg_dtype = DType::Float8_e4m3fn,
+                   .exp_avg_sq_dtype = DType::BFloat16,
+                   .master = opt::MasterWeights::BFloat16Kahan};
+      }
+      opt::FusedAdam o({p}, options);
+      p.set_grad(amp::ones({n}, {.dtype = DType::BFloat16}));
+      o.step();
+      const double per_param =
+          static_cast<double>(amp::memory::allocated(amp::DeviceType::CPU) - before) / n;
+      BOOST_TEST_MESSAGE((small ? "fp8 m, bf16 v, Kahan: " : "fp32 masters: ")
+                         << per_param << " bytes per parameter");
+      if (small) {
+        BOOST_CHECK_LE(per_param, 9.5);
+        BOOST_CHECK_GE(per_param, 9.0);  // nothing left out of the count
+      } else {
+        BOOST_CHECK_CLOSE(per_param, 16.0, 1.0);
+      }
+    }
+  }
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+// 600 training steps: seconds, so an e2e suite.
+BOOST_AUTO_TEST_SUITE(fused_adam_low_precision_training)
+
+BOOST_AUTO_TEST_CASE(mlp_with_fp8_m_bf16_v_kahan_trains_like_fp32_master_adam) {
+  // A BFloat16 two-layer MLP (32 -> 64 -> 4) on a teacher's labels, 300 Adam steps: the
+  // low-precision optimizer's final loss stays within 10% of fp32-master Adam's and its accuracy
+  // within 2 points, on the same data, initial weights and order (measured: losses 0.0296 and
+  // 0.0303, both accuracies 1).
+  namespace F = amp::nn::functional;
+  amp::manual_seed(5);
+  const Tensor x = amp::randn({1024, 32});
+  const Tensor labels = amp::argmax(amp::matmul(x, amp::randn({32, 4})), 1);
+  const Tensor xb = x.to(DType::BFloat16);
+  const std::vector<Tensor> init = {amp::randn({64, 32}) * 0.15, amp::zeros({64}),
+                                    amp::randn({4, 64}) * 0.12, amp::zeros({4})};
+  const auto train = [&](const opt::FusedAdamOptions& options) {
+    std::vector<Tensor> w;
+    for (const Tensor& t : init) w.push_back(leaf(t.to(DType::BFloat16)));
+    opt::FusedAdam o(w, options);
+    const auto forward = [&](const Tensor& in) {
+      const Tensor h = F::relu(amp::matmul(in, w[0].t()) + w[1]);
+      return amp::matmul(h, w[2].t()) + w[3];
+    };
+    for (int step = 0; step < 300; ++step) {
+      const int64_t first = (step % 8) * 128;
+      const Tensor batch = xb.narrow(0, first, 128);
+      const Tensor loss =
+          F::cross_entropy(forward(batch).to(DType::Float32), labels.narrow(0, first, 128));
+      o.zero_grad();
+      loss.backward();
+      o.step();
+    }
+    const Tensor logits = forward(xb).to(DType::Float32);
+    const double loss = F::cross_entropy(logits, labels).item<double>();
+    const double accuracy =
+        amp::mean(amp::eq(amp::argmax(logits, 1), labels).to(DType::Float32)).item<double>();
+    return std::pair<double, double>{loss, accuracy};
+  };
+  const auto [loss32, acc32] = train({.lr = 3e-3});
+  const auto [loss8, acc8] = train({.lr = 3e-3,
+                                    .exp_avg_dtype = DType::Float8_e4m3fn,
+                                    .exp_avg_sq_dtype = DType::BFloat16,
+                                    .master = opt::MasterWeights::BFloat16Kahan});
+  BOOST_TEST_MESSAGE("fp32 masters: loss " << loss32 << " accuracy " << acc32
+                                           << "; fp8/bf16/Kahan: loss " << loss8 << " accuracy "
+                                           << acc8);
+  BOOST_CHECK_LT(loss32, 0.3);  // it learned something
+  BOOST_CHECK_LE(std::fabs(loss8 - loss32), 0.1 * loss32);
+  BOOST_CHECK_LE(std::fabs(acc8 - acc32), 0.02);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
