@@ -40,6 +40,9 @@ set(AMPCPP_CPU_FLAGS_avx512 -march=x86-64-v4)
 # AMPCPP_CPU_LEVEL_OBJECTS, for ampcpp_link_objects, which also depends on the target
 # ampcpp_cpu_levels that makes them.
 function(ampcpp_add_cpu_levels)
+  # GNU ld's partial link, whichever compiler: lld (CMAKE_LINKER in a clang build) has no
+  # --force-group-allocation before LLVM 17. objcopy and nm may be either project's.
+  find_program(AMPCPP_GNU_LD NAMES ld.bfd ld REQUIRED)
   set(level_objects "")
   foreach(level IN LISTS AMPCPP_CPU_LEVELS)
     set(objects ampcpp_cpu_${level})
@@ -53,7 +56,7 @@ function(ampcpp_add_cpu_levels)
     set(output ${PROJECT_BINARY_DIR}/cpu_levels/${objects}.o)
     set(partial ${PROJECT_BINARY_DIR}/cpu_levels/${objects}.partial.o)
     add_custom_command(OUTPUT ${output} ${partial}
-      COMMAND ${CMAKE_COMMAND} -DLD=${CMAKE_LINKER} -DOBJCOPY=${CMAKE_OBJCOPY} -DNM=${CMAKE_NM}
+      COMMAND ${CMAKE_COMMAND} -DLD=${AMPCPP_GNU_LD} -DOBJCOPY=${CMAKE_OBJCOPY} -DNM=${CMAKE_NM}
               "-DOBJECTS=$<TARGET_OBJECTS:${objects}>" -DPARTIAL=${partial} -DOUTPUT=${output}
               -P ${PROJECT_SOURCE_DIR}/cmake/ampcpp_localize_level.cmake
       DEPENDS ${objects} $<TARGET_OBJECTS:${objects}>
