@@ -25,7 +25,11 @@ if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
                               PROPERTIES COMPILE_OPTIONS --param=max-unswitch-insns=100)
 endif()
 
-# AMPCPP_CPU_SCALAR_ONLY (set by the fuzz build, cmake/ampcpp_fuzz.cmake): the scalar copy alone.
+# AMPCPP_CPU_SCALAR_ONLY (an option): the scalar copy alone, which csrc/cpu/capability.h hears of
+# through the macro of the same name.
+if(AMPCPP_CPU_SCALAR_ONLY)
+  add_compile_definitions(AMPCPP_CPU_SCALAR_ONLY=1)
+endif()
 if(CMAKE_SYSTEM_PROCESSOR MATCHES "^(x86_64|AMD64|amd64)$" AND NOT AMPCPP_CPU_SCALAR_ONLY)
   set(AMPCPP_CPU_LEVELS scalar avx2 avx512)
 else()
