@@ -814,10 +814,7 @@ BOOST_FIXTURE_TEST_CASE(the_cast_cache_is_invalidated_across_train_and_eval, Fre
        }},
       {"promote",
        [](const Tensor& x, const Tensor& w) { return amp::mul(amp::mul(x, w), w).sum(); }}};
-  for (const auto& [name, body_of_case] : bodies) {
-    // A reference the lambdas below can capture: clang before 16 cannot capture a structured
-    // binding (the sanitizer build, docs/building.md "CI").
-    const auto& body = body_of_case;
+  for (const auto& [name, body] : bodies) {
     for (DType wdtype : {DType::Float32, DType::Float16}) {
       BOOST_TEST_CONTEXT(name << " weight " << amp::dtype_name(wdtype)) {
         amp_test::reset_amp_state();
