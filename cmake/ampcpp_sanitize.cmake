@@ -1,6 +1,6 @@
-# The sanitizer build (AMPCPP_SANITIZE) and the fuzz build (AMPCPP_FUZZ; tests/fuzz/,
-# docs/building.md "Fuzzing"), which CI makes one build (scripts/run_tests.sh --sanitize and
-# scripts/run_fuzz.sh share build-asan/, configured with clang and both options).
+# The sanitizer build (AMPCPP_SANITIZE; scripts/run_tests.sh --sanitize, build-asan/, GCC) and the
+# fuzz build (AMPCPP_FUZZ; tests/fuzz/, scripts/run_fuzz.sh, build-fuzz/, clang; docs/building.md
+# "Fuzzing").
 #
 # Both: ASan and UBSan, any undefined behaviour fatal, no allocator caching (AMPCPP_SANITIZE=1,
 # so ASan sees every use after free), at -O1 (after the build type's -O3, so it wins): what ASan
@@ -9,7 +9,7 @@
 #
 # AMPCPP_FUZZ adds clang's coverage instrumentation for libFuzzer (-fsanitize=fuzzer-no-link) to
 # every object, so the fuzzer is guided by the library's own branches; the fuzz targets link
-# libFuzzer's main themselves (tests/fuzz/CMakeLists.txt), and every other program of the build
+# libFuzzer's main themselves (tests/fuzz/CMakeLists.txt), and any other program of the build
 # links without it: the instrumentation's hooks are no-ops in the sanitizers' runtime.
 if(NOT AMPCPP_SANITIZE AND NOT AMPCPP_FUZZ)
   return()

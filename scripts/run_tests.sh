@@ -4,18 +4,16 @@
 #                                    then the unit and golden tests at the lowest CPU level and a
 #                                    sample under valgrind
 #   scripts/run_tests.sh --sanitize  AddressSanitizer + UndefinedBehaviorSanitizer build in
-#                                    build-asan/ (clang, -O1, CPU backend), unit tests; the same
-#                                    build holds the fuzz targets (scripts/run_fuzz.sh)
+#                                    build-asan/ (-O1, CPU backend), unit tests
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 if [[ "${1:-}" == "--sanitize" ]]; then
-  # One clang build for the unit tests and the fuzz targets (scripts/asan_config.sh); the unit
-  # label needs the test executable and the shared library (the export and CPU-level checks).
+  # The unit label needs the test executable and the shared library (the export and CPU-level
+  # checks), nothing else (scripts/asan_config.sh has the options).
   # shellcheck source=scripts/asan_config.sh
   source scripts/asan_config.sh
-  CC=clang CXX=clang++ AMPCPP_BUILD_TARGETS="ampcpp_tests ampcpp" \
-    bash scripts/build.sh build-asan "${AMPCPP_ASAN_CONFIG[@]}"
+  AMPCPP_BUILD_TARGETS="ampcpp_tests ampcpp" bash scripts/build.sh build-asan "${AMPCPP_ASAN_CONFIG[@]}"
   export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}
   export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
   ctest --test-dir build-asan --output-on-failure -j "$(nproc)" -L unit
