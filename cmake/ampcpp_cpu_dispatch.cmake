@@ -1,12 +1,12 @@
 # Runtime CPU dispatch (csrc/cpu/capability.h, docs/architecture.md): the hot CPU kernels are
-# compiled once per instruction-set level, each copy in namespace amp::cpu::<level>, and linked
-# into the library after every other object. The rest of the library is built for the
-# architecture's baseline, so the binary runs on any x86-64 CPU.
+# compiled once per instruction-set level, each copy in namespace amp::cpu::<level>. The rest of
+# the library is built for the architecture's baseline, so the binary runs on any x86-64 CPU.
 #
-# Why last in the link: the per-level objects also instantiate inline functions of shared
-# headers (std::, amp::Half, ...). The linker keeps the first copy of each such function it
-# sees, so the baseline copies from the other objects win and no avx2/avx512 code can be reached
-# from a baseline path. The kernels' own code lives in the per-level namespaces and is not shared.
+# Each level's objects become one object whose weak definitions are local
+# (cmake/ampcpp_localize_level.cmake): the inline functions of shared headers that a level
+# instantiates (std::, amp::Half, ...) keep the level's own copy, so no avx2/avx512 code can be
+# reached from a baseline path or another level, whatever the link order. The kernels' own code
+# lives in the per-level namespaces, and cmake/check_cpu_levels.cmake checks both.
 set(AMPCPP_DISPATCHED_SOURCES
     ${CMAKE_CURRENT_SOURCE_DIR}/csrc/cpu/kernels.cpp
     ${CMAKE_CURRENT_SOURCE_DIR}/csrc/cpu/multi_tensor_kernels.cpp
@@ -25,7 +25,11 @@ if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
                               PROPERTIES COMPILE_OPTIONS --param=max-unswitch-insns=100)
 endif()
 
-# AMPCPP_CPU_SCALAR_ONLY (set by the fuzz build, cmake/ampcpp_fuzz.cmake): the scalar copy alone.
+# AMPCPP_CPU_SCALAR_ONLY (an option): the scalar copy alone, which csrc/cpu/capability.h hears of
+# through the macro of the same name.
+if(AMPCPP_CPU_SCALAR_ONLY)
+  add_compile_definitions(AMPCPP_CPU_SCALAR_ONLY=1)
+endif()
 if(CMAKE_SYSTEM_PROCESSOR MATCHES "^(x86_64|AMD64|amd64)$" AND NOT AMPCPP_CPU_SCALAR_ONLY)
   set(AMPCPP_CPU_LEVELS scalar avx2 avx512)
 else()
@@ -35,10 +39,15 @@ set(AMPCPP_CPU_FLAGS_scalar "")
 set(AMPCPP_CPU_FLAGS_avx2 -march=x86-64-v3)
 set(AMPCPP_CPU_FLAGS_avx512 -march=x86-64-v4)
 
-# Makes one object library per level (ampcpp_cpu_<level>) and lists their objects in
-# AMPCPP_CPU_LEVEL_OBJECTS, for ampcpp_link_objects to put after every other object.
+# Makes one object library per level (ampcpp_cpu_<level>), partially links and localizes each
+# into cpu_levels/ampcpp_cpu_<level>.o of the build tree, and lists those in
+# AMPCPP_CPU_LEVEL_OBJECTS, for ampcpp_link_objects, which also depends on the target
+# ampcpp_cpu_levels that makes them.
 function(ampcpp_add_cpu_levels)
-  set(objects_of_levels "")
+  # GNU ld's partial link, whichever compiler: lld (CMAKE_LINKER in a clang build) has no
+  # --force-group-allocation before LLVM 17. objcopy and nm may be either project's.
+  find_program(AMPCPP_GNU_LD NAMES ld.bfd ld REQUIRED)
+  set(level_objects "")
   foreach(level IN LISTS AMPCPP_CPU_LEVELS)
     set(objects ampcpp_cpu_${level})
     add_library(${objects} OBJECT ${AMPCPP_DISPATCHED_SOURCES})
@@ -48,7 +57,17 @@ function(ampcpp_add_cpu_levels)
     target_link_libraries(${objects} PRIVATE OpenMP::OpenMP_CXX)
     set_target_properties(${objects} PROPERTIES CXX_VISIBILITY_PRESET hidden
                           VISIBILITY_INLINES_HIDDEN ON)
-    list(APPEND objects_of_levels $<TARGET_OBJECTS:${objects}>)
+    set(output ${PROJECT_BINARY_DIR}/cpu_levels/${objects}.o)
+    set(partial ${PROJECT_BINARY_DIR}/cpu_levels/${objects}.partial.o)
+    add_custom_command(OUTPUT ${output} ${partial}
+      COMMAND ${CMAKE_COMMAND} -DLD=${AMPCPP_GNU_LD} -DOBJCOPY=${CMAKE_OBJCOPY} -DNM=${CMAKE_NM}
+              "-DOBJECTS=$<TARGET_OBJECTS:${objects}>" -DPARTIAL=${partial} -DOUTPUT=${output}
+              -P ${PROJECT_SOURCE_DIR}/cmake/ampcpp_localize_level.cmake
+      DEPENDS ${objects} $<TARGET_OBJECTS:${objects}>
+              ${PROJECT_SOURCE_DIR}/cmake/ampcpp_localize_level.cmake
+      COMMENT "Localizing the weak symbols of CPU level ${level}" VERBATIM)
+    list(APPEND level_objects ${output})
   endforeach()
-  set(AMPCPP_CPU_LEVEL_OBJECTS ${objects_of_levels} PARENT_SCOPE)
+  add_custom_target(ampcpp_cpu_levels DEPENDS ${level_objects})
+  set(AMPCPP_CPU_LEVEL_OBJECTS ${level_objects} PARENT_SCOPE)
 endfunction()

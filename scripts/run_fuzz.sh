@@ -39,8 +39,8 @@ fi
 bash scripts/setup.sh
 build_start=$(date +%s)
 CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=Release \
-  -DAMPCPP_FUZZ=ON -DAMPCPP_CUDA=OFF -DAMPCPP_BUILD_TESTS=OFF -DAMPCPP_BUILD_EXAMPLES=OFF \
-  -DAMPCPP_BUILD_BENCH=OFF -DAMPCPP_LIBTORCH=OFF > /dev/null
+  -DAMPCPP_FUZZ=ON -DAMPCPP_CPU_SCALAR_ONLY=ON -DAMPCPP_CUDA=OFF -DAMPCPP_BUILD_TESTS=OFF \
+  -DAMPCPP_BUILD_EXAMPLES=OFF -DAMPCPP_BUILD_BENCH=OFF -DAMPCPP_LIBTORCH=OFF > /dev/null
 cmake --build build-fuzz --target ampcpp_fuzz -j "$(nproc)"
 echo "run_fuzz: build done in $(( $(date +%s) - build_start )) s"
 

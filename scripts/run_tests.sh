@@ -4,15 +4,16 @@
 #                                    then the unit and golden tests at the lowest CPU level and a
 #                                    sample under valgrind
 #   scripts/run_tests.sh --sanitize  AddressSanitizer + UndefinedBehaviorSanitizer build in
-#                                    build-asan/ (CPU backend), unit tests
+#                                    build-asan/ (-O1, CPU backend), unit tests
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 if [[ "${1:-}" == "--sanitize" ]]; then
-  # CUDA's runtime and ASan's shadow memory do not mix; the CUDA code compiles in the main build.
-  # Nor is LibTorch instrumented; its bridge compiles and runs in the main build.
-  bash scripts/build.sh build-asan -DAMPCPP_SANITIZE=ON -DAMPCPP_CUDA=OFF \
-    -DAMPCPP_BUILD_EXAMPLES=OFF -DAMPCPP_BUILD_BENCH=OFF -DAMPCPP_LIBTORCH=OFF
+  # The unit label needs the test executable and the shared library (the export and CPU-level
+  # checks), nothing else (scripts/asan_config.sh has the options).
+  # shellcheck source=scripts/asan_config.sh
+  source scripts/asan_config.sh
+  AMPCPP_BUILD_TARGETS="ampcpp_tests ampcpp" bash scripts/build.sh build-asan "${AMPCPP_ASAN_CONFIG[@]}"
   export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}
   export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
   ctest --test-dir build-asan --output-on-failure -j "$(nproc)" -L unit
