@@ -1,6 +1,7 @@
 // FusedAdam: apex's fused Adam/AdamW on multi_tensor::adam.
 #include "optimizers/fused_adam.h"
 
+#include <map>
 #include <utility>
 
 #include "csrc/core/macros.h"
@@ -32,7 +33,7 @@ FusedAdam::FusedAdam(std::vector<Tensor> params, FusedAdamOptions options)
     : FusedAdam(detail::single_group(std::move(params)), options) {}
 
 FusedAdam::FusedAdam(std::vector<ParamGroup> groups, FusedAdamOptions options)
-    : FusedOptimizer("FusedAdam", to_options(options), options.set_grad_none) {
+    : FusedOptimizer("FusedAdam", to_options(options), options.set_grad_none, options.capturable) {
   check_options(defaults());
   add_param_groups(std::move(groups));
   check_param_dtypes();
@@ -58,7 +59,15 @@ void FusedAdam::run_step(const Tensor& inv_scale, const Tensor& found_inf) {
     const bool bias_correction = option(g, "bias_correction") != 0.0;
     const mt::AdamMode mode =
         option(g, "adam_w_mode") != 0.0 ? mt::AdamMode::AdamW : mt::AdamMode::L2;
+    std::map<Device, DeviceScalars> on_device;  // capturable mode: once per device of the group
     for (const Bucket& b : groups_buckets) {
+      auto scalars = on_device.find(b.device);
+      if (scalars == on_device.end()) {
+        scalars = on_device
+                      .emplace(b.device,
+                               device_scalars(g, b.device, device_copy(found_inf, b.device), true))
+                      .first;
+      }
       std::vector<Tensor> m, v;
       for (const Tensor& p : b.params) {
         m.push_back(state_tensor(p, "exp_avg"));
@@ -79,7 +88,8 @@ void FusedAdam::run_step(const Tensor& inv_scale, const Tensor& found_inf) {
       const mt::GradScaling scaling{device_copy(inv_scale, b.device),
                                     device_copy(found_inf, b.device)};
       mt::adam(mt::kDefaultChunkSize, mt::make_flag(b.device), lists, lr, beta1, beta2, eps, step,
-               mode, bias_correction, weight_decay, scaling);
+               mode, bias_correction, weight_decay, scaling,
+               {scalars->second.lr, scalars->second.step});
     }
   }
 }

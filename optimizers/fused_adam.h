@@ -27,6 +27,9 @@ struct AMPCPP_API FusedAdamOptions {
   double weight_decay = 0;                      ///< weight decay
   bool amsgrad = false;                         ///< true: amp::Error, as apex
   bool set_grad_none = true;                    ///< zero_grad() makes grads undefined
+  /// lr, step count and the skip on the device, for CUDA graphs (PyTorch's capturable Adam;
+  /// docs/cuda.md, "Capturable optimizers"). Not a group option: fixed at construction.
+  bool capturable = false;
 };
 
 /// Per parameter with a gradient g, at the group's step t (apex multi_tensor_adam):

@@ -105,6 +105,11 @@ ParsedCommandLine parse_command_line(int argc, const char* const* argv) {
       ("out", po::value(&o.out)->default_value(o.out),
        "directory for results.json, results.csv, loss_curve.svg and loss_scale.svg")
       ("quiet,q", po::bool_switch(&o.quiet), "no progress lines");
+  // --cuda-graph (docs/amp_compare.md, "CUDA graphs"): its switch here, its checks below.
+  described.add_options()
+      ("cuda-graph", po::bool_switch(&o.cuda_graph),
+       "capture each training step once as a CUDA graph and replay it (--device cuda, --workflow "
+       "torch, --optimizer fused_adam or fused_sgd)");
   // clang-format on
   po::variables_map vm;
   try {
@@ -164,6 +169,28 @@ ParsedCommandLine parse_command_line(int argc, const char* const* argv) {
   check_at_least<int64_t>("seed", seed, 0);
   o.seed = static_cast<uint64_t>(seed);
   if (o.out.empty()) throw UsageError("--out is empty");
+  if (o.cuda_graph) {
+    // A graph captures device work; the apex workflow and the other optimizers decide steps
+    // on the host (docs/cuda.md, "Capturable mode").
+    if (o.device != "cuda") {
+      throw UsageError(
+          "--cuda-graph needs --device cuda (a CUDA graph captures device work), got "
+          "--device " +
+          o.device);
+    }
+    if (o.workflow != "torch") {
+      throw UsageError(
+          "--cuda-graph needs --workflow torch (a capturable GradScaler), got "
+          "--workflow " +
+          o.workflow);
+    }
+    if (o.optimizer != "fused_adam" && o.optimizer != "fused_sgd") {
+      throw UsageError(
+          "--cuda-graph needs --optimizer fused_adam or fused_sgd (capturable), got "
+          "--optimizer " +
+          o.optimizer);
+    }
+  }
   return {o, ""};
 }
 

@@ -41,6 +41,9 @@ struct CompareOptions {
   uint64_t seed = 0;
   std::string out = "out/amp_compare";
   bool quiet = false;
+  // --cuda-graph: each training step captured once as a CUDA graph and replayed (torch workflow,
+  // capturable GradScaler and fused optimizer; docs/amp_compare.md).
+  bool cuda_graph = false;
   // The command line as given, for results.json.
   std::vector<std::string> argv;
 };

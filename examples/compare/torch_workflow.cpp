@@ -14,11 +14,12 @@ using Outcome = GradScalerStepReport::Outcome;
 
 class TorchWorkflow : public Workflow {
  public:
-  TorchWorkflow(const RunSpec& spec, DeviceType device)
+  TorchWorkflow(const RunSpec& spec, DeviceType device, bool capturable)
       : device_(device),
         dtype_(spec.low_precision_dtype()),
         mixed_(!spec.is_baseline()),
-        scaler_(device, {.enabled = mixed_}) {}
+        capturable_(capturable),
+        scaler_(device, {.enabled = mixed_, .capturable = capturable}) {}
 
   std::unique_ptr<autocast> casting_region() const override {
     // The baseline's region is disabled; it names no dtype, as autocast warns about Float32.
@@ -27,6 +28,13 @@ class TorchWorkflow : public Workflow {
   }
 
   bool backward_and_step(const Tensor& loss, optimizers::Optimizer& optimizer) override {
+    if (capturable_) {
+      // Captured: nothing may be read on the host; skipped_on_device() counts the skips.
+      scaler_.scale(loss).backward();
+      scaler_.step(optimizer);
+      scaler_.update();
+      return false;
+    }
     scaler_.scale(loss).backward();
     const double scale_before = scaler_.get_scale();
     scaler_.step(optimizer);
@@ -39,18 +47,21 @@ class TorchWorkflow : public Workflow {
   }
 
   double loss_scale() const override { return scaler_.get_scale(); }
+  int64_t skipped_on_device() const override { return scaler_.skipped_steps(); }
 
  private:
   DeviceType device_;
   DType dtype_;
   bool mixed_;
+  bool capturable_;
   GradScaler scaler_;
 };
 
 }  // namespace
 
-std::unique_ptr<Workflow> make_torch_workflow(const RunSpec& spec, DeviceType device) {
-  return std::make_unique<TorchWorkflow>(spec, device);
+std::unique_ptr<Workflow> make_torch_workflow(const RunSpec& spec, DeviceType device,
+                                              bool capturable) {
+  return std::make_unique<TorchWorkflow>(spec, device, capturable);
 }
 
 }  // namespace amp::compare
