@@ -200,9 +200,11 @@ CapturableRun train_capturable(bool adam, bool capturable, DType dtype) {
   run.params = w.detach().to(DType::Float32).to_vector<float>();
   run.scale = scaler.get_scale();
   run.skipped = scaler.skipped_steps();
-  const Tensor device_step = optimizer->device_step(0, amp::Device::cpu());
-  if (device_step.defined()) run.device_step = device_step.item<double>();
-  run.step_option = optimizer->option(0, "step");
+  if (adam) {  // FusedSGD counts no steps
+    const Tensor device_step = optimizer->device_step(0, amp::Device::cpu());
+    if (device_step.defined()) run.device_step = device_step.item<double>();
+    run.step_option = optimizer->option(0, "step");
+  }
   return run;
 }
 
