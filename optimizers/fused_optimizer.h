@@ -56,15 +56,16 @@ class AMPCPP_API FusedOptimizer : public Optimizer {
   void update_with_amp_scaling(const Tensor& grad_scale, const Tensor& found_inf) override;
   void lr_changed(size_t group) override;
 
-  /// Capturable mode's device scalars of a group on a device (1-element Float32): the learning
-  /// rate (written from the group's "lr" at every step outside a capture and by set_lr) and the
-  /// step count (advanced here by one unless found_inf, when defined, is non-zero, if
-  /// `count_step`). Both undefined without capturable. Created at the group's first step on
-  /// the device, which must not be captured (amp::Error: warm up first).
+  /// Capturable mode's device scalars of a group on a device (1-element Float32).
   struct DeviceScalars {
     Tensor lr;    ///< the learning rate
     Tensor step;  ///< the steps that ran
   };
+  /// The group's DeviceScalars on `device`: the learning rate (written from the group's "lr"
+  /// at every step outside a capture and by set_lr) and the step count (advanced here by one
+  /// unless found_inf, when defined, is non-zero, if `count_step`). Both undefined without
+  /// capturable. Created at the group's first step on the device, which must not be captured
+  /// (amp::Error: warm up first).
   DeviceScalars device_scalars(size_t group, Device device, const Tensor& found_inf,
                                bool count_step);
   /// amp::Error naming `what` when a capturable optimizer would create state during a capture
