@@ -109,6 +109,11 @@ void GradScaler::check_options() const {
             python_repr(kMinNormalFloat), ", got ", python_repr(lo));
   AMP_CHECK(hi > 0.0 && hi >= lo, "GradScaler: expected max_scale > 0 and >= min_scale (",
             python_repr(lo), "), got ", python_repr(hi));
+  AMP_CHECK(!options_.capturable || (options_.hysteresis == 1 && lo == 0.0 &&
+                                     hi == std::numeric_limits<double>::infinity()),
+            "GradScaler: expected capturable mode without hysteresis, min_scale or max_scale "
+            "(they update the scale on the host), got hysteresis ",
+            options_.hysteresis, ", min_scale ", python_repr(lo), ", max_scale ", python_repr(hi));
   AMP_CHECK(init_scale_ >= lo && init_scale_ <= hi,
             "GradScaler: expected init_scale within [min_scale, max_scale] = [", python_repr(lo),
             ", ", python_repr(hi), "], got ", python_repr(init_scale_));
@@ -131,6 +136,11 @@ void GradScaler::lazy_init(Device device) {
   scale_ = scalar_tensor(init_scale_, {.dtype = DType::Float32, .device = device});
   growth_tracker_ = scalar_tensor(static_cast<double>(init_growth_tracker_),
                                   {.dtype = DType::Int64, .device = device});
+  if (options_.capturable) skipped_steps_ = scalar_tensor(0.0, {.device = device});
+}
+
+int64_t GradScaler::skipped_steps() const {
+  return skipped_steps_.defined() ? static_cast<int64_t>(skipped_steps_.item<float>()) : 0;
 }
 
 void GradScaler::check_scale_growth_tracker(const char* funcname) const {
@@ -149,7 +159,13 @@ Tensor GradScaler::scale_one(const Tensor& output, PerDevice& replicas, const ch
   AMP_CHECK(output.device().type == device_type_, "GradScaler.", op, ": expected a tensor on a ",
             device_type_name(device_type_), " device (the scaler's device type), got one on ",
             to_string(output.device()));
-  if (!scale_.defined()) lazy_init(output.device());
+  if (!scale_.defined()) {
+    // Made inside a capture, the scale's initial value would be written again at every replay.
+    AMP_CHECK(!cuda::is_current_stream_capturing(), "GradScaler.", op,
+              ": expected the scale to exist before a CUDA graph capture, got the first scale() "
+              "inside one; run a few uncaptured warm-up steps first");
+    lazy_init(output.device());
+  }
   auto it = replicas.find(output.device());
   if (it == replicas.end())
     it = replicas.emplace(output.device(), scale_.to(output.device())).first;
@@ -327,6 +343,11 @@ bool GradScaler::step(optimizers::Optimizer& optimizer) {
   AMP_CHECK(state.stage != Stage::Stepped,
             "GradScaler.step: step() has already been called since the last update().");
 
+  AMP_CHECK(!options_.capturable || optimizer.capturable(),
+            "GradScaler.step: expected a capturable optimizer in capturable mode (FusedAdam or "
+            "FusedSGD with capturable = true), got one that ",
+            optimizer.supports_amp_scaling() ? "reads found_inf on the host"
+                                             : "does not unscale and skip on the device");
   if (optimizer.supports_amp_scaling()) {
     // torch's step() for an optimizer with _step_supports_amp_scaling: the optimizer unscales
     // inside its kernels and skips on the device, so nothing is read on the host. A READY
@@ -340,8 +361,17 @@ bool GradScaler::step(optimizers::Optimizer& optimizer) {
     }
     // A copy, so that the optimizer cannot change the scaler's scale through it.
     const Tensor grad_scale = state.stage == Stage::Unscaled ? Tensor() : scale_.clone();
-    optimizer.step_with_amp_scaling(grad_scale, summed_found_inf(state.found_inf_per_device));
+    const Tensor found_inf = summed_found_inf(state.found_inf_per_device);
+    optimizer.step_with_amp_scaling(grad_scale, found_inf);
     state.stage = Stage::Stepped;
+    if (options_.capturable) {
+      // Counted on the device: whether this step ran is known there only.
+      skipped_steps_.copy_(add(skipped_steps_, ne(found_inf, 0.0).to(DType::Float32)));
+      record(optimizer, make_report(Outcome::Deferred, std::nullopt,
+                                    "capturable mode: the optimizer skips on the device; "
+                                    "GradScaler::skipped_steps() counts the skipped steps"));
+      return true;
+    }
     record(optimizer, make_report(Outcome::Deferred, std::nullopt,
                                   "the optimizer unscales and skips on the device"));
     return true;

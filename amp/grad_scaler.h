@@ -67,6 +67,14 @@ struct AMPCPP_API GradScalerOptions {
   /// set, must be a normal fp32 number, so the scale can never become 0 or subnormal.
   double min_scale = 0.0;
   double max_scale = std::numeric_limits<double>::infinity();  ///< see min_scale
+  /// Capturable mode, for CUDA graphs (docs/cuda.md, "Capturable mode"): the scale, found_inf,
+  /// the skip decision and a skipped-steps counter stay on the device, and step() reads nothing
+  /// on the host, so a whole step can be captured. step() needs a capturable optimizer
+  /// (FusedAdam or FusedSGD with capturable = true), returns true (the optimizer was called;
+  /// whether its update ran is decided on the device) and reports Outcome::Deferred; read
+  /// skipped_steps() for the count of skipped steps. Not with hysteresis or min/max_scale,
+  /// which decide on the host.
+  bool capturable = false;
 };
 
 /// What GradScaler::step did (beyond PyTorch; GradScaler::last_step).
@@ -172,6 +180,10 @@ class AMPCPP_API GradScaler {
   const GradScalerStepReport& last_step() const { return last_step_; }
   /// The report of the most recent step() of `optimizer` (Outcome::None when it never stepped).
   GradScalerStepReport last_step(const optimizers::Optimizer& optimizer) const;
+  /// Capturable mode: the number of steps skipped on the device because a gradient was inf or
+  /// NaN (summed over optimizers), read from the device (one host sync: call it outside a
+  /// capture, e.g. when logging). 0 without capturable mode or before the first step.
+  int64_t skipped_steps() const;
 
  private:
   enum class Stage { Ready, Unscaled, Stepped };
@@ -214,6 +226,7 @@ class AMPCPP_API GradScaler {
   int64_t hysteresis_tracker_;
   Tensor scale_;           // Float32 0-d, lazily created
   Tensor growth_tracker_;  // Int64 0-d, lazily created
+  Tensor skipped_steps_;   // capturable mode: Float32 0-d, created with the scale
   std::unordered_map<const optimizers::Optimizer*, OptimizerState> per_optimizer_states_;
   std::unordered_map<const TensorImpl*, std::string> parameter_names_;
   GradScalerStepReport last_step_;

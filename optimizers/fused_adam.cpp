@@ -3,6 +3,7 @@
 
 #include <cstring>
 #include <string>
+#include <map>
 #include <utility>
 
 #include "csrc/core/macros.h"
@@ -57,7 +58,7 @@ FusedAdam::FusedAdam(std::vector<Tensor> params, FusedAdamOptions options)
     : FusedAdam(detail::single_group(std::move(params)), options) {}
 
 FusedAdam::FusedAdam(std::vector<ParamGroup> groups, FusedAdamOptions options)
-    : FusedOptimizer("FusedAdam", to_options(options), options.set_grad_none),
+    : FusedOptimizer("FusedAdam", to_options(options), options.set_grad_none, options.capturable),
       exp_avg_dtype_(options.exp_avg_dtype),
       exp_avg_sq_dtype_(options.exp_avg_sq_dtype),
       master_(options.master),
@@ -68,6 +69,11 @@ FusedAdam::FusedAdam(std::vector<ParamGroup> groups, FusedAdamOptions options)
                 master_ == MasterWeights::BFloat16StochasticRounding,
             "FusedAdam: expected master Float32, BFloat16Kahan or BFloat16StochasticRounding, got ",
             static_cast<int>(master_));
+  AMP_CHECK(!options.capturable || !low_precision(),
+            "FusedAdam: capturable mode expects Float32 moments and master Float32, got "
+            "exp_avg_dtype ",
+            dtype_name(exp_avg_dtype_), ", exp_avg_sq_dtype ", dtype_name(exp_avg_sq_dtype_),
+            ", master ", master_name(master_));
   // What the low-precision options need of the parameters (BFloat16 for Kahan and stochastic
   // rounding, no Float16) is checked at each step: amp::initialize casts them after the
   // optimizer was made (O2/O3 with BFloat16 weights and no masters).
@@ -230,10 +236,18 @@ void FusedAdam::run_step(const Tensor& inv_scale, const Tensor& found_inf) {
     const bool bias_correction = option(g, "bias_correction") != 0.0;
     const mt::AdamMode mode =
         option(g, "adam_w_mode") != 0.0 ? mt::AdamMode::AdamW : mt::AdamMode::L2;
+    std::map<Device, DeviceScalars> on_device;  // capturable mode: once per device of the group
     for (const Bucket& b : groups_buckets) {
       if (low_precision()) {
         run_low_precision_bucket(b, g, step, inv_scale, found_inf, first_tensor);
         continue;
+      }
+      auto scalars = on_device.find(b.device);
+      if (scalars == on_device.end()) {
+        scalars = on_device
+                      .emplace(b.device,
+                               device_scalars(g, b.device, device_copy(found_inf, b.device), true))
+                      .first;
       }
       std::vector<Tensor> m, v;
       for (const Tensor& p : b.params) {
@@ -255,7 +269,8 @@ void FusedAdam::run_step(const Tensor& inv_scale, const Tensor& found_inf) {
       const mt::GradScaling scaling{device_copy(inv_scale, b.device),
                                     device_copy(found_inf, b.device)};
       mt::adam(mt::kDefaultChunkSize, mt::make_flag(b.device), lists, lr, beta1, beta2, eps, step,
-               mode, bias_correction, weight_decay, scaling);
+               mode, bias_correction, weight_decay, scaling,
+               {scalars->second.lr, scalars->second.step});
     }
   }
 }

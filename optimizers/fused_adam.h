@@ -56,6 +56,9 @@ struct AMPCPP_API FusedAdamOptions {
   MasterWeights master = MasterWeights::Float32;
   /// Key of stochastic rounding's Philox stream (with the step, the tensor and the element).
   uint64_t seed = 0;
+  /// lr, step count and the skip on the device, for CUDA graphs (PyTorch's capturable Adam;
+  /// docs/cuda.md, "Capturable optimizers"). Not a group option: fixed at construction.
+  bool capturable = false;
 };
 
 /// Per parameter with a gradient g, at the group's step t (apex multi_tensor_adam):

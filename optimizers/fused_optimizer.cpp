@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "csrc/core/macros.h"
+#include "csrc/cuda/cuda.h"
 #include "csrc/multi_tensor/master_weights.h"
 #include "csrc/multi_tensor/multi_tensor.h"
 #include "csrc/ops/elementwise.h"
@@ -61,8 +62,12 @@ void check_fused_dtype(const std::string& optimizer, const Tensor& param, size_t
 
 }  // namespace detail
 
-FusedOptimizer::FusedOptimizer(std::string name, Options defaults, bool set_grad_none)
-    : Optimizer(std::move(defaults)), name_(std::move(name)), set_grad_none_(set_grad_none) {}
+FusedOptimizer::FusedOptimizer(std::string name, Options defaults, bool set_grad_none,
+                               bool capturable)
+    : Optimizer(std::move(defaults)),
+      name_(std::move(name)),
+      set_grad_none_(set_grad_none),
+      capturable_(capturable) {}
 
 void FusedOptimizer::update() { run_step(Tensor(), Tensor()); }
 
@@ -71,13 +76,58 @@ void FusedOptimizer::update_with_amp_scaling(const Tensor& grad_scale, const Ten
   check_scaling_tensor(op, "grad_scale", grad_scale);
   check_scaling_tensor(op, "found_inf", found_inf);
   // The one host sync of a step: the per-group step counters live on the host and must not
-  // count a skipped step.
-  if (found_inf.defined() && found_inf.item<float>() != 0.f) return;
+  // count a skipped step. A capturable optimizer counts on the device and the kernels skip.
+  if (!capturable_ && found_inf.defined() && found_inf.item<float>() != 0.f) return;
   // 1 / scale in double, then fp32, as torch's GradScaler computes inv_scale; on the device.
   const Tensor inv_scale = grad_scale.defined()
                                ? reciprocal(grad_scale.to(DType::Float64)).to(DType::Float32)
                                : Tensor();
   run_step(inv_scale, found_inf);
+}
+
+void FusedOptimizer::lr_changed(size_t group) {
+  for (auto& [key, scalars] : device_scalars_) {
+    if (key.first == group) scalars.lr.fill_(option(group, "lr"));
+  }
+}
+
+Tensor FusedOptimizer::device_step(size_t group, Device device) const {
+  const auto it = device_scalars_.find({group, device});
+  return it == device_scalars_.end() ? Tensor() : it->second.step;
+}
+
+void FusedOptimizer::refuse_state_creation_during_capture(const char* what) const {
+  AMP_CHECK(!capturable_ || !cuda::is_current_stream_capturing(), name_,
+            ": expected its state to exist before a CUDA graph capture, got the first step of ",
+            what,
+            " inside one (its initial values would be written again at every replay); run "
+            "a few uncaptured warm-up steps first");
+}
+
+FusedOptimizer::DeviceScalars FusedOptimizer::device_scalars(size_t group, Device device,
+                                                             const Tensor& found_inf,
+                                                             bool count_step) {
+  if (!capturable_) return {};
+  auto it = device_scalars_.find({group, device});
+  const double lr = option(group, "lr");
+  if (it == device_scalars_.end()) {
+    refuse_state_creation_during_capture("a parameter group on a device");
+    // The host option already counts this call (advance_step); the device counts from before.
+    const double before = count_step ? option(group, "step") - 1 : 0.0;
+    const TensorOptions fp32{.dtype = DType::Float32, .device = device};
+    it = device_scalars_
+             .emplace(std::make_pair(group, device),
+                      DeviceScalars{full({}, lr, fp32), full({}, before, fp32)})
+             .first;
+  } else if (!cuda::is_current_stream_capturing()) {
+    it->second.lr.fill_(lr);  // inside a capture the value would be baked into the graph
+  }
+  Tensor& step = it->second.step;
+  if (count_step) {
+    step.copy_(found_inf.defined() ? add(step, eq(found_inf, 0.0).to(DType::Float32))
+                                   : add(step, 1.0));
+  }
+  return it->second;
 }
 
 void FusedOptimizer::zero_grad(bool set_to_none) {
@@ -139,6 +189,7 @@ Tensor& FusedOptimizer::state_tensor(const Tensor& param, const std::string& nam
   ParamState& st = state(param);
   auto it = st.tensors.find(name);
   if (it == st.tensors.end()) {
+    refuse_state_creation_during_capture(("state '" + name + "'").c_str());
     Tensor t = zeros(param.sizes(), {.dtype = state_dtype(param, name), .device = param.device()});
     it = st.tensors.emplace(name, std::move(t)).first;
   }
@@ -146,6 +197,7 @@ Tensor& FusedOptimizer::state_tensor(const Tensor& param, const std::string& nam
 }
 
 Tensor FusedOptimizer::master(const Tensor& param) {
+  if (own_master_of(param) == nullptr) refuse_state_creation_during_capture("a master weight");
   // Exact: every 16-bit value is an fp32 value.
   return mt::MasterWeights::instance().adopt(param, param, this);
 }

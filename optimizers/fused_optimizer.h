@@ -9,6 +9,7 @@
 /// every parameter with a gradient, optionally unscaling the grads.
 #pragma once
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <utility>
@@ -30,6 +31,13 @@ class AMPCPP_API FusedOptimizer : public Optimizer {
   /// the only host sync, so that step counters stay exact: a non-zero value skips the whole
   /// update, step counters and state creation included.
   bool supports_amp_scaling() const override { return true; }
+  /// The option `capturable` (FusedAdam, FusedSGD): lr, step count and the skip stay on the
+  /// device (docs/cuda.md, "Capturable optimizers").
+  bool capturable() const override { return capturable_; }
+  /// Capturable mode: the group's device step count on `device` (Float32 0-d: the steps that
+  /// ran, which the bias corrections use), undefined before the group's first step there or
+  /// without capturable. The group option "step" counts step() calls in this mode.
+  Tensor device_step(size_t group, Device device) const;
 
   /// apex: with set_grad_none the grads become undefined; without it they are zeroed in place.
   /// An explicit zero_grad(false) always zeroes in place.
@@ -41,10 +49,28 @@ class AMPCPP_API FusedOptimizer : public Optimizer {
 
  protected:
   /// name: used in error messages ("FusedAdam"); set_grad_none: apex's zero_grad policy.
-  FusedOptimizer(std::string name, Options defaults, bool set_grad_none);
+  /// capturable: see capturable().
+  FusedOptimizer(std::string name, Options defaults, bool set_grad_none, bool capturable = false);
 
   void update() override;
   void update_with_amp_scaling(const Tensor& grad_scale, const Tensor& found_inf) override;
+  void lr_changed(size_t group) override;
+
+  /// Capturable mode's device scalars of a group on a device (1-element Float32).
+  struct DeviceScalars {
+    Tensor lr;    ///< the learning rate
+    Tensor step;  ///< the steps that ran
+  };
+  /// The group's DeviceScalars on `device`: the learning rate (written from the group's "lr"
+  /// at every step outside a capture and by set_lr) and the step count (advanced here by one
+  /// unless found_inf, when defined, is non-zero, if `count_step`). Both undefined without
+  /// capturable. Created at the group's first step on the device, which must not be captured
+  /// (amp::Error: warm up first).
+  DeviceScalars device_scalars(size_t group, Device device, const Tensor& found_inf,
+                               bool count_step);
+  /// amp::Error naming `what` when a capturable optimizer would create state during a capture
+  /// (its initial values would be captured and written again at every replay).
+  void refuse_state_creation_during_capture(const char* what) const;
 
   /// The parameters of one group with a gradient that share a device and a dtype, in the order
   /// of the group. `key` separates buckets further when an optimizer needs it (FusedSGD: whether
@@ -113,6 +139,8 @@ class AMPCPP_API FusedOptimizer : public Optimizer {
  private:
   std::string name_;
   bool set_grad_none_;
+  bool capturable_;
+  std::map<std::pair<size_t, Device>, DeviceScalars> device_scalars_;
 };
 
 namespace detail {

@@ -32,7 +32,7 @@ FusedSGD::FusedSGD(std::vector<Tensor> params, FusedSGDOptions options)
     : FusedSGD(detail::single_group(std::move(params)), options) {}
 
 FusedSGD::FusedSGD(std::vector<ParamGroup> groups, FusedSGDOptions options)
-    : FusedOptimizer("FusedSGD", to_options(options), options.set_grad_none),
+    : FusedOptimizer("FusedSGD", to_options(options), options.set_grad_none, options.capturable),
       materialize_master_grads_(options.materialize_master_grads) {
   add_checked_param_groups(std::move(groups));
 }
@@ -78,8 +78,10 @@ void FusedSGD::run_step(const Tensor& inv_scale, const Tensor& found_inf) {
       if (!b.copies.empty()) lists.push_back(b.copies);  // master weights' 16-bit parameters
       const mt::GradScaling scaling{device_copy(inv_scale, b.device),
                                     device_copy(found_inf, b.device)};
+      const DeviceScalars scalars = device_scalars(g, b.device, scaling.found_inf, false);
       mt::sgd(mt::kDefaultChunkSize, mt::make_flag(b.device), lists, weight_decay, momentum,
-              dampening, lr, nesterov, b.key == 1, wd_after_momentum, 1.0, scaling);
+              dampening, lr, nesterov, b.key == 1, wd_after_momentum, 1.0, scaling,
+              {scalars.lr, Tensor()});
     }
   }
 }

@@ -23,6 +23,8 @@ struct AMPCPP_API FusedSGDOptions : SGDOptions {
   /// registers (exact), which is what materialised fp32 grads would hold.
   bool materialize_master_grads = true;
   bool set_grad_none = false;  ///< zero_grad() makes grads undefined
+  /// lr and the skip on the device, for CUDA graphs (docs/cuda.md, "Capturable optimizers").
+  bool capturable = false;
 };
 
 /// Per parameter with a gradient g (torch's SGD, lr outside the momentum; apex SGDFunctor):

@@ -442,6 +442,7 @@ void Optimizer::set_lr(size_t group, double lr) {
             param_groups_.size(), " groups)");
   AMP_CHECK(lr >= 0.0, "Invalid learning rate: ", detail::python_repr(lr));
   param_groups_[group].options["lr"] = lr;
+  lr_changed(group);
 }
 
 void Optimizer::zero_grad(bool set_to_none) {

@@ -94,6 +94,10 @@ class AMPCPP_API Optimizer {
   /// step() with update_with_amp_scaling(grad_scale, found_inf) as the update, for
   /// GradScaler::step; amp::Error when supports_amp_scaling() is false.
   void step_with_amp_scaling(const Tensor& grad_scale, const Tensor& found_inf);
+  /// Capturable mode (docs/cuda.md, "Capturable optimizers"): the optimizer keeps its learning
+  /// rate and step count on the device and never reads found_inf on the host, so that its step
+  /// can be captured in a CUDA graph. FusedAdam and FusedSGD offer it (option `capturable`).
+  virtual bool capturable() const { return false; }
 
   /// Registers a hook run before every step (torch's register_step_pre_hook); returns its id.
   HookId register_step_pre_hook(StepPreHook hook);
@@ -181,6 +185,9 @@ class AMPCPP_API Optimizer {
   virtual void update() = 0;
   /// See supports_amp_scaling(); the base raises amp::Error.
   virtual void update_with_amp_scaling(const Tensor& grad_scale, const Tensor& found_inf);
+  /// Called by set_lr after it changed a group's "lr" (a capturable optimizer writes its device
+  /// copy, so a scheduler between graph replays takes effect). Nothing by default.
+  virtual void lr_changed(size_t /*group*/) {}
   /// True when update() itself writes each master weight's rounding into its parameter (FusedSGD
   /// and FusedAdam do it in their kernel pass); otherwise step() writes them after update().
   virtual bool writes_master_params() const { return false; }

@@ -105,6 +105,7 @@ struct CachingAllocator::Impl {
     bool small_pool = false;
     bool live = false;
     uintptr_t stream = 0;                  // the stream it was allocated for: its pool's
+    uint64_t pool = 0;                     // 0: the stream's pools; else a graph's private pool
     std::vector<uintptr_t> stream_uses{};  // other streams that used it (record_stream)
     std::vector<std::pair<int, uintptr_t>> event_uses{};  // (device, event) of record_event
     int pending_events = 0;      // deallocated, waiting for these events before it is pooled
@@ -115,8 +116,9 @@ struct CachingAllocator::Impl {
     bool pooled() const { return !live && pending_events == 0; }  // free and reusable
   };
   using Blocks = std::map<char*, Block>;  // by address: neighbours are adjacent entries
-  // Free blocks by (stream, size, address): best fit among the requesting stream's blocks.
-  using Pool = std::set<std::tuple<uintptr_t, size_t, char*>>;
+  // Free blocks by (private pool, stream, size, address): best fit among the blocks of the
+  // requesting stream, in the private pool its requests are routed to (0: none).
+  using Pool = std::set<std::tuple<uint64_t, uintptr_t, size_t, char*>>;
   // An event recorded on a stream that used a deallocated block (record_stream).
   struct PendingEvent {
     int device;
@@ -141,6 +143,10 @@ struct CachingAllocator::Impl {
   Blocks blocks;  // every block of every device (addresses are unique across devices)
   std::map<int, DeviceState> devices;
   MemoryStats total;  // the sums over devices; its peaks are peaks of the sums
+  // Graph capture: (device, stream) -> the private pool its requests go to, and the pools whose
+  // owner released them (their segments go back to the system once free).
+  std::map<std::pair<int, uintptr_t>, uint64_t> routes;
+  std::set<std::pair<int, uint64_t>> released_pools;
 
   Impl(DeviceType t, RawAlloc a, RawFree f, bool c, StreamOps s)
       : type(t), raw_alloc(a), raw_free(f), caching(c), streams(s) {}
@@ -149,6 +155,21 @@ struct CachingAllocator::Impl {
   Pool& pool_of(const Block& b) {
     DeviceState& d = device(b.device);
     return b.small_pool ? d.small : d.large;
+  }
+  // Whether a capture routes requests of the device (then no event is queried and nothing goes
+  // back to the system), or of any device.
+  bool capturing(int device_index) const {
+    return std::any_of(routes.begin(), routes.end(),
+                       [&](const auto& r) { return r.first.first == device_index; });
+  }
+  bool capturing() const { return !routes.empty(); }
+  uint64_t routed_pool(int device_index, uintptr_t stream) const {
+    const auto it = routes.find({device_index, stream});
+    return it == routes.end() ? 0 : it->second;
+  }
+  // A block whose segment may go back to the system: of no private pool, or of a released one.
+  bool releasable(const Block& b) const {
+    return b.pool == 0 || released_pools.count({b.device, b.pool}) != 0;
   }
 
   // Applies `change` to the device's counters and to the totals, then updates both peaks.
@@ -163,10 +184,10 @@ struct CachingAllocator::Impl {
 
   void pool_insert(Blocks::iterator it);
   void pool_erase(Blocks::iterator it);
-  Blocks::iterator find_free_block(int device_index, uintptr_t stream, size_t size,
+  Blocks::iterator find_free_block(int device_index, uint64_t pool, uintptr_t stream, size_t size,
                                    bool small_pool);
-  Blocks::iterator new_segment(size_t bytes, size_t size, int device_index, uintptr_t stream,
-                               bool small_pool);
+  Blocks::iterator new_segment(size_t bytes, size_t size, int device_index, uint64_t pool,
+                               uintptr_t stream, bool small_pool);
   void split(Blocks::iterator it, size_t size);
   Blocks::iterator merge_with_free_neighbours(Blocks::iterator it);
   void return_to_pool(Blocks::iterator it);
@@ -185,7 +206,7 @@ bool CachingAllocator::Impl::Block::whole_segment() const { return size == segme
 // that free merge into it, which takes it out of the pool first.
 void CachingAllocator::Impl::pool_insert(Blocks::iterator it) {
   const Block& b = it->second;
-  pool_of(b).emplace(b.stream, b.size, it->first);
+  pool_of(b).emplace(b.pool, b.stream, b.size, it->first);
   if (!b.whole_segment()) {
     count(b.device,
           [&](MemoryStats& s) { s.inactive_split_bytes += static_cast<int64_t>(b.size); });
@@ -194,35 +215,36 @@ void CachingAllocator::Impl::pool_insert(Blocks::iterator it) {
 
 void CachingAllocator::Impl::pool_erase(Blocks::iterator it) {
   const Block& b = it->second;
-  pool_of(b).erase({b.stream, b.size, it->first});
+  pool_of(b).erase({b.pool, b.stream, b.size, it->first});
   if (!b.whole_segment()) {
     count(b.device,
           [&](MemoryStats& s) { s.inactive_split_bytes -= static_cast<int64_t>(b.size); });
   }
 }
 
-// The smallest free block of the stream's pool that holds `size` bytes (ties: the lowest
-// address), taken out of the pool; blocks.end() when none does.
-CachingAllocator::Impl::Blocks::iterator CachingAllocator::Impl::find_free_block(int device_index,
-                                                                                 uintptr_t stream,
-                                                                                 size_t size,
-                                                                                 bool small_pool) {
+// The smallest free block of the stream's pool (in private pool `pool_id`, 0: none) that holds
+// `size` bytes (ties: the lowest address), taken out of the pool; blocks.end() when none does.
+CachingAllocator::Impl::Blocks::iterator CachingAllocator::Impl::find_free_block(
+    int device_index, uint64_t pool_id, uintptr_t stream, size_t size, bool small_pool) {
   DeviceState& d = device(device_index);
   Pool& pool = small_pool ? d.small : d.large;
-  const auto fit = pool.lower_bound({stream, size, nullptr});
-  if (fit == pool.end() || std::get<0>(*fit) != stream) return blocks.end();
-  const auto it = blocks.find(std::get<2>(*fit));
+  const auto fit = pool.lower_bound({pool_id, stream, size, nullptr});
+  if (fit == pool.end() || std::get<0>(*fit) != pool_id || std::get<1>(*fit) != stream) {
+    return blocks.end();
+  }
+  const auto it = blocks.find(std::get<3>(*fit));
   pool_erase(it);
   return it;
 }
 
 // A new segment from the system holding one block of its full size (not pooled); after a
-// refusal, the device's cached whole segments are freed and the request retried once.
+// refusal, the device's cached whole segments are freed and the request retried once (not
+// during a capture, where waiting for events and freeing are illegal).
 CachingAllocator::Impl::Blocks::iterator CachingAllocator::Impl::new_segment(
-    size_t bytes, size_t size, int device_index, uintptr_t stream, bool small_pool) {
+    size_t bytes, size_t size, int device_index, uint64_t pool, uintptr_t stream, bool small_pool) {
   const size_t seg = caching ? segment_size(size) : size;
   void* raw = raw_alloc(seg, device_index);
-  if (raw == nullptr) {
+  if (raw == nullptr && !capturing(device_index)) {
     wait_for_events();
     release_cached_segments(device_index, 0);
     count(device_index, [](MemoryStats& s) { ++s.alloc_retries; });
@@ -237,6 +259,7 @@ CachingAllocator::Impl::Blocks::iterator CachingAllocator::Impl::new_segment(
                                   .device = device_index,
                                   .small_pool = small_pool,
                                   .stream = stream,
+                                  .pool = pool,
                                   .segment = base,
                                   .segment_bytes = seg})
              .first;
@@ -301,11 +324,18 @@ CachingAllocator::Impl::Blocks::iterator CachingAllocator::Impl::merge_with_free
 }
 
 // Pools a block that is free and reusable now (merged with its free neighbours first), then
-// trims the device's cache to its limit.
+// trims the device's cache to its limit. A whole segment of a released private pool goes back
+// to the system instead (after the capture, if one is running).
 void CachingAllocator::Impl::return_to_pool(Blocks::iterator it) {
   const int device_index = it->second.device;
   it = merge_with_free_neighbours(it);
+  if (it->second.pool != 0 && it->second.whole_segment() && releasable(it->second) &&
+      !capturing(device_index)) {
+    release_segment(it);
+    return;
+  }
   pool_insert(it);
+  if (capturing(device_index)) return;
   const int64_t limit = device(device_index).cache_limit;
   if (limit != std::numeric_limits<int64_t>::max()) release_cached_segments(device_index, limit);
 }
@@ -330,8 +360,9 @@ bool CachingAllocator::Impl::record_events(Blocks::iterator it) {
 }
 
 // Pools the blocks whose events have all completed (PyTorch's process_events, at every
-// allocate).
+// allocate). Not while a capture runs: querying an event there would invalidate it.
 void CachingAllocator::Impl::process_events() {
+  if (capturing()) return;
   size_t kept = 0;
   for (size_t i = 0; i < pending.size(); ++i) {
     const PendingEvent e = pending[i];
@@ -367,13 +398,14 @@ void CachingAllocator::Impl::release_segment(Blocks::iterator it) {
 // Frees the device's cached whole segments, largest first within each stream's pool, until its
 // cached bytes (reserved minus allocated) are at most keep_at_most or none is left.
 void CachingAllocator::Impl::release_cached_segments(int device_index, int64_t keep_at_most) {
+  if (capturing(device_index)) return;
   DeviceState& d = device(device_index);
   for (Pool* pool : {&d.large, &d.small}) {
     for (auto fit = pool->end(); fit != pool->begin();) {
       if (d.stats.reserved - d.stats.allocated <= keep_at_most) return;
       --fit;
-      const auto it = blocks.find(std::get<2>(*fit));
-      if (!it->second.whole_segment()) continue;
+      const auto it = blocks.find(std::get<3>(*fit));
+      if (!it->second.whole_segment() || !releasable(it->second)) continue;
       fit = pool->erase(fit);  // a whole segment is not inactive_split: no counter to update
       release_segment(it);
     }
@@ -424,9 +456,11 @@ void* CachingAllocator::allocate(size_t bytes, int device_index, uintptr_t strea
   Impl& m = *impl_;
   std::lock_guard<std::mutex> lock(m.mutex);
   if (!m.pending.empty()) m.process_events();
-  auto it = m.caching ? m.find_free_block(device_index, stream, size, small_pool) : m.blocks.end();
+  const uint64_t pool = m.routed_pool(device_index, stream);
+  auto it =
+      m.caching ? m.find_free_block(device_index, pool, stream, size, small_pool) : m.blocks.end();
   const bool cached = it != m.blocks.end();
-  if (!cached) it = m.new_segment(bytes, size, device_index, stream, small_pool);
+  if (!cached) it = m.new_segment(bytes, size, device_index, pool, stream, small_pool);
   m.split(it, size);
   Impl::Block& b = it->second;
   b.live = true;
@@ -459,7 +493,9 @@ void CachingAllocator::deallocate(void* ptr) {
   });
   b.live = false;
   b.rounded_request = 0;
-  if (!m.caching) {
+  // A graph's private pool keeps its blocks even without caching (its replays use them), and
+  // nothing goes back to the system during a capture.
+  if (!m.caching && m.releasable(b) && !m.capturing(device_index)) {
     // The system free (cudaFree) waits for all work on the device, other streams' included;
     // cudaFreeHost waits for the copies from the block.
     for (const auto& [device, event] : b.event_uses) m.streams.destroy_event(device, event);
@@ -543,8 +579,50 @@ void CachingAllocator::reset_peak(int device_index) {
   s.max_reserved = s.reserved;
 }
 
+void CachingAllocator::begin_allocate_to_pool(int device_index, uintptr_t stream, uint64_t pool) {
+  AMP_ASSERT(pool != 0, "begin_allocate_to_pool: pool 0 is the streams' own pools");
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  const bool fresh = impl_->routes.emplace(std::make_pair(device_index, stream), pool).second;
+  AMP_CHECK(fresh,
+            "cuda::Graph::capture_begin: expected a stream that no other capture is "
+            "allocating for, got stream ",
+            stream, " of device ", device_index, " (already routed to private pool ",
+            impl_->routes[{device_index, stream}], ")");
+  impl_->released_pools.erase({device_index, pool});
+}
+
+void CachingAllocator::end_allocate_to_pool(int device_index, uint64_t pool) {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  auto& routes = impl_->routes;
+  for (auto it = routes.begin(); it != routes.end();) {
+    it = it->first.first == device_index && it->second == pool ? routes.erase(it) : std::next(it);
+  }
+}
+
+void CachingAllocator::release_pool(int device_index, uint64_t pool) {
+  end_allocate_to_pool(device_index, pool);
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  Impl& m = *impl_;
+  m.released_pools.insert({device_index, pool});
+  if (m.capturing(device_index)) return;  // the free segments go at the next empty_cache
+  Impl::DeviceState& d = m.device(device_index);
+  for (Impl::Pool* free_blocks : {&d.large, &d.small}) {
+    for (auto fit = free_blocks->lower_bound({pool, 0, 0, nullptr});
+         fit != free_blocks->end() && std::get<0>(*fit) == pool;) {
+      const auto it = m.blocks.find(std::get<3>(*fit));
+      if (!it->second.whole_segment() || it->second.device != device_index) {
+        ++fit;
+        continue;
+      }
+      fit = free_blocks->erase(fit);
+      m.release_segment(it);
+    }
+  }
+}
+
 void CachingAllocator::empty_cache() {
   std::lock_guard<std::mutex> lock(impl_->mutex);
+  if (impl_->capturing()) return;  // waiting for events would invalidate the capture
   impl_->wait_for_events();
   for (auto& [index, d] : impl_->devices) impl_->release_cached_segments(index, 0);
 }

@@ -93,6 +93,20 @@ class AMPCPP_API CachingAllocator {
   void record_event(void* ptr, int event_device, uintptr_t event);
   bool owns(const void* ptr) const;  ///< whether `ptr` starts a live block of this allocator
 
+  /// CUDA-graph capture (docs/cuda.md, "Graphs"), PyTorch's beginAllocateToPool/releasePool:
+  /// from now on, requests for `stream` of the device come from private pool `pool` (a non-zero
+  /// id chosen by the caller, e.g. a graph's), whose blocks are never handed to other requests
+  /// and whose segments stay reserved until release_pool, so the addresses a captured graph
+  /// replays stay valid. While any pool of the device is capturing, the allocator queries no
+  /// event and gives no memory back to the system (both are illegal or unsafe in a capture);
+  /// new segments of the pool still come from the raw allocator, which must be capture-safe.
+  void begin_allocate_to_pool(int device_index, uintptr_t stream, uint64_t pool);
+  /// Ends the routing of begin_allocate_to_pool for `pool`; its blocks stay reserved.
+  void end_allocate_to_pool(int device_index, uint64_t pool);
+  /// The pool's owner is gone: its free whole segments go back to the system now, the others
+  /// as soon as their last live block is deallocated. Ends the routing if still active.
+  void release_pool(int device_index, uint64_t pool);
+
   MemoryStats stats() const;                  ///< a snapshot of the counters of all devices
   MemoryStats stats(int device_index) const;  ///< a snapshot of one device's counters
   void reset_peak();  ///< max_allocated = allocated, max_reserved = reserved, everywhere

@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 #include "csrc/core/device.h"
 
@@ -93,5 +94,27 @@ void event_synchronize(EventId event);  ///< waits on the host for the work befo
 bool event_query(EventId event);        ///< true when the work before the record is done
 /// Milliseconds between two recorded timing events (cudaEventElapsedTime).
 double event_elapsed_ms(EventId start, EventId end);
+
+// ---- Graphs (amp::cuda::Graph; docs/cuda.md, "Graphs") ----
+
+using GraphExecId = uintptr_t;  ///< a cudaGraphExec_t's value; 0 is none
+
+/// Starts capturing `stream` (thread-local mode: this thread may not call what would break it).
+void stream_begin_capture(int device, StreamId stream);
+/// Ends the capture of `stream` and instantiates the graph; amp::Error naming the CUDA error
+/// when the capture was invalidated (by an operation that cannot be captured).
+GraphExecId stream_end_capture(int device, StreamId stream);
+/// Whether `stream` is being captured now.
+bool stream_is_capturing(int device, StreamId stream);
+/// Launches an instantiated graph on `stream`.
+void graph_launch(int device, GraphExecId graph, StreamId stream);
+void graph_destroy(int device, GraphExecId graph);  ///< never throws; 0 is ignored
+/// Raises amp::Error naming `op` when the calling thread's current stream (of the current
+/// device) is being captured: `op` would synchronise the host with the device, which a
+/// capture cannot hold. The refusal is also kept for take_capture_refusal, so that the
+/// capture fails at its end even when the caller catches the error.
+void refuse_during_capture(const char* op);
+/// The first refusal of refuse_during_capture on this thread since the last call ("" if none).
+std::string take_capture_refusal();
 
 }  // namespace amp::cuda_backend

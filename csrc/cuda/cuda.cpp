@@ -2,11 +2,13 @@
 // (runtime.cu and streams.cu, or cuda_unavailable.cpp in a CPU-only build).
 #include "csrc/cuda/cuda.h"
 
+#include <atomic>
 #include <utility>
 
 #include "csrc/core/allocator.h"
 #include "csrc/core/cuda_backend.h"
 #include "csrc/core/macros.h"
+#include "csrc/cuda/graph_state.h"
 
 namespace amp::cuda {
 
@@ -115,6 +117,116 @@ double Event::elapsed_ms(const Event& end) const {
             "cuda::Event::elapsed_ms: expected two recorded events, got ",
             handle_ == 0 ? "a start event" : "an end event", " never recorded");
   return cuda_backend::event_elapsed_ms(handle_, end.handle_);
+}
+
+bool is_current_stream_capturing() {
+  if (!is_available()) return false;
+  const int device = current_device();
+  return cuda_backend::stream_is_capturing(device, cuda_backend::current_stream(device));
+}
+
+namespace {
+using detail::GraphStage;
+std::atomic<uint64_t> next_graph_pool{1};  // 0 is the streams' own pools
+thread_local int captures_on_this_thread = 0;
+GraphStage stage_of(int stage) { return static_cast<GraphStage>(stage); }
+int as_int(GraphStage stage) { return static_cast<int>(stage); }
+}  // namespace
+
+Graph::Graph() : pool_(next_graph_pool++) {}
+
+Graph::~Graph() {
+  try {
+    reset();
+  } catch (...) {
+  }
+}
+
+void Graph::capture_begin() {
+  cuda_backend::require_available("cuda::Graph::capture_begin");
+  const GraphStage next = detail::graph_after_begin(stage_of(stage_), captures_on_this_thread > 0);
+  const int device = current_device();
+  // Work queued before the capture is done, so the capture depends on nothing outside it
+  // (torch.cuda.graph synchronises too).
+  cuda_backend::synchronize_device(device);
+  const Handle side = cuda_backend::pool_stream(device, /*high_priority=*/false);
+  CachingAllocator& allocator = allocator_for(DeviceType::CUDA);
+  allocator.begin_allocate_to_pool(device, side, pool_);
+  previous_stream_ = cuda_backend::current_stream(device);
+  cuda_backend::set_current_stream(device, side);
+  try {
+    (void)cuda_backend::take_capture_refusal();
+    cuda_backend::stream_begin_capture(device, side);
+  } catch (...) {
+    cuda_backend::set_current_stream(device, previous_stream_);
+    allocator.release_pool(device, pool_);
+    throw;
+  }
+  device_ = device;
+  stream_ = side;
+  stage_ = as_int(next);
+  ++captures_on_this_thread;
+}
+
+void Graph::abandon_capture() noexcept {
+  // Ends the capture (discarding it), the routing and the side stream, whatever went wrong.
+  try {
+    (void)cuda_backend::stream_end_capture(device_, stream_);
+  } catch (...) {
+  }
+  try {
+    allocator_for(DeviceType::CUDA).end_allocate_to_pool(device_, pool_);
+    cuda_backend::set_current_stream(device_, previous_stream_);
+  } catch (...) {
+  }
+  --captures_on_this_thread;
+  stage_ = as_int(GraphStage::Empty);
+}
+
+void Graph::capture_end() {
+  const GraphStage next = detail::graph_after_end(stage_of(stage_));
+  Handle exec = 0;
+  try {
+    exec = cuda_backend::stream_end_capture(device_, stream_);
+  } catch (...) {
+    --captures_on_this_thread;
+    stage_ = as_int(GraphStage::Empty);
+    allocator_for(DeviceType::CUDA).release_pool(device_, pool_);
+    cuda_backend::set_current_stream(device_, previous_stream_);
+    (void)cuda_backend::take_capture_refusal();
+    throw;
+  }
+  --captures_on_this_thread;
+  allocator_for(DeviceType::CUDA).end_allocate_to_pool(device_, pool_);
+  cuda_backend::set_current_stream(device_, previous_stream_);
+  // An operation refused during the capture (and perhaps caught by the caller) left a graph
+  // without its work: it must not replay.
+  const std::string refusal = cuda_backend::take_capture_refusal();
+  if (!refusal.empty()) {
+    cuda_backend::graph_destroy(device_, exec);
+    stage_ = as_int(GraphStage::Empty);
+    allocator_for(DeviceType::CUDA).release_pool(device_, pool_);
+    AMP_FAIL(
+        "cuda::Graph::capture_end: expected a capture of device work only, got an "
+        "operation that cannot be captured: ",
+        refusal);
+  }
+  exec_ = exec;
+  stage_ = as_int(next);
+}
+
+void Graph::replay() {
+  detail::graph_check_replay(stage_of(stage_));
+  cuda_backend::graph_launch(device_, exec_, cuda_backend::current_stream(device_));
+}
+
+void Graph::reset() {
+  if (stage_of(stage_) == GraphStage::Empty) return;
+  if (stage_of(stage_) == GraphStage::Capturing) abandon_capture();
+  cuda_backend::graph_destroy(device_, exec_);
+  exec_ = 0;
+  stage_ = as_int(GraphStage::Empty);
+  allocator_for(DeviceType::CUDA).release_pool(device_, pool_);
 }
 
 void record_stream(const Tensor& t, const Stream& s) {

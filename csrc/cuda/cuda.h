@@ -152,6 +152,59 @@ class AMPCPP_API Event {
   Handle handle_ = 0;
 };
 
+/// Whether the calling thread's current stream of the current device is being captured into a
+/// graph (torch.cuda.is_current_stream_capturing); false without CUDA.
+AMPCPP_API bool is_current_stream_capturing();
+
+/// A CUDA graph: the device work of a whole training step, captured once and replayed with one
+/// launch (torch.cuda.CUDAGraph; docs/cuda.md, "Graphs").
+///
+/// \code
+///   for (int i = 0; i < 3; ++i) train_step();   // warm-up: state, workspaces, cached blocks
+///   amp::cuda::Graph graph;
+///   graph.capture_begin();                      // on a side stream, memory from a private pool
+///   train_step();                               // static inputs: copy batches into them first
+///   graph.capture_end();
+///   for (auto& batch : batches) { static_x.copy_(batch.x); graph.replay(); }
+/// \endcode
+///
+/// capture_begin waits for the device, then makes a pool stream of the current device current
+/// for this thread and routes its allocations to the graph's private pool: their addresses are
+/// the graph's until reset(), so tensors made during the capture stay valid for every replay.
+/// capture_end restores the previous stream and instantiates the graph; replay launches it on
+/// the current stream. amp::Error for a capture that held an operation that cannot be captured
+/// (a host synchronisation: item(), a copy to or from the host, synchronize), for a graph used
+/// out of order (capture_begin twice, replay before capture_end, ...), for a capture nested in
+/// another on the same thread, and without CUDA.
+class AMPCPP_API Graph {
+ public:
+  Graph();   ///< an empty graph with a private memory pool of its own (nothing allocated yet)
+  ~Graph();  ///< ends a capture still running and releases the graph and its pool; never throws
+  Graph(const Graph&) = delete;
+  Graph& operator=(const Graph&) = delete;
+
+  /// Starts capturing this thread's work on the current device (see the class comment).
+  void capture_begin();
+  /// Ends the capture and instantiates the graph; on error the graph is empty again.
+  void capture_end();
+  /// Runs the captured work on the current stream of the graph's device (no host wait).
+  void replay();
+  /// Drops the capture and gives the private pool's free memory back; the graph is empty again.
+  void reset();
+  bool captured() const { return stage_ == 2; }  ///< capture_end succeeded, no reset since
+  uint64_t pool() const { return pool_; }        ///< the id of the graph's private memory pool
+
+ private:
+  void abandon_capture() noexcept;
+
+  int stage_ = 0;  // detail::GraphStage (csrc/cuda/graph_state.h): empty, capturing, captured
+  int device_ = -1;
+  Handle stream_ = 0;           // the side stream captured
+  Handle previous_stream_ = 0;  // the stream current before capture_begin
+  Handle exec_ = 0;             // the instantiated graph
+  uint64_t pool_;
+};
+
 /// Declares that `t`'s memory is used by work on `s` (a stream other than the one it was
 /// allocated on): when the tensor's storage is freed, the caching allocator reuses the memory
 /// only after the work queued on `s` by then is done (torch's Tensor.record_stream).

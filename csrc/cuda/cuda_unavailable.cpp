@@ -92,6 +92,17 @@ double event_elapsed_ms(EventId, EventId) {
   return 0;
 }
 
+void stream_begin_capture(int, StreamId) { require_available("cuda::Graph::capture_begin"); }
+GraphExecId stream_end_capture(int, StreamId) {
+  require_available("cuda::Graph::capture_end");
+  return 0;
+}
+bool stream_is_capturing(int, StreamId) { return false; }
+void graph_launch(int, GraphExecId, StreamId) { require_available("cuda::Graph::replay"); }
+void graph_destroy(int, GraphExecId) {}
+void refuse_during_capture(const char*) {}
+std::string take_capture_refusal() { return {}; }
+
 const DeviceKernels& kernels() {
   require_available("CUDA kernel");
   static const DeviceKernels none{};

@@ -135,6 +135,7 @@ void set_device(int index) {
 void synchronize_device(int index) {
   require_device(index, "cuda::synchronize");
   detail::DeviceGuard guard(index);
+  refuse_during_capture("cuda::synchronize");
   AMP_CUDA_CHECK(cudaDeviceSynchronize());
 }
 
@@ -158,7 +159,13 @@ void* raw_alloc(size_t bytes, int device_index) {
   check_device_index(device_index, "allocate");
   detail::DeviceGuard guard(device_index);
   void* ptr = nullptr;
+  // A graph's private pool takes its segments while the graph is being captured: cudaMalloc is
+  // not stream-ordered and is legal there once this thread's capture mode is relaxed for it (as
+  // PyTorch's allocator does).
+  cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+  AMP_CUDA_CHECK(cudaThreadExchangeStreamCaptureMode(&mode));
   const cudaError_t status = cudaMalloc(&ptr, bytes);
+  (void)cudaThreadExchangeStreamCaptureMode(&mode);
   if (status == cudaErrorMemoryAllocation) {
     // Out of memory is not an error yet: the caching allocator frees its cache and retries,
     // then raises its own message with the statistics.
@@ -194,6 +201,7 @@ void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device
   if (dst_device.is_cpu()) {
     check_device_index(src_device.index, "copy");
     detail::DeviceGuard guard(src_device.index);
+    refuse_during_capture("copy from device to host");
     const cudaStream_t stream = current_cuda_stream();
     AMP_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream));
     // The host reads `dst` as soon as this returns.
@@ -201,6 +209,8 @@ void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device
   } else if (src_device.is_cpu()) {
     check_device_index(dst_device.index, "copy");
     detail::DeviceGuard guard(dst_device.index);
+    // A captured copy would read the host buffer at every replay, long after it is gone.
+    refuse_during_capture("copy from host to device");
     // From pageable memory cudaMemcpyAsync returns once `src` has been read into a staging
     // buffer, so the caller may free it at once; from pinned memory it returns at once and the
     // caller keeps `src` alive until the stream is past the copy.
@@ -256,6 +266,7 @@ void pinned_raw_free(void* ptr, int /*device_index*/) {
 void synchronize() {
   // Nothing can be pending without a device; the CPU-only build's synchronize is a no-op too.
   if (!is_available()) return;
+  refuse_during_capture("synchronize");
   AMP_CUDA_CHECK(cudaDeviceSynchronize());
 }
 

@@ -12,6 +12,8 @@
 #include <atomic>
 #include <memory>
 #include <mutex>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "csrc/core/cuda_backend.h"
@@ -84,6 +86,7 @@ void set_current_stream(int device, StreamId stream) {
 void stream_synchronize(int device, StreamId stream) {
   require_device(device, "cuda::Stream::synchronize");
   detail::DeviceGuard guard(device);
+  refuse_during_capture("cuda::Stream::synchronize");
   AMP_CUDA_CHECK(cudaStreamSynchronize(as_stream(stream)));
 }
 
@@ -132,6 +135,7 @@ void event_record(int device, EventId event, StreamId stream) {
 
 void event_synchronize(EventId event) {
   require_available("cuda::Event::synchronize");
+  refuse_during_capture("cuda::Event::synchronize");
   AMP_CUDA_CHECK(cudaEventSynchronize(as_event(event)));
 }
 
@@ -152,6 +156,87 @@ double event_elapsed_ms(EventId start, EventId end) {
   AMP_CUDA_CHECK(cudaEventElapsedTime(&ms, as_event(start), as_event(end)));
   return ms;
 }
+
+// ---- Graphs ----
+
+namespace {
+thread_local std::string capture_refusal;  // the first refusal since take_capture_refusal
+}
+
+void stream_begin_capture(int device, StreamId stream) {
+  require_device(device, "cuda::Graph::capture_begin");
+  detail::DeviceGuard guard(device);
+  // Thread-local mode: another thread's uncaptured work does not break this capture, while
+  // this thread's unsafe calls (a synchronisation, a blocking copy) do.
+  AMP_CUDA_CHECK(cudaStreamBeginCapture(as_stream(stream), cudaStreamCaptureModeThreadLocal));
+}
+
+GraphExecId stream_end_capture(int device, StreamId stream) {
+  require_device(device, "cuda::Graph::capture_end");
+  detail::DeviceGuard guard(device);
+  cudaGraph_t graph = nullptr;
+  const cudaError_t ended = cudaStreamEndCapture(as_stream(stream), &graph);
+  if (ended != cudaSuccess) {
+    (void)cudaGetLastError();
+    if (graph != nullptr) (void)cudaGraphDestroy(graph);
+    AMP_FAIL(
+        "cuda::Graph::capture_end: expected a capture of stream-ordered device work only, got "
+        "one that CUDA invalidated (an operation that cannot be captured: a host "
+        "synchronisation, a blocking copy, work on the legacy default stream, or an "
+        "unjoined side stream): ",
+        cudaGetErrorName(ended), ": ", cudaGetErrorString(ended));
+  }
+  cudaGraphExec_t exec = nullptr;
+  // Memory the graph allocates comes from the caching allocator's private pool (never from
+  // cudaMallocAsync nodes), so no auto-free flag is needed.
+  const cudaError_t instantiated = cudaGraphInstantiate(&exec, graph, 0);
+  (void)cudaGraphDestroy(graph);
+  AMP_CUDA_CHECK(instantiated);
+  return reinterpret_cast<GraphExecId>(exec);
+}
+
+bool stream_is_capturing(int device, StreamId stream) {
+  require_device(device, "cuda::is_current_stream_capturing");
+  detail::DeviceGuard guard(device);
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  AMP_CUDA_CHECK(cudaStreamIsCapturing(as_stream(stream), &status));
+  return status != cudaStreamCaptureStatusNone;
+}
+
+void graph_launch(int device, GraphExecId graph, StreamId stream) {
+  require_device(device, "cuda::Graph::replay");
+  detail::DeviceGuard guard(device);
+  AMP_CUDA_CHECK(cudaGraphLaunch(reinterpret_cast<cudaGraphExec_t>(graph), as_stream(stream)));
+}
+
+void graph_destroy(int device, GraphExecId graph) {
+  if (graph == 0) return;
+  int previous = -1;
+  if (cudaGetDevice(&previous) != cudaSuccess) previous = -1;
+  if (previous != device) (void)cudaSetDevice(device);
+  (void)cudaGraphExecDestroy(reinterpret_cast<cudaGraphExec_t>(graph));
+  if (previous >= 0 && previous != device) (void)cudaSetDevice(previous);
+  (void)cudaGetLastError();
+}
+
+void refuse_during_capture(const char* op) {
+  if (!is_available()) return;
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  if (cudaStreamIsCapturing(current_cuda_stream(), &status) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return;
+  }
+  if (status == cudaStreamCaptureStatusNone) return;
+  const std::string message =
+      std::string(op) +
+      ": cannot run while the current stream is being captured into a CUDA graph (it would "
+      "synchronise the host with the device); copy inputs into static device tensors before "
+      "capture_begin and read results after replay";
+  if (capture_refusal.empty()) capture_refusal = message;
+  AMP_FAIL(message);
+}
+
+std::string take_capture_refusal() { return std::exchange(capture_refusal, std::string()); }
 
 void copy_between_devices(void* dst, int dst_device, const void* src, int src_device,
                           size_t bytes) {

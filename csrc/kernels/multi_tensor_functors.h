@@ -133,6 +133,9 @@ struct AdamArgs {
   AdamMode mode = AdamMode::L2;
   const float* inv_scale = nullptr;  // device scalar; null: no unscaling
   const float* found_inf = nullptr;  // device scalar; null: never skip
+  // Capturable mode (below): device scalars that replace lr and the step; null: as above.
+  const float* lr_on_device = nullptr;
+  const float* step_on_device = nullptr;
 };
 
 struct SgdArgs {
@@ -141,6 +144,8 @@ struct SgdArgs {
   float scale = 1.f;
   const float* inv_scale = nullptr;
   const float* found_inf = nullptr;
+  // Capturable mode (below): a device scalar that replaces lr; null: lr.
+  const float* lr_on_device = nullptr;
 };
 
 struct LambStage1Args {
@@ -171,6 +176,30 @@ struct AdagradArgs {
   AdagradMode mode = AdagradMode::L2;
   float weight_decay = 0;
 };
+
+// ---------------------------------------------------------------------------------------------
+// Capturable mode (docs/cuda.md, "Capturable optimizers"): the learning rate and the step count
+// are device scalars, read when an op is bound to a tensor, so that a graph captured once
+// replays with the values an LR scheduler and the skipped steps left. The expressions are the
+// host's (multi_tensor.cpp, bias_correction), so a host-computed and a device-read argument of
+// the same value give the same bits on the same backend.
+
+AMP_HOST_DEVICE AMP_FORCEINLINE float bias_correction_at(float beta, float step) {
+  return static_cast<float>(1 - std::pow(static_cast<double>(beta), static_cast<double>(step)));
+}
+
+AMP_HOST_DEVICE AMP_FORCEINLINE void read_device_hyperparameters(AdamArgs& a) {
+  if (a.lr_on_device != nullptr) a.lr = *a.lr_on_device;
+  if (a.step_on_device != nullptr) {
+    const float step = *a.step_on_device;
+    a.bias_correction1 = bias_correction_at(a.beta1, step);
+    a.bias_correction2 = bias_correction_at(a.beta2, step);
+  }
+}
+
+AMP_HOST_DEVICE AMP_FORCEINLINE void read_device_hyperparameters(SgdArgs& a) {
+  if (a.lr_on_device != nullptr) a.lr = *a.lr_on_device;
+}
 
 // ---------------------------------------------------------------------------------------------
 // Ops.
@@ -213,6 +242,7 @@ struct AdamOp : OpBase<AdamOp<kMode, kUnscale>> {
   AMP_HOST_DEVICE AdamOp bind(int64_t) const {
     AdamOp o = *this;
     if constexpr (kUnscale) o.inv_scale = *a.inv_scale;
+    read_device_hyperparameters(o.a);
     return o;
   }
   static constexpr int input_list(int depth) { return depth == 5 && !kUnscale ? 0 : -1; }  // g
@@ -429,6 +459,7 @@ struct SgdOp : OpBase<SgdOp<kUnscale, kMomentum>> {
   AMP_HOST_DEVICE SgdOp bind(int64_t) const {
     SgdOp o = *this;
     if constexpr (kUnscale) o.inv_scale = *a.inv_scale;
+    read_device_hyperparameters(o.a);
     return o;
   }
   // The gradients stay per element: widened in blocks too, FusedSGD with fp16 masters measured

@@ -302,7 +302,8 @@ std::pair<Tensor, Tensor> l2norm(int64_t chunk_size, const Tensor& noop_flag,
 
 void adam(int64_t chunk_size, const Tensor& noop_flag, const TensorLists& lists, double lr,
           double beta1, double beta2, double epsilon, int64_t step, AdamMode mode,
-          bool bias_correction_on, double weight_decay, const GradScaling& scaling) {
+          bool bias_correction_on, double weight_decay, const GradScaling& scaling,
+          const DeviceHyperparameters& on_device) {
   constexpr const char* kOp = "multi_tensor::adam";
   profiler::RecordScope scope(profiler::EventKind::Optimizer, kOp,
                               [&] { return lists_label(lists); });
@@ -339,6 +340,10 @@ void adam(int64_t chunk_size, const Tensor& noop_flag, const TensorLists& lists,
   args.weight_decay = static_cast<float>(weight_decay);
   args.mode = mode;
   resolve_scaling(kOp, scaling, view.device, &args.inv_scale, &args.found_inf);
+  if (on_device.lr.defined()) args.lr_on_device = scalar_ptr(kOp, "lr", on_device.lr, view.device);
+  if (on_device.step.defined() && bias_correction_on) {
+    args.step_on_device = scalar_ptr(kOp, "step", on_device.step, view.device);
+  }
   mark_written(lists, {1, 2, 3});
   if (lists.size() == 5) mark_written(lists, {4});
   multi_tensor_kernels_for(view.device).adam(view, chunk_size, noop, args);
@@ -471,7 +476,8 @@ void adam_low_precision(int64_t chunk_size, const Tensor& noop_flag,
 
 void sgd(int64_t chunk_size, const Tensor& noop_flag, const TensorLists& lists, double wd,
          double momentum, double dampening, double lr, bool nesterov, bool first_run,
-         bool wd_after_momentum, double scale, const GradScaling& scaling) {
+         bool wd_after_momentum, double scale, const GradScaling& scaling,
+         const DeviceHyperparameters& on_device) {
   constexpr const char* kOp = "multi_tensor::sgd";
   profiler::RecordScope scope(profiler::EventKind::Optimizer, kOp,
                               [&] { return lists_label(lists); });
@@ -509,6 +515,7 @@ void sgd(int64_t chunk_size, const Tensor& noop_flag, const TensorLists& lists, 
   args.wd_after_momentum = wd_after_momentum;
   args.scale = static_cast<float>(scale);
   resolve_scaling(kOp, scaling, view.device, &args.inv_scale, &args.found_inf);
+  if (on_device.lr.defined()) args.lr_on_device = scalar_ptr(kOp, "lr", on_device.lr, view.device);
   mark_written(lists, {1, 2});
   if (lists.size() == 4) mark_written(lists, {3});
   multi_tensor_kernels_for(view.device).sgd(view, chunk_size, noop, args);

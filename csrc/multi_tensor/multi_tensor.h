@@ -75,6 +75,14 @@ struct AMPCPP_API GradScaling {
   Tensor found_inf;  ///< non-zero skips the update, or undefined
 };
 
+/// Capturable mode's device scalars (docs/cuda.md, "Capturable optimizers"): 1-element Float32
+/// tensors on the lists' device, read by the kernel instead of the host arguments, so that a
+/// captured launch replays with their values at replay time. Either may be undefined.
+struct AMPCPP_API DeviceHyperparameters {
+  Tensor lr;    ///< replaces the `lr` argument
+  Tensor step;  ///< replaces the `step` argument in the bias corrections (adam only)
+};
+
 /// Lists [in, out]: out = in * scale. in and out dtypes are each Float32, Float16 or BFloat16;
 /// out may be in (in place). Sets noop_flag if an input element is inf or NaN.
 AMPCPP_API void scale(int64_t chunk_size, const Tensor& noop_flag, const TensorLists& lists,
@@ -96,11 +104,12 @@ AMPCPP_API std::pair<Tensor, Tensor> l2norm(int64_t chunk_size, const Tensor& no
 /// Float64; m, v: Float32) or, with fp32 master weights, [g, p, m, v, master] (g, p: one dtype
 /// of Float32/Float16/BFloat16; m, v, master: Float32): the update runs on the master and p
 /// receives its rounding in the same pass. Bias corrections 1 - beta^step (if bias_correction)
-/// are computed on the host. Ignores noop_flag; honours `scaling`.
+/// are computed on the host (on the device from on_device.step when defined; on_device.lr
+/// replaces lr). Ignores noop_flag; honours `scaling`.
 AMPCPP_API void adam(int64_t chunk_size, const Tensor& noop_flag, const TensorLists& lists,
                      double lr, double beta1, double beta2, double epsilon, int64_t step,
                      AdamMode mode, bool bias_correction, double weight_decay,
-                     const GradScaling& scaling = {});
+                     const GradScaling& scaling = {}, const DeviceHyperparameters& on_device = {});
 
 /// The tensors of adam_low_precision, tensor i of each list belonging to parameter i.
 struct AMPCPP_API LowPrecisionAdamLists {
@@ -143,11 +152,11 @@ AMPCPP_API void adam_low_precision(int64_t chunk_size, const Tensor& noop_flag,
 /// apex multi_tensor_sgd. Lists [g, w, mom] (g: Float32/Float16/BFloat16; w and mom: one dtype of
 /// Float32/Float16/BFloat16) or [g, w, mom, w_out] with w and mom Float32 (master weights) and
 /// w_out Float16/BFloat16, which receives the rounded new weight. g is multiplied by `scale`
-/// first. Does nothing when noop_flag is non-zero; honours `scaling`.
+/// first. Does nothing when noop_flag is non-zero; honours `scaling`; on_device.lr replaces lr.
 AMPCPP_API void sgd(int64_t chunk_size, const Tensor& noop_flag, const TensorLists& lists,
                     double wd, double momentum, double dampening, double lr, bool nesterov,
                     bool first_run, bool wd_after_momentum, double scale,
-                    const GradScaling& scaling = {});
+                    const GradScaling& scaling = {}, const DeviceHyperparameters& on_device = {});
 
 /// apex multi_tensor_lamb. Lists [g, p, m, v], one dtype of Float32/Float16/BFloat16 for all.
 /// global_grad_norm: Float32 [1] on the device. Overwrites g with the update (as apex). Sets

@@ -6,21 +6,25 @@ namespace amp::compare {
 
 std::unique_ptr<optimizers::Optimizer> make_optimizer(const std::string& name,
                                                       std::vector<Tensor> params, double lr,
-                                                      const FusedAdamPrecision& precision) {
+                                                      const FusedAdamPrecision& precision,
+                                                      bool capturable) {
   using namespace optimizers;
   constexpr double kMomentum = 0.9;
   if (name == "sgd")
     return std::make_unique<SGD>(std::move(params), SGDOptions{.lr = lr, .momentum = kMomentum});
   if (name == "fused_sgd") {
-    return std::make_unique<FusedSGD>(std::move(params),
-                                      SGDOptions{.lr = lr, .momentum = kMomentum});
+    FusedSGDOptions options;
+    options.lr = lr;
+    options.momentum = kMomentum;
+    options.capturable = capturable;
+    return std::make_unique<FusedSGD>(std::move(params), options);
   }
   if (name == "adam") return std::make_unique<Adam>(std::move(params), AdamOptions{.lr = lr});
   if (name == "adamw") {
     return std::make_unique<AdamW>(std::move(params), AdamOptions{.lr = lr, .weight_decay = 0.01});
   }
   if (name == "fused_adam") {
-    FusedAdamOptions o{.lr = lr, .seed = precision.seed};
+    FusedAdamOptions o{.lr = lr, .seed = precision.seed, .capturable = capturable};
     if (precision.state != "fp32") {
       o.exp_avg_dtype = precision.state == "fp8" ? DType::Float8_e4m3fn : DType::BFloat16;
       o.exp_avg_sq_dtype = DType::BFloat16;

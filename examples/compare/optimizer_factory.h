@@ -12,6 +12,7 @@ namespace amp::compare {
 
 // `name` is one of kOptimizers (options.h). sgd and fused_sgd use momentum 0.9; adamw weight
 // decay 0.01 (torch's default); adam, fused_adam and fused_lamb their own defaults.
+// capturable: fused_adam and fused_sgd in capturable mode (--cuda-graph).
 // fused_adam only: `state` (--optimizer-state: fp32, bf16, fp8) and `master` (RunSpec::master:
 // fp32, bf16-kahan, bf16-sr; stochastic rounding keyed by `seed`).
 struct FusedAdamPrecision {
@@ -21,6 +22,7 @@ struct FusedAdamPrecision {
 };
 std::unique_ptr<optimizers::Optimizer> make_optimizer(const std::string& name,
                                                       std::vector<Tensor> params, double lr,
-                                                      const FusedAdamPrecision& precision = {});
+                                                      const FusedAdamPrecision& precision = {},
+                                                      bool capturable = false);
 
 }  // namespace amp::compare

@@ -147,6 +147,11 @@ ParsedCommandLine parse_command_line(int argc, const char* const* argv) {
       ("master", po::value(&o.master)->default_value(o.master),
        "weights of the apex O2/O3 bf16 runs with fused_adam: fp32 (masters), bf16-kahan or bf16-sr "
        "(bf16 weights without masters: Kahan summation or stochastic rounding)");
+  // --cuda-graph (docs/amp_compare.md, "CUDA graphs"): its switch here, its checks below.
+  described.add_options()
+      ("cuda-graph", po::bool_switch(&o.cuda_graph),
+       "capture each training step once as a CUDA graph and replay it (--device cuda, --workflow "
+       "torch, --optimizer fused_adam or fused_sgd)");
   // clang-format on
   po::variables_map vm;
   try {
@@ -225,6 +230,28 @@ ParsedCommandLine parse_command_line(int argc, const char* const* argv) {
       throw UsageError("--master " + o.master +
                        " needs bf16 weights: --workflow apex with O2 or O3 in --opt-levels and "
                        "bf16 in --dtype");
+    }
+  }
+  if (o.cuda_graph) {
+    // A graph captures device work; the apex workflow and the other optimizers decide steps
+    // on the host (docs/cuda.md, "Capturable mode").
+    if (o.device != "cuda") {
+      throw UsageError(
+          "--cuda-graph needs --device cuda (a CUDA graph captures device work), got "
+          "--device " +
+          o.device);
+    }
+    if (o.workflow != "torch") {
+      throw UsageError(
+          "--cuda-graph needs --workflow torch (a capturable GradScaler), got "
+          "--workflow " +
+          o.workflow);
+    }
+    if (o.optimizer != "fused_adam" && o.optimizer != "fused_sgd") {
+      throw UsageError(
+          "--cuda-graph needs --optimizer fused_adam or fused_sgd (capturable), got "
+          "--optimizer " +
+          o.optimizer);
     }
   }
   return {o, ""};

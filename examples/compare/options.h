@@ -57,6 +57,9 @@ struct CompareOptions {
   // weights without masters by Kahan summation or stochastic rounding.
   std::string optimizer_state = "fp32";
   std::string master = "fp32";
+  // --cuda-graph: each training step captured once as a CUDA graph and replayed (torch workflow,
+  // capturable GradScaler and fused optimizer; docs/amp_compare.md).
+  bool cuda_graph = false;
   // The command line as given, for results.json.
   std::vector<std::string> argv;
 };

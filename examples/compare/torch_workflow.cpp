@@ -14,12 +14,13 @@ using Outcome = GradScalerStepReport::Outcome;
 
 class TorchWorkflow : public Workflow {
  public:
-  TorchWorkflow(const RunSpec& spec, DeviceType device)
+  TorchWorkflow(const RunSpec& spec, DeviceType device, bool capturable)
       : device_(device),
         dtype_(spec.low_precision_dtype()),
         mixed_(!spec.is_baseline()),
         fp8_(spec.fp8.empty() ? std::nullopt : std::optional<fp8::Recipe>(spec.fp8_recipe())),
-        scaler_(device, {.enabled = mixed_}) {}
+        capturable_(capturable),
+        scaler_(device, {.enabled = mixed_, .capturable = capturable}) {}
 
   CastingRegion casting_region() const override {
     // The baseline's region is disabled; it names no dtype, as autocast warns about Float32.
@@ -31,6 +32,13 @@ class TorchWorkflow : public Workflow {
   }
 
   bool backward_and_step(const Tensor& loss, optimizers::Optimizer& optimizer) override {
+    if (capturable_) {
+      // Captured: nothing may be read on the host; skipped_on_device() counts the skips.
+      scaler_.scale(loss).backward();
+      scaler_.step(optimizer);
+      scaler_.update();
+      return false;
+    }
     scaler_.scale(loss).backward();
     const double scale_before = scaler_.get_scale();
     scaler_.step(optimizer);
@@ -43,19 +51,22 @@ class TorchWorkflow : public Workflow {
   }
 
   double loss_scale() const override { return scaler_.get_scale(); }
+  int64_t skipped_on_device() const override { return scaler_.skipped_steps(); }
 
  private:
   DeviceType device_;
   DType dtype_;
   bool mixed_;
   std::optional<fp8::Recipe> fp8_;
+  bool capturable_;
   GradScaler scaler_;
 };
 
 }  // namespace
 
-std::unique_ptr<Workflow> make_torch_workflow(const RunSpec& spec, DeviceType device) {
-  return std::make_unique<TorchWorkflow>(spec, device);
+std::unique_ptr<Workflow> make_torch_workflow(const RunSpec& spec, DeviceType device,
+                                              bool capturable) {
+  return std::make_unique<TorchWorkflow>(spec, device, capturable);
 }
 
 }  // namespace amp::compare

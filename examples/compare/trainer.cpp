@@ -16,6 +16,9 @@ namespace {
 
 // Test images per forward pass: bounds evaluation memory whatever the test set's size.
 constexpr int64_t kEvalBatch = 1000;
+// --cuda-graph: uncaptured steps before the capture, so that the optimizer's state, the scale
+// and the cached blocks exist (PyTorch's documented warm-up is 3 iterations).
+constexpr int64_t kGraphWarmupSteps = 3;
 
 Device device_of(const CompareOptions& options) {
   return options.device == "cuda" ? Device::cuda() : Device::cpu();
@@ -56,6 +59,29 @@ double median(std::vector<double> values) {
   return (*middle + *std::max_element(values.begin(), middle)) / 2;
 }
 
+// One training step on device tensors: forward and loss in the workflow's casting region, then
+// backward and the optimizer step. Adds a skipped step (as far as the host knows) to *skipped.
+Tensor train_step(nn::Module& model, Workflow& workflow, optimizers::Optimizer& optimizer,
+                  const Tensor& images, const Tensor& labels, int64_t* skipped) {
+  optimizer.zero_grad();
+  Tensor loss;
+  {
+    const auto region = workflow.casting_region();
+    loss = nn::functional::cross_entropy(model(images), labels);
+  }
+  *skipped += workflow.backward_and_step(loss, optimizer) ? 1 : 0;
+  return loss;
+}
+
+// --cuda-graph: the step captured once on static inputs, then replayed for every batch of
+// their shape (a smaller last batch runs uncaptured).
+struct GraphedStep {
+  cuda::Graph graph;
+  Tensor images, labels, loss;  // static: the graph reads and writes these addresses
+
+  bool replays(const Tensor& x) const { return graph.captured() && x.sizes() == images.sizes(); }
+};
+
 }  // namespace
 
 RunResult train_run(const RunSpec& spec, const CompareOptions& options, const ComparisonData& data,
@@ -74,8 +100,10 @@ RunResult train_run(const RunSpec& spec, const CompareOptions& options, const Co
   if (device.is_cuda()) model->to(device);
   const std::unique_ptr<optimizers::Optimizer> optimizer =
       make_optimizer(options.optimizer, model->parameters(), options.lr,
-                     {options.optimizer_state, spec.master, options.seed});
-  const std::unique_ptr<Workflow> workflow = make_workflow(spec, *model, *optimizer, device.type);
+                     {options.optimizer_state, spec.master, options.seed}, options.cuda_graph);
+  const std::unique_ptr<Workflow> workflow =
+      make_workflow(spec, *model, *optimizer, device.type, options.cuda_graph);
+  GraphedStep graphed;
   r.param_dtypes = distinct_dtypes(model->parameters());
   r.master_dtypes = distinct_dtypes(master_params(*optimizer));
   data::DataLoader loader(data.train, {.batch_size = options.batch_size,
@@ -91,14 +119,25 @@ RunResult train_run(const RunSpec& spec, const CompareOptions& options, const Co
   std::vector<double> step_seconds;
   for (int64_t epoch = 1; epoch <= options.epochs; ++epoch) {
     for (const data::Batch& batch : loader) {
-      optimizer->zero_grad();
+      const Tensor images = on(batch.images, device), labels = on(batch.labels, device);
       Tensor loss;
-      {
-        const auto region = workflow->casting_region();
-        loss = nn::functional::cross_entropy((*model)(on(batch.images, device)),
-                                             on(batch.labels, device));
+      if (graphed.replays(images)) {
+        graphed.images.copy_(images);
+        graphed.labels.copy_(labels);
+        graphed.graph.replay();
+        loss = graphed.loss;
+      } else if (options.cuda_graph && r.steps >= kGraphWarmupSteps && !graphed.graph.captured()) {
+        graphed.images = images;
+        graphed.labels = labels;
+        graphed.graph.capture_begin();
+        graphed.loss = train_step(*model, *workflow, *optimizer, images, labels, &r.skipped_steps);
+        graphed.graph.capture_end();
+        graphed.graph.replay();  // capturing recorded the step without running it
+        loss = graphed.loss;
+      } else {
+        loss = train_step(*model, *workflow, *optimizer, images, labels, &r.skipped_steps);
       }
-      r.skipped_steps += workflow->backward_and_step(loss, *optimizer) ? 1 : 0;
+      if (options.cuda_graph) r.skipped_steps = workflow->skipped_on_device();
       r.loss.push_back(loss.item<double>());  // waits for the device, so the step is over
       const Clock::time_point now = Clock::now();
       step_seconds.push_back(std::chrono::duration<double>(now - step_start).count());

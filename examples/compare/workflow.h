@@ -36,19 +36,24 @@ class Workflow {
   virtual bool backward_and_step(const Tensor& loss, optimizers::Optimizer& optimizer) = 0;
   // The loss scale in force now (1 where the run does not scale).
   virtual double loss_scale() const = 0;
+  // --cuda-graph: the steps skipped so far, counted on the device (backward_and_step cannot
+  // know without a host read, which a captured step may not do). 0 in the other workflows.
+  virtual int64_t skipped_on_device() const { return 0; }
 };
 
 // Prepares `model` and `optimizer` (fresh ones: apex's initialize takes an optimizer once) for
 // `spec`. apex runs print nothing (verbosity 0), so progress lines stay intact.
 std::unique_ptr<Workflow> make_apex_workflow(const RunSpec& spec, nn::Module& model,
                                              optimizers::Optimizer& optimizer);
-std::unique_ptr<Workflow> make_torch_workflow(const RunSpec& spec, DeviceType device);
+// capturable: a capturable GradScaler whose backward_and_step reads nothing on the host.
+std::unique_ptr<Workflow> make_torch_workflow(const RunSpec& spec, DeviceType device,
+                                              bool capturable = false);
 
 inline std::unique_ptr<Workflow> make_workflow(const RunSpec& spec, nn::Module& model,
-                                               optimizers::Optimizer& optimizer,
-                                               DeviceType device) {
+                                               optimizers::Optimizer& optimizer, DeviceType device,
+                                               bool capturable = false) {
   if (spec.workflow == "apex") return make_apex_workflow(spec, model, optimizer);
-  return make_torch_workflow(spec, device);
+  return make_torch_workflow(spec, device, capturable);
 }
 
 }  // namespace amp::compare

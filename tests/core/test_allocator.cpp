@@ -601,6 +601,72 @@ BOOST_AUTO_TEST_CASE(without_stream_ops_there_is_one_stream_and_record_stream_do
   one_stream.deallocate(b);
 }
 
+// ---- Private pools of CUDA-graph capture, on fake streams ----
+
+BOOST_FIXTURE_TEST_CASE(requests_of_a_capturing_stream_come_from_a_private_pool_kept_for_replays,
+                        StreamFixture) {
+  alloc.begin_allocate_to_pool(0, /*stream=*/1, /*pool=*/7);
+  void* a = alloc.allocate(4 * kKiBu, 0, 1);
+  alloc.deallocate(a);
+  void* b = alloc.allocate(4 * kKiBu, 0, 1);
+  BOOST_TEST(address(b) == address(a));  // reused within the capture, in capture order
+  alloc.deallocate(b);
+  alloc.end_allocate_to_pool(0, 7);
+  void* c = alloc.allocate(4 * kKiBu, 0, 1);
+  BOOST_TEST(address(c) != address(a));  // the graph's memory is nobody else's
+  alloc.deallocate(c);
+  alloc.empty_cache();
+  BOOST_TEST(fake.held.count(address(a)) == 1u);  // empty_cache keeps the graph's segment
+  alloc.begin_allocate_to_pool(0, 1, 7);          // the same graph captures again
+  void* d = alloc.allocate(4 * kKiBu, 0, 1);
+  BOOST_TEST(address(d) == address(a));
+  alloc.end_allocate_to_pool(0, 7);
+  alloc.release_pool(0, 7);
+  BOOST_TEST(fake.held.count(address(a)) == 1u);  // d is still live (a graph's static output)
+  alloc.deallocate(d);
+  BOOST_TEST(fake.held.count(address(a)) == 0u);  // released with its last block
+}
+
+BOOST_FIXTURE_TEST_CASE(release_pool_returns_the_pools_free_segments_at_once, StreamFixture) {
+  alloc.begin_allocate_to_pool(0, 1, 3);
+  void* small = alloc.allocate(4 * kKiBu, 0, 1);
+  void* large = alloc.allocate(4 * kMiBu, 0, 1);
+  for (void* p : {small, large}) alloc.deallocate(p);
+  BOOST_TEST(fake.frees == 0);
+  alloc.release_pool(0, 3);  // ends the routing too
+  BOOST_TEST(fake.frees == 2);
+  BOOST_TEST(alloc.stats().reserved == 0);
+  void* again = alloc.allocate(4 * kKiBu, 0, 1);  // an ordinary request of stream 1
+  alloc.deallocate(again);
+}
+
+BOOST_FIXTURE_TEST_CASE(while_capturing_no_event_is_waited_for_and_nothing_is_freed,
+                        StreamFixture) {
+  void* a = alloc.allocate(4 * kKiBu, 0, 1);
+  void* big = alloc.allocate(12 * kMiBu, 0, 1);
+  alloc.record_stream(a, 2);
+  alloc.deallocate(a);  // waits for its event on stream 2
+  alloc.deallocate(big);
+  alloc.begin_allocate_to_pool(0, 5, 9);
+  alloc.empty_cache();
+  alloc.set_cache_limit(0, 0);
+  BOOST_TEST(!streams.events.at(0).waited);  // a host wait would break the capture
+  BOOST_TEST(fake.frees == 0);               // so would a cudaFree
+  alloc.end_allocate_to_pool(0, 9);
+  alloc.set_cache_limit(0, -1);
+  alloc.empty_cache();
+  BOOST_TEST(streams.events.at(0).waited);
+  BOOST_TEST(fake.frees == 2);
+}
+
+BOOST_FIXTURE_TEST_CASE(a_stream_can_be_routed_to_one_private_pool_at_a_time, StreamFixture) {
+  alloc.begin_allocate_to_pool(0, 1, 4);
+  BOOST_CHECK_EXCEPTION(alloc.begin_allocate_to_pool(0, 1, 5), amp::Error, [](const auto& e) {
+    return std::string(e.what()).find("already routed to private pool 4") != std::string::npos;
+  });
+  alloc.release_pool(0, 4);
+}
+
 // ---- amp::memory over the CPU allocator, with real tensors ----
 
 BOOST_AUTO_TEST_CASE(allocated_grows_by_the_rounded_block_and_returns_when_the_tensor_dies) {

@@ -452,6 +452,19 @@ BOOST_AUTO_TEST_CASE(bad_command_lines_exit_with_status_2_naming_the_value) {
   check_usage_error(tmp, "stray" + out, {"unexpected argument 'stray'"});
 }
 
+// --cuda-graph: a graph captures device work through a capturable GradScaler and fused
+// optimizer, so the other settings are usage errors naming what was given.
+BOOST_AUTO_TEST_CASE(cuda_graph_needs_cuda_the_torch_workflow_and_a_capturable_optimizer) {
+  const TempDir tmp;
+  check_usage_error(tmp, "--cuda-graph", {"--cuda-graph needs --device cuda", "--device cpu"});
+  check_usage_error(tmp, "--cuda-graph --device cpu --workflow torch --optimizer fused_adam",
+                    {"--cuda-graph needs --device cuda", "--device cpu"});
+  check_usage_error(tmp, "--cuda-graph --device cuda",
+                    {"--cuda-graph needs --workflow torch", "--workflow apex"});
+  check_usage_error(tmp, "--cuda-graph --device cuda --workflow torch --optimizer adam",
+                    {"--optimizer fused_adam or fused_sgd", "--optimizer adam"});
+}
+
 // Valid IDX files holding no image: no step to train, no accuracy to compute (it used to crash
 // on the empty loss-scale series). A usage error naming the directory, before any training.
 BOOST_AUTO_TEST_CASE(a_training_or_test_set_of_0_images_is_a_usage_error) {

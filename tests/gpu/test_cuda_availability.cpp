@@ -11,6 +11,7 @@
 #include "csrc/core/tensor.h"
 #include "csrc/cuda/architectures.h"
 #include "csrc/cuda/cuda.h"
+#include "csrc/cuda/graph_state.h"
 #include "csrc/data/dataloader.h"
 #include "csrc/ops/factories.h"
 #include "tests/support/message_has.h"
@@ -103,6 +104,47 @@ BOOST_AUTO_TEST_CASE(elapsed_ms_needs_two_timing_events) {
                                        "an end event without timing"}));
   BOOST_CHECK_EXCEPTION(untimed.elapsed_ms(timed), amp::Error,
                         amp_test::has({"a start event without timing"}));
+}
+
+// amp::cuda::Graph's capture-state machine (csrc/cuda/graph_state.h), host-side: which call is
+// legal in which stage, and what each refusal says.
+BOOST_AUTO_TEST_CASE(graph_calls_follow_the_capture_state_machine) {
+  using amp::cuda::detail::GraphStage;
+  namespace g = amp::cuda::detail;
+  BOOST_TEST((g::graph_after_begin(GraphStage::Empty, false) == GraphStage::Capturing));
+  BOOST_TEST((g::graph_after_end(GraphStage::Capturing) == GraphStage::Captured));
+  BOOST_CHECK_NO_THROW(g::graph_check_replay(GraphStage::Captured));
+  BOOST_CHECK_EXCEPTION(g::graph_after_begin(GraphStage::Capturing, true), amp::Error,
+                        amp_test::has({"cuda::Graph::capture_begin", "capturing already"}));
+  BOOST_CHECK_EXCEPTION(g::graph_after_begin(GraphStage::Captured, false), amp::Error,
+                        amp_test::has({"holds a capture", "reset()"}));
+  BOOST_CHECK_EXCEPTION(g::graph_after_begin(GraphStage::Empty, true), amp::Error,
+                        amp_test::has({"nested capture", "another Graph is capturing"}));
+  BOOST_CHECK_EXCEPTION(g::graph_after_end(GraphStage::Empty), amp::Error,
+                        amp_test::has({"cuda::Graph::capture_end", "an empty graph"}));
+  BOOST_CHECK_EXCEPTION(g::graph_after_end(GraphStage::Captured), amp::Error,
+                        amp_test::has({"already captured"}));
+  BOOST_CHECK_EXCEPTION(
+      g::graph_check_replay(GraphStage::Empty), amp::Error,
+      amp_test::has({"cuda::Graph::replay", "expected a captured graph", "an empty one"}));
+  BOOST_CHECK_EXCEPTION(g::graph_check_replay(GraphStage::Capturing), amp::Error,
+                        amp_test::has({"still capturing"}));
+}
+
+// Without a device a Graph cannot capture (the reason is named), replaying an empty graph is
+// the state error, and nothing is capturing.
+BOOST_AUTO_TEST_CASE(a_graph_without_cuda_raises_the_reason_and_replays_nothing) {
+  amp::cuda::Graph graph;
+  BOOST_TEST(!graph.captured());
+  BOOST_TEST(graph.pool() != 0u);
+  BOOST_CHECK_EXCEPTION(graph.replay(), amp::Error, amp_test::has({"an empty one"}));
+  BOOST_CHECK_NO_THROW(graph.reset());
+  if (amp::cuda::is_available()) return;  // suite gpu_cuda_graph captures on a device
+  BOOST_TEST(!amp::cuda::is_current_stream_capturing());
+  BOOST_CHECK_EXCEPTION(graph.capture_begin(), amp::Error,
+                        amp_test::has({"cuda::Graph::capture_begin", amp::cuda::availability()}));
+  BOOST_CHECK_EXCEPTION(graph.capture_end(), amp::Error, amp_test::has({"an empty graph"}));
+  BOOST_TEST(!graph.captured());
 }
 
 BOOST_AUTO_TEST_SUITE_END()

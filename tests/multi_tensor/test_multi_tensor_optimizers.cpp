@@ -716,6 +716,38 @@ BOOST_AUTO_TEST_CASE(optimizer_kernels_reject_unsupported_combinations) {
       {"multi_tensor::adagrad", "one dtype"});
 }
 
+// Capturable mode: lr and step read from device scalars replace the host arguments, with the
+// bits the host arguments of the same values give (docs/cuda.md, "Capturable optimizers").
+BOOST_AUTO_TEST_CASE(device_lr_and_step_replace_the_host_arguments_bit_for_bit) {
+  const auto fp32 = [](double v) { return amp::full({}, v, {.dtype = DType::Float32}); };
+  const auto values = [](const Tensor& t) { return t.to_vector<float>(); };
+  for (const bool adam : {true, false}) {
+    BOOST_TEST_CONTEXT((adam ? "adam" : "sgd")) {
+      std::vector<std::vector<float>> results;
+      for (const bool on_device : {false, true}) {
+        amp::manual_seed(5);
+        const Tensor g = amp::randn({300}), p = amp::randn({300});
+        const Tensor m = amp::randn({300}), v = amp::rand({300});
+        // On the device: wrong host arguments (lr 9, step 1), right device values.
+        const double lr = on_device ? 9.0 : 0.01;
+        const mt::DeviceHyperparameters device =
+            on_device ? mt::DeviceHyperparameters{fp32(0.01), fp32(3.0)}
+                      : mt::DeviceHyperparameters{};
+        if (adam) {
+          mt::adam(mt::kDefaultChunkSize, mt::make_flag(), {{g}, {p}, {m}, {v}}, lr, 0.9, 0.999,
+                   1e-8, on_device ? 1 : 3, amp::multi_tensor::AdamMode::AdamW, true, 0.01, {},
+                   device);
+        } else {
+          mt::sgd(mt::kDefaultChunkSize, mt::make_flag(), {{g}, {p}, {m}}, 0.0, 0.9, 0.0, lr, false,
+                  false, false, 1.0, {}, device);
+        }
+        results.push_back(values(p));
+      }
+      BOOST_TEST(results[0] == results[1]);
+    }
+  }
+}
+
 BOOST_AUTO_TEST_SUITE_END()
 
 // ---------------------------------------------------------------------------------------------
