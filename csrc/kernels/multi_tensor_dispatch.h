@@ -190,11 +190,31 @@ struct KernelsFor {
     });
   }
 
+  // The stepwise steps have no flag; the launcher's is a dummy nobody raises.
+  static void sgd_stepwise(const ListsView& v, int64_t cs, const StepwiseSgdArgs& args) {
+    visit_float16x(v.dtype[0], [&](auto t) {
+      using T = typename decltype(t)::type;
+      L::template apply<T, T, T>(v, cs, static_cast<int64_t*>(nullptr), SgdStepwiseOp{{}, args});
+    });
+  }
+
+  static void adam_stepwise(const ListsView& v, int64_t cs, const StepwiseAdamArgs& args) {
+    visit_float16x(v.dtype[0], [&](auto t) {
+      using T = typename decltype(t)::type;
+      const AdamStepwiseOp op{{}, args};
+      if (v.depth == 4) {
+        L::template apply<T, T, T, T>(v, cs, static_cast<int64_t*>(nullptr), op);
+      } else {
+        L::template apply<T, T, T, T, T>(v, cs, static_cast<int64_t*>(nullptr), op);
+      }
+    });
+  }
+
   static MultiTensorKernels table() {
     return MultiTensorKernels{
-        scale,   axpby,   chunk_norms,    L::finish_l2norm, L::finish_norm_blend,
-        adam,    sgd,     lamb_stage1,    lamb_stage2,      novograd,
-        adagrad, unscale, L::update_scale};
+        scale,   axpby,   chunk_norms,     L::finish_l2norm, L::finish_norm_blend,
+        adam,    sgd,     lamb_stage1,     lamb_stage2,      novograd,
+        adagrad, unscale, L::update_scale, sgd_stepwise,     adam_stepwise};
   }
 };
 
