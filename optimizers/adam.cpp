@@ -2,9 +2,13 @@
 #include "optimizers/adam.h"
 
 #include <cmath>
+#include <map>
+#include <string>
+#include <tuple>
 #include <utility>
 
 #include "csrc/core/macros.h"
+#include "csrc/multi_tensor/stepwise.h"
 #include "csrc/ops/elementwise.h"
 #include "csrc/ops/factories.h"
 
@@ -62,14 +66,32 @@ void AdamBase::update() {
     const double eps = option(g, "eps");
     const double weight_decay = option(g, "weight_decay");
     const bool amsgrad = option(g, "amsgrad") != 0.0;
+    // Parameters whose gradient and state share their dtype (Float32, Float16 or BFloat16),
+    // contiguous on one device, take the loop's step below in one multi_tensor::adam_stepwise
+    // pass per (device, dtype, step), with the loop's roundings: O3's 16-bit parameters among
+    // them. The others run the loop.
+    std::map<std::tuple<std::string, DType, int64_t>, multi_tensor::TensorLists> launches;
     for (Tensor p : params_with_grad(param_groups()[g])) {
-      // Each line is one torch op with its own rounding: x.add(y, alpha=a) is x + a * y,
-      // addcmul(x, y, z, value=a) is x + a * y * z, addcdiv(x, y, z, value=a) is x + a * y / z.
       Tensor grad = p.grad();
       ParamState& st = state(p);
       Tensor& exp_avg = state_tensor(st, "exp_avg", p, state_dtype(p, "exp_avg"));
       Tensor& exp_avg_sq = state_tensor(st, "exp_avg_sq", p, state_dtype(p, "exp_avg_sq"));
+      Tensor* max_exp_avg_sq =
+          amsgrad ? &state_tensor(st, "max_exp_avg_sq", p, state_dtype(p, "max_exp_avg_sq"))
+                  : &exp_avg_sq;
       st.step += 1;
+      if (multi_tensor::stepwise_tensors_ok({&p, &grad, &exp_avg, &exp_avg_sq, max_exp_avg_sq})) {
+        auto& lists = launches[{to_string(p.device()), p.dtype(), st.step}];
+        lists.resize(amsgrad ? 5 : 4);
+        lists[0].push_back(grad);
+        lists[1].push_back(p);
+        lists[2].push_back(exp_avg);
+        lists[3].push_back(exp_avg_sq);
+        if (amsgrad) lists[4].push_back(*max_exp_avg_sq);
+        continue;
+      }
+      // Each line is one torch op with its own rounding: x.add(y, alpha=a) is x + a * y,
+      // addcmul(x, y, z, value=a) is x + a * y * z, addcdiv(x, y, z, value=a) is x + a * y / z.
       if (decoupled_) {
         p.copy_(p * (1.0 - lr * weight_decay));
       } else if (weight_decay != 0.0) {
@@ -85,13 +107,15 @@ void AdamBase::update() {
       const double bias_correction2_sqrt = std::sqrt(bias_correction2);
       Tensor second = exp_avg_sq;
       if (amsgrad) {
-        Tensor& max_exp_avg_sq =
-            state_tensor(st, "max_exp_avg_sq", p, state_dtype(p, "max_exp_avg_sq"));
-        max_exp_avg_sq = maximum(max_exp_avg_sq, exp_avg_sq);
-        second = max_exp_avg_sq;
+        *max_exp_avg_sq = maximum(*max_exp_avg_sq, exp_avg_sq);
+        second = *max_exp_avg_sq;
       }
       const Tensor denom = sqrt(second) / bias_correction2_sqrt + eps;
       p.copy_(p + exp_avg * (-step_size) / denom);
+    }
+    for (const auto& [key, lists] : launches) {
+      multi_tensor::adam_stepwise(lists, lr, beta1, beta2, eps, weight_decay, decoupled_, amsgrad,
+                                  std::get<2>(key));
     }
   }
 }

@@ -2,8 +2,8 @@
 #include "optimizers/fused_adam.h"
 
 #include <cstring>
-#include <string>
 #include <map>
+#include <string>
 #include <utility>
 
 #include "csrc/core/macros.h"

@@ -4,11 +4,14 @@
 
 #include <map>
 #include <optional>
+#include <string>
+#include <tuple>
 #include <utility>
 
 #include "csrc/autocast/optimizer_step.h"
 #include "csrc/core/macros.h"
 #include "csrc/multi_tensor/multi_tensor.h"
+#include "csrc/multi_tensor/stepwise.h"
 #include "csrc/ops/elementwise.h"
 #include "csrc/ops/factories.h"
 
@@ -21,6 +24,50 @@ constexpr const char* kMomentum = "momentum_buffer";
 // Float32, contiguous, on `device`: what multi_tensor::sgd takes for an exact update.
 bool dense_fp32_on(const Tensor& t, Device device) {
   return t.dtype() == DType::Float32 && t.is_contiguous() && t.device() == device;
+}
+
+// Parameters whose gradient and momentum buffer share their dtype (Float32, Float16 or BFloat16),
+// contiguous on one device, take SGD::update's loop in one multi_tensor::sgd_stepwise pass per
+// (device, dtype, first step or not), with the loop's roundings: O3's 16-bit parameters, which
+// the fp32 fused kernel cannot take. Returns the parameters left for the loop.
+std::vector<Tensor> stepwise_update(Optimizer& opt, const std::vector<Tensor>& params, double lr,
+                                    double momentum, double dampening, double weight_decay,
+                                    bool nesterov) {
+  std::vector<Tensor> rest;
+  // (device, dtype, first_run) -> lists [g, p, mom]
+  std::map<std::tuple<std::string, DType, bool>, multi_tensor::TensorLists> launches;
+  for (const Tensor& p : params) {
+    const Tensor g = p.grad();
+    Tensor buf = p;  // without momentum the pass never touches the buffer
+    bool first_run = false;
+    if (momentum != 0.0) {
+      if (const ParamState* st = opt.find_state(p); st != nullptr) {
+        const auto found = st->tensors.find(kMomentum);
+        first_run = found == st->tensors.end();
+        if (!first_run) buf = found->second;
+      } else {
+        first_run = true;
+      }
+    }
+    if (!multi_tensor::stepwise_tensors_ok({&p, &g, &buf})) {
+      rest.push_back(p);
+      continue;
+    }
+    if (first_run) {
+      buf = empty_like(p);
+      opt.state(p).tensors[kMomentum] = buf;
+    }
+    auto& lists = launches[{to_string(p.device()), p.dtype(), first_run}];
+    lists.resize(3);
+    lists[0].push_back(g);
+    lists[1].push_back(p);
+    lists[2].push_back(buf);
+  }
+  for (const auto& [key, lists] : launches) {
+    multi_tensor::sgd_stepwise(lists, lr, momentum, dampening, weight_decay, nesterov,
+                               std::get<2>(key));
+  }
+  return rest;
 }
 
 }  // namespace
@@ -72,7 +119,9 @@ void SGD::update() {
       fused_update(params, lr, momentum, weight_decay, nesterov);
       continue;
     }
-    for (Tensor p : params) {
+    const std::vector<Tensor> rest =
+        stepwise_update(*this, params, lr, momentum, dampening, weight_decay, nesterov);
+    for (Tensor p : rest) {
       // Each line is one torch op with its own rounding: x.add(y, alpha=a) is x + a * y.
       Tensor d_p = p.grad();
       if (weight_decay != 0.0) d_p = d_p + p * weight_decay;

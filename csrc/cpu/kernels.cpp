@@ -22,6 +22,7 @@
 #include "csrc/cpu/normalization_kernels.h"
 #include "csrc/cpu/parallel.h"
 #include "csrc/cpu/window_kernels.h"
+#include "csrc/kernels/column_sum.h"
 #include "csrc/kernels/row_kernels.h"
 
 namespace amp::cpu::AMP_CPU_CAPABILITY {
@@ -222,6 +223,8 @@ void add_row(float* acc, const T* row, int64_t n) {
   for (int64_t j = 0; j < n; ++j) acc[j] += wide[j];
 }
 
+// Column sums in the order of csrc/kernels/column_sum.h: blocks of kRowBlock rows added in row
+// order, the blocks' sums added as its pairwise tree, kColumnBlock columns at a time.
 void sum_columns_kernel(DType dtype, const void* in, int64_t rows, int64_t cols, void* out) {
   AMP_DISPATCH_FLOATING(dtype, "sum", [&] {
     using Acc = acc_t<scalar_t>;
@@ -232,8 +235,14 @@ void sum_columns_kernel(DType dtype, const void* in, int64_t rows, int64_t cols,
       Acc acc[kColumnBlock];
       for (int64_t b = begin; b < end; ++b) {
         const int64_t c0 = b * kColumnBlock, n = std::min(kColumnBlock, cols - c0);
-        std::fill(acc, acc + n, Acc(0));
-        for (int64_t i = 0; i < rows; ++i) add_row(acc, x + i * cols + c0, n);
+        column_sum::PairwiseSum<Acc, kColumnBlock> tree;
+        for (int64_t r0 = 0; r0 < rows; r0 += column_sum::kRowBlock) {
+          std::fill(acc, acc + n, Acc(0));
+          const int64_t r1 = std::min(rows, r0 + column_sum::kRowBlock);
+          for (int64_t i = r0; i < r1; ++i) add_row(acc, x + i * cols + c0, n);
+          tree.push(acc, static_cast<int>(n));
+        }
+        tree.total(acc, static_cast<int>(n));
         for (int64_t j = 0; j < n; ++j) y[c0 + j] = convert<scalar_t>(acc[j]);
       }
     });

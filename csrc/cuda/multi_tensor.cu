@@ -14,6 +14,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <cuda/std/tuple>
 #include <utility>
 
 #include "csrc/core/cuda_backend.h"
@@ -78,12 +79,66 @@ __device__ AMP_FORCEINLINE void block_chunk(const TensorListMetadata<Depth>& tl,
   if (n > chunk_size) n = chunk_size;
 }
 
+// Elements per vector step of the element-wise kernels (apex's ILP): an fp32 list moves in
+// 128-bit loads and stores, a 16-bit one in 64-bit ones.
+constexpr int kIlp = 4;
+
+template <class T>
+struct alignas(sizeof(T) * kIlp) IlpVector {
+  T v[kIlp];
+};
+
+// Whether two vectors hold the same bits: a vector the op did not change is not stored again
+// (the lists an op only reads, such as the gradients, cost no write traffic).
+template <class T>
+__device__ AMP_FORCEINLINE bool same_bits(const IlpVector<T>& a, const IlpVector<T>& b) {
+  static_assert(sizeof(IlpVector<T>) % sizeof(uint32_t) == 0);
+  const auto* x = reinterpret_cast<const uint32_t*>(&a);
+  const auto* y = reinterpret_cast<const uint32_t*>(&b);
+  bool same = true;
+#pragma unroll
+  for (size_t w = 0; w < sizeof(IlpVector<T>) / sizeof(uint32_t); ++w) same &= x[w] == y[w];
+  return same;
+}
+
+// The op over the block's chunk: when every list's chunk is aligned to its vector size, kIlp
+// elements of each list are loaded at once into registers, the op runs on them element by
+// element (through pointers to those registers, with the same per-element math and so the same
+// bits), and each changed vector is stored at once; the tail, and unaligned chunks, element by
+// element as the CPU does.
 template <class... T, class Op, int Depth, size_t... I>
 __device__ AMP_FORCEINLINE int run_block(const Op& op, const TensorListMetadata<Depth>& tl,
                                          int slot, int64_t offset, int64_t n,
                                          std::index_sequence<I...>) {
-  return mtk::run_chunk<kBlockSize>(
-      op, threadIdx.x, n, mtk::list_at(static_cast<T*>(tl.addresses[I][slot]), offset)...);
+  if constexpr (Op::kGroup > 0) {
+    // Grouped ops (block-scaled state) take whole groups of elements, one thread each.
+    return mtk::run_chunk<kBlockSize>(
+        op, threadIdx.x, n, mtk::list_at(static_cast<T*>(tl.addresses[I][slot]), offset)...);
+  } else {
+    const cuda::std::tuple<T*...> ptrs{(static_cast<T*>(tl.addresses[I][slot]) + offset)...};
+    const bool aligned =
+        ((reinterpret_cast<uintptr_t>(cuda::std::get<I>(ptrs)) % sizeof(IlpVector<T>) == 0) && ...);
+    int64_t done = 0;
+    int bad = 0;
+    if (aligned) {
+      const Op o = op;
+      const int64_t vectors = n / kIlp;
+      for (int64_t k = threadIdx.x; k < vectors; k += kBlockSize) {
+        const cuda::std::tuple<IlpVector<T>...> in{
+            reinterpret_cast<const IlpVector<T>*>(cuda::std::get<I>(ptrs))[k]...};
+        cuda::std::tuple<IlpVector<T>...> out = in;
+#pragma unroll
+        for (int e = 0; e < kIlp; ++e) bad |= o(e, cuda::std::get<I>(out).v...);
+        ((same_bits(cuda::std::get<I>(in), cuda::std::get<I>(out))
+              ? void()
+              : void(reinterpret_cast<IlpVector<T>*>(cuda::std::get<I>(ptrs))[k] =
+                         cuda::std::get<I>(out))),
+         ...);
+      }
+      done = vectors * kIlp;
+    }
+    return bad | mtk::run_chunk<kBlockSize>(op, done + threadIdx.x, n, cuda::std::get<I>(ptrs)...);
+  }
 }
 
 // One block per chunk: the shared functor with a thread stride; any thread that saw inf/NaN

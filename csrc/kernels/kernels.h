@@ -63,9 +63,9 @@ struct DeviceKernels {
   void (*sum_row_groups)(DType dtype, const void* in, const int64_t* starts,
                          const int64_t* positions, int64_t groups, int64_t width, void* out);
   // out[j] = the sum of in[i, j] over i < rows, for j < cols, of a contiguous rows x cols matrix
-  // of a floating dtype: added in row order from zero in fp32 (fp64 for Float64) and rounded
-  // once, so every device and CPU level gives the same bits. A sum over leading dims (a bias
-  // gradient).
+  // of a floating dtype: added in fp32 (fp64 for Float64) in the blocked pairwise order of
+  // csrc/kernels/column_sum.h and rounded once, so every device and CPU level gives the same
+  // bits. A sum over leading dims (a bias gradient).
   void (*sum_columns)(DType dtype, const void* in, int64_t rows, int64_t cols, void* out);
 
   // ---- convolution (csrc/ops/conv.cpp); geometry in window_geometry.h ----

@@ -228,6 +228,26 @@ struct KernelsFor {
     });
   }
 
+  // The stepwise steps have no flag; the launcher's is a dummy nobody raises.
+  static void sgd_stepwise(const ListsView& v, int64_t cs, const StepwiseSgdArgs& args) {
+    visit_float16x(v.dtype[0], [&](auto t) {
+      using T = typename decltype(t)::type;
+      L::template apply<T, T, T>(v, cs, static_cast<int64_t*>(nullptr), SgdStepwiseOp{{}, args});
+    });
+  }
+
+  static void adam_stepwise(const ListsView& v, int64_t cs, const StepwiseAdamArgs& args) {
+    visit_float16x(v.dtype[0], [&](auto t) {
+      using T = typename decltype(t)::type;
+      const AdamStepwiseOp op{{}, args};
+      if (v.depth == 4) {
+        L::template apply<T, T, T, T>(v, cs, static_cast<int64_t*>(nullptr), op);
+      } else {
+        L::template apply<T, T, T, T, T>(v, cs, static_cast<int64_t*>(nullptr), op);
+      }
+    });
+  }
+
   static MultiTensorKernels table() {
     return MultiTensorKernels{scale,
                               axpby,
@@ -242,7 +262,9 @@ struct KernelsFor {
                               novograd,
                               adagrad,
                               unscale,
-                              L::update_scale};
+                              L::update_scale,
+                              sgd_stepwise,
+                              adam_stepwise};
   }
 };
 

@@ -25,6 +25,7 @@
 #include "csrc/core/half.h"
 #include "csrc/core/macros.h"
 #include "csrc/core/multi_tensor_modes.h"
+#include "csrc/kernels/functors.h"
 #include "csrc/kernels/optimizer_state_math.h"
 
 namespace amp::multi_tensor {
@@ -743,5 +744,114 @@ AMP_HOST_DEVICE inline void update_scale_step(float* scale, int64_t* growth_trac
     }
   }
 }
+
+// ---------------------------------------------------------------------------------------------
+// Stepwise optimizer steps: torch.optim's SGD and Adam as optimizers/sgd.cpp and adam.cpp run
+// them op by op on tensors of one dtype T (O3's 16-bit parameters without master weights), in
+// one pass. Every op of that path is one functor of functors.h applied in fp32 and rounded to T
+// (docs/numerics.md, "How ops compute"); here each intermediate is rounded to T the same way
+// (round_as), with the same functors and the same double scalars, so the result has the op path's
+// bits while each array is read and written once instead of by some 30 kernels.
+
+// v rounded to T and widened back: what storing an op's fp32 result in a T tensor and loading it
+// for the next op gives.
+template <class T>
+AMP_HOST_DEVICE AMP_FORCEINLINE float round_as(float v) {
+  T t;
+  store(&t, 0, v);
+  return load(&t, 0);
+}
+
+// The scalars as the op path passes them (doubles; each functor casts its own to fp32).
+struct StepwiseSgdArgs {
+  double weight_decay = 0, momentum = 0, one_minus_dampening = 1, neg_lr = 0;
+  bool nesterov = false;
+  bool first_run = false;  // no momentum buffer yet: the buffer becomes the gradient
+};
+
+struct StepwiseAdamArgs {
+  double beta1 = 0, one_minus_beta1 = 1, beta2 = 0, one_minus_beta2 = 1, eps = 0;
+  double weight_decay = 0;
+  bool decoupled = false;    // AdamW: p * (1 - lr * weight_decay) first
+  double decay_factor = 1;   // 1 - lr * weight_decay
+  double neg_step_size = 0;  // -lr / bias_correction1
+  double bias_correction2_sqrt = 1;
+  bool amsgrad = false;
+};
+
+// SGD::update's loop (optimizers/sgd.cpp), lists [g, p, mom] of one dtype T; mom is read and
+// written only with momentum.
+struct SgdStepwiseOp : OpBase<SgdStepwiseOp> {
+  StepwiseSgdArgs a;
+
+  template <class T>
+  AMP_HOST_DEVICE AMP_FORCEINLINE int operator()(int64_t i, const T* g, T* p, T* mom) const {
+    const functors::Add add{};
+    float d = load(g, i);
+    const float w = load(p, i);
+    if (a.weight_decay != 0.0) {
+      d = round_as<T>(add(d, round_as<T>(functors::MulScalar{a.weight_decay}(w))));
+    }
+    if (a.momentum != 0.0) {
+      float buf = d;  // d_p.clone()
+      if (!a.first_run) {
+        buf = round_as<T>(add(round_as<T>(functors::MulScalar{a.momentum}(load(mom, i))),
+                              round_as<T>(functors::MulScalar{a.one_minus_dampening}(d))));
+      }
+      store(mom, i, buf);
+      d = a.nesterov ? round_as<T>(add(d, round_as<T>(functors::MulScalar{a.momentum}(buf)))) : buf;
+    }
+    store(p, i, add(w, round_as<T>(functors::MulScalar{a.neg_lr}(d))));
+    return 0;
+  }
+};
+
+// AdamBase::update's loop (optimizers/adam.cpp), lists [g, p, exp_avg, exp_avg_sq] or, with
+// amsgrad, [..., max_exp_avg_sq], all of one dtype T.
+struct AdamStepwiseOp : OpBase<AdamStepwiseOp> {
+  StepwiseAdamArgs a;
+
+  template <class T>
+  AMP_HOST_DEVICE AMP_FORCEINLINE float step(const T* g, T* p, T* m, T* v, T* vmax,
+                                             int64_t i) const {
+    const functors::Add add{};
+    float grad = load(g, i);
+    float w = load(p, i);
+    if (a.decoupled) {
+      w = round_as<T>(functors::MulScalar{a.decay_factor}(w));
+    } else if (a.weight_decay != 0.0) {
+      grad = round_as<T>(add(grad, round_as<T>(functors::MulScalar{a.weight_decay}(w))));
+    }
+    const float mv = round_as<T>(add(round_as<T>(functors::MulScalar{a.beta1}(load(m, i))),
+                                     round_as<T>(functors::MulScalar{a.one_minus_beta1}(grad))));
+    const float g2 = round_as<T>(
+        functors::Mul{}(round_as<T>(functors::MulScalar{a.one_minus_beta2}(grad)), grad));
+    const float vv = round_as<T>(add(round_as<T>(functors::MulScalar{a.beta2}(load(v, i))), g2));
+    store(m, i, mv);
+    store(v, i, vv);
+    float second = vv;
+    if (vmax != nullptr) {
+      second = round_as<T>(functors::Maximum{}(load(vmax, i), vv));
+      store(vmax, i, second);
+    }
+    const float denom = round_as<T>(functors::AddScalar{a.eps}(round_as<T>(
+        functors::DivScalar{a.bias_correction2_sqrt}(round_as<T>(functors::Sqrt{}(second))))));
+    const float update =
+        round_as<T>(functors::Div{}(round_as<T>(functors::MulScalar{a.neg_step_size}(mv)), denom));
+    return add(w, update);
+  }
+
+  template <class T>
+  AMP_HOST_DEVICE AMP_FORCEINLINE int operator()(int64_t i, const T* g, T* p, T* m, T* v) const {
+    store(p, i, step<T>(g, p, m, v, nullptr, i));
+    return 0;
+  }
+  template <class T>
+  AMP_HOST_DEVICE AMP_FORCEINLINE int operator()(int64_t i, const T* g, T* p, T* m, T* v,
+                                                 T* vmax) const {
+    store(p, i, step<T>(g, p, m, v, vmax, i));
+    return 0;
+  }
+};
 
 }  // namespace amp::multi_tensor

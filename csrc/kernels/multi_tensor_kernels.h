@@ -73,6 +73,11 @@ struct MultiTensorKernels {
                   const float* inv_scale, bool in_place);
   void (*update_scale)(Device device, float* scale, int64_t* growth_tracker, const float* found_inf,
                        double growth_factor, double backoff_factor, int64_t growth_interval);
+  // Lists [g, p, mom] of one dtype: SGD's op-by-op step in one pass (SgdStepwiseOp).
+  void (*sgd_stepwise)(const ListsView& lists, int64_t chunk_size, const StepwiseSgdArgs& args);
+  // Lists [g, p, exp_avg, exp_avg_sq(, max_exp_avg_sq)] of one dtype: Adam's op-by-op step in
+  // one pass (AdamStepwiseOp).
+  void (*adam_stepwise)(const ListsView& lists, int64_t chunk_size, const StepwiseAdamArgs& args);
 };
 
 }  // namespace amp::multi_tensor

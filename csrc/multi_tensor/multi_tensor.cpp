@@ -15,6 +15,7 @@
 #include "csrc/core/macros.h"
 #include "csrc/kernels/multi_tensor_functors.h"
 #include "csrc/kernels/multi_tensor_kernels.h"
+#include "csrc/multi_tensor/stepwise.h"
 #include "csrc/ops/dispatch.h"
 #include "csrc/ops/factories.h"
 #include "csrc/ops/profile_scope.h"
@@ -751,6 +752,85 @@ Tensor update_scale_(const Tensor& scale, const Tensor& growth_tracker, const Te
                                                 static_cast<const float*>(found_inf.data_ptr()),
                                                 growth_factor, backoff_factor, growth_interval);
   return scale;
+}
+
+bool stepwise_tensors_ok(std::initializer_list<const Tensor*> tensors) {
+  const Tensor& first = **tensors.begin();
+  if (!first.defined() || !contains(kFloat16x, first.dtype())) return false;
+  for (const Tensor* t : tensors) {
+    if (!t->defined() || t->dtype() != first.dtype() || t->device() != first.device() ||
+        !t->is_contiguous() || t->numel() != first.numel()) {
+      return false;
+    }
+  }
+  return true;
+}
+
+namespace {
+
+// The lists of a stepwise pass: every list of the first list's one dtype.
+ListsView check_stepwise_lists(const char* op, const TensorLists& lists,
+                               const std::vector<ListRule>& rules) {
+  const ListsView view = check_lists(op, kDefaultChunkSize, lists, rules);
+  for (int l = 1; l < view.depth; ++l) {
+    AMP_CHECK(view.dtype[l] == view.dtype[0], op, ": expected one dtype for every list, got ",
+              rules[0].name, " ", dtype_name(view.dtype[0]), " and ", rules[l].name, " ",
+              dtype_name(view.dtype[l]));
+  }
+  return view;
+}
+
+}  // namespace
+
+void sgd_stepwise(const TensorLists& lists, double lr, double momentum, double dampening,
+                  double weight_decay, bool nesterov, bool first_run) {
+  constexpr const char* kOp = "multi_tensor::sgd_stepwise";
+  profiler::RecordScope scope(profiler::EventKind::Optimizer, kOp,
+                              [&] { return lists_label(lists); });
+  const ListsView view =
+      check_stepwise_lists(kOp, lists, {{"g", kFloat16x}, {"p", kFloat16x}, {"mom", kFloat16x}});
+  StepwiseSgdArgs args;
+  args.weight_decay = weight_decay;
+  args.momentum = momentum;
+  args.one_minus_dampening = 1.0 - dampening;
+  args.neg_lr = -lr;
+  args.nesterov = nesterov;
+  args.first_run = first_run;
+  if (momentum != 0.0) {
+    mark_written(lists, {1, 2});
+  } else {
+    mark_written(lists, {1});
+  }
+  multi_tensor_kernels_for(view.device).sgd_stepwise(view, kDefaultChunkSize, args);
+}
+
+void adam_stepwise(const TensorLists& lists, double lr, double beta1, double beta2, double eps,
+                   double weight_decay, bool decoupled, bool amsgrad, int64_t step) {
+  constexpr const char* kOp = "multi_tensor::adam_stepwise";
+  profiler::RecordScope scope(profiler::EventKind::Optimizer, kOp,
+                              [&] { return lists_label(lists); });
+  std::vector<ListRule> rules = {
+      {"g", kFloat16x}, {"p", kFloat16x}, {"exp_avg", kFloat16x}, {"exp_avg_sq", kFloat16x}};
+  if (amsgrad) rules.push_back({"max_exp_avg_sq", kFloat16x});
+  const ListsView view = check_stepwise_lists(kOp, lists, rules);
+  AMP_CHECK(step >= 1, kOp, ": expected a step number of at least 1, got ", step);
+  // The doubles of AdamBase::update, computed the same way.
+  StepwiseAdamArgs args;
+  args.beta1 = beta1;
+  args.one_minus_beta1 = 1.0 - beta1;
+  args.beta2 = beta2;
+  args.one_minus_beta2 = 1.0 - beta2;
+  args.eps = eps;
+  args.weight_decay = weight_decay;
+  args.decoupled = decoupled;
+  args.decay_factor = 1.0 - lr * weight_decay;
+  const double steps = static_cast<double>(step);
+  args.neg_step_size = -(lr / (1.0 - std::pow(beta1, steps)));
+  args.bias_correction2_sqrt = std::sqrt(1.0 - std::pow(beta2, steps));
+  args.amsgrad = amsgrad;
+  mark_written(lists, {1, 2, 3});
+  if (amsgrad) mark_written(lists, {4});
+  multi_tensor_kernels_for(view.device).adam_stepwise(view, kDefaultChunkSize, args);
 }
 
 }  // namespace amp::multi_tensor

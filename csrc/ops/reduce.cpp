@@ -18,8 +18,9 @@ namespace amp {
 
 namespace {
 
-// Outputs from which a sum over leading dims runs the sum_columns kernel (one column per thread
-// on a GPU, 64-column blocks per task on the CPU) rather than the GEMM with a row of ones.
+// Outputs from which a sum over leading dims runs the sum_columns kernel (blocks of rows summed
+// in parallel, then a fixed pairwise tree: csrc/kernels/column_sum.h) rather than the GEMM with a
+// row of ones.
 constexpr int64_t kColumnsPerKernelSum = 64;
 
 // Whether reduce() sums `x` over its leading dims in place (sum_columns or the GEMM): a
@@ -79,8 +80,8 @@ Tensor reduce(ReduceOp op, const Tensor& x, Shape dims, bool keepdim) {
   if (sums_leading_dims(op, x, reduced) && rows > 1 && cols > 1) {
     // Summed where x lies: moving the reduced dims last would first copy it transposed (a
     // linear layer's bias gradient, a sum over the batch). With many outputs, each sums its
-    // column in row order (the sum_columns kernel); with few, a (1 x cols) @ (cols x rows)
-    // product with a row of ones keeps every thread busy. Neither is an autocast op.
+    // column in the blocked pairwise order (the sum_columns kernel); with few, a (1 x cols) @ (cols
+    // x rows) product with a row of ones keeps every thread busy. Neither is an autocast op.
     Tensor sums;
     if (rows >= kColumnsPerKernelSum) {
       sums = empty({rows}, {.dtype = x.dtype(), .device = x.device()});

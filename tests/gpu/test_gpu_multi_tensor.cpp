@@ -14,6 +14,7 @@
 #include "csrc/core/cuda_backend.h"
 #include "csrc/core/tensor.h"
 #include "csrc/multi_tensor/multi_tensor.h"
+#include "csrc/multi_tensor/stepwise.h"
 #include "csrc/ops/factories.h"
 #include "tests/support/check_close.h"
 #include "tests/support/cuda_precondition.h"
@@ -188,6 +189,59 @@ BOOST_AUTO_TEST_CASE(sgd_matches_cpu_and_honours_the_noop_flag) {
   flag.fill_(1.0);
   mt::sgd(333, flag, gpu4, 1e-2, 0.9, 0.0, 0.1, true, false, true, 1.0);
   compare_lists(gpu4, before, "sgd with noop set");
+}
+
+// The CUDA launcher moves kIlp elements of each list per access when every list's chunk is
+// aligned to it, element by element otherwise: tensors starting one element into their storage
+// (narrowed views) give the same bits as aligned ones and as the CPU, for every list.
+BOOST_AUTO_TEST_CASE(unaligned_lists_take_the_element_path_with_the_same_bits) {
+  std::mt19937 rng(8);
+  for (int64_t offset : {int64_t{0}, int64_t{1}}) {
+    mt::TensorLists cpu(5), gpu(5);
+    const DType dtypes[] = {DType::Float32, DType::BFloat16, DType::Float32, DType::Float32,
+                            DType::Float32};
+    for (int64_t n : {int64_t{1}, int64_t{5}, int64_t{4099}, int64_t{70001}}) {
+      for (size_t l = 0; l < 5; ++l) {
+        std::vector<double> v(static_cast<size_t>(n + 1));
+        std::uniform_real_distribution<double> dist(0.1, 1.0);
+        for (double& x : v) x = dist(rng);
+        const Tensor base = make(v, dtypes[l]);
+        cpu[l].push_back(base.narrow(0, offset, n));
+        gpu[l].push_back(base.to(kCuda).narrow(0, offset, n));
+      }
+    }
+    for (int step = 1; step <= 2; ++step) {
+      mt::adam(2048, mt::make_flag(), cpu, 1e-3, 0.9, 0.999, 1e-8, step, mt::AdamMode::AdamW, true,
+               0.01);
+      mt::adam(2048, mt::make_flag(kCuda), gpu, 1e-3, 0.9, 0.999, 1e-8, step, mt::AdamMode::AdamW,
+               true, 0.01);
+    }
+    compare_lists(gpu, cpu, "adam with masters at offset " + std::to_string(offset));
+  }
+}
+
+// The stepwise passes (O3's SGD and Adam over 16-bit parameters, csrc/multi_tensor/stepwise.h)
+// round every intermediate on the device as on the CPU.
+BOOST_AUTO_TEST_CASE(stepwise_sgd_and_adam_match_cpu_bit_for_bit) {
+  for (DType dtype : {DType::Float16, DType::BFloat16, DType::Float32}) {
+    std::mt19937 rng(9);
+    mt::TensorLists cpu_sgd = random_lists(many_sizes(), {dtype, dtype, dtype}, rng, -1, 1);
+    mt::TensorLists gpu_sgd = copy_to(cpu_sgd, kCuda);
+    mt::TensorLists cpu_adam =
+        random_lists(many_sizes(), {dtype, dtype, dtype, dtype, dtype}, rng, 0, 1);
+    mt::TensorLists gpu_adam = copy_to(cpu_adam, kCuda);
+    for (int step = 1; step <= 3; ++step) {
+      for (mt::TensorLists* lists : {&cpu_sgd, &gpu_sgd}) {
+        mt::sgd_stepwise(*lists, 0.1, 0.9, 0.25, 1e-2, false, step == 1);
+      }
+      for (mt::TensorLists* lists : {&cpu_adam, &gpu_adam}) {
+        mt::adam_stepwise(*lists, 1e-2, 0.9, 0.999, 1e-6, 0.1, /*decoupled=*/step == 2,
+                          /*amsgrad=*/true, step);
+      }
+    }
+    compare_lists(gpu_sgd, cpu_sgd, std::string("sgd_stepwise ") + amp::dtype_name(dtype));
+    compare_lists(gpu_adam, cpu_adam, std::string("adam_stepwise ") + amp::dtype_name(dtype));
+  }
 }
 
 BOOST_AUTO_TEST_CASE(lamb_novograd_and_adagrad_match_cpu) {

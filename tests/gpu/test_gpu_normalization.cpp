@@ -102,6 +102,24 @@ BOOST_AUTO_TEST_CASE(layer_norm_on_cuda_gives_the_cpus_bits) {
   }
 }
 
+// The statistics and input gradient of layer and group norm run 8 threads per row, one per lane
+// of the documented order, whose tail (the row's last n mod 8 elements) lane 0 adds: rows of 1,
+// 7, 9, 1024, 4096 and 10000 elements, row counts that do not fill the lane groups of a block,
+// and the same bits as the CPU.
+BOOST_AUTO_TEST_CASE(layer_norm_rows_of_every_width_give_the_cpus_bits) {
+  amp::manual_seed(23);
+  for (DType dtype : kFloatDTypes) {
+    for (const Shape& shape : {Shape{5, 1}, Shape{3, 7}, Shape{37, 9}, Shape{33, 1024},
+                               Shape{9, 4096}, Shape{3, 10000}}) {
+      const int64_t width = shape[1];
+      check_op(
+          "layer_norm " + amp::shape_to_string(shape),
+          [width](auto& x, auto& w, auto& b) { return F::layer_norm(x, {width}, w, b); }, shape,
+          {width}, dtype);
+    }
+  }
+}
+
 BOOST_AUTO_TEST_CASE(group_norm_on_cuda_gives_the_cpus_bits) {
   amp::manual_seed(22);
   for (DType dtype : kFloatDTypes) {

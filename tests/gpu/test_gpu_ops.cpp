@@ -382,6 +382,92 @@ BOOST_AUTO_TEST_CASE(reductions_over_dims_match_cpu) {
   check_matches_cpu(amp::sum(gpu(bools), {0}), amp::sum(bools, {0}), kExact, "sum of Bool");
 }
 
+// Whole-tensor and few-row reductions of long rows split each row over several blocks and
+// combine their partials in a second kernel (csrc/cuda/kernels.cu, split_rows): sums within fp32
+// accumulation error of the CPU's, extremes and their indices exact, ties and NaNs as the CPU
+// resolves them, whichever block holds them. Odd lengths, a row starting off the 16-byte
+// alignment (a slice at offset 1), and 2^24 + 3 elements.
+BOOST_AUTO_TEST_CASE(long_row_reductions_split_over_blocks_match_cpu) {
+  for (DType dtype : kFloatDTypes) {
+    for (const amp::Shape& shape : {amp::Shape{1, 70001}, amp::Shape{3, 100003},
+                                    amp::Shape{1000, 5001}, amp::Shape{(1 << 24) + 3}}) {
+      const Tensor full = samples({amp::detail::shape_numel(shape) + 1}, dtype);
+      // Offset by one element: the row starts off every pack alignment.
+      const Tensor x = full.narrow(0, 1, full.numel() - 1).reshape(shape);
+      const Tensor xg = gpu(full).narrow(0, 1, full.numel() - 1).reshape(shape);
+      const std::string of = " of " + describe(x) + " at offset 1";
+      const int64_t last = static_cast<int64_t>(shape.size()) - 1;
+      const Tolerance sum_tol =
+          dtype == DType::Float32 ? Tolerance{1e-4, 1e-2} : rounding_tolerance(dtype);
+      check_matches_cpu(amp::sum(xg), amp::sum(x), sum_tol, "sum" + of);
+      check_matches_cpu(amp::sum(xg, {last}), amp::sum(x, {last}), sum_tol, "row sums" + of);
+      check_matches_cpu(amp::max(xg), amp::max(x), kExact, "max" + of);
+      check_matches_cpu(amp::min(xg, {last}), amp::min(x, {last}), kExact, "row min" + of);
+      check_matches_cpu(amp::argmax(xg, last), amp::argmax(x, last), kExact, "argmax" + of);
+      check_matches_cpu(amp::argmin(xg, last), amp::argmin(x, last), kExact, "argmin" + of);
+    }
+  }
+  // The aligned case of the same long row, and ties and a NaN far apart (in different blocks):
+  // the first of the ties, the first NaN.
+  std::vector<double> v(200000, 1.0);
+  v[150000] = 7.0;
+  v[20] = 7.0;
+  v[199999] = 7.0;
+  const Tensor ties = amp::from_vector(v, {1, 200000}, {.dtype = DType::Float32});
+  check_matches_cpu(amp::argmax(gpu(ties), 1), amp::argmax(ties, 1), kExact, "argmax of ties");
+  v[180000] = std::numeric_limits<double>::quiet_NaN();
+  v[190000] = std::numeric_limits<double>::quiet_NaN();
+  const Tensor nans = amp::from_vector(v, {1, 200000}, {.dtype = DType::Float32});
+  check_matches_cpu(amp::argmax(gpu(nans), 1), amp::argmax(nans, 1), kExact, "argmax with NaNs");
+  check_matches_cpu(amp::max(gpu(nans)), amp::max(nans), kExact, "max with NaNs");
+  const Tensor ones = amp::ones({1 << 22}, {.dtype = DType::Float32});
+  check_matches_cpu(amp::sum(gpu(ones)), amp::sum(ones), kExact, "sum of 2^22 ones");
+}
+
+// Softmax takes one warp per row up to 1024 columns, one block per row above: rows of 1, 31,
+// 1024, 1025, 4096 and 10000 columns, odd row counts, and a row count that is not a multiple of
+// the warps of a block.
+BOOST_AUTO_TEST_CASE(softmax_rows_of_every_width_match_cpu) {
+  for (DType dtype : kFloatDTypes) {
+    for (const amp::Shape& shape :
+         {amp::Shape{3, 1}, amp::Shape{9, 31}, amp::Shape{13, 1024}, amp::Shape{5, 1025},
+          amp::Shape{7, 4096}, amp::Shape{2, 10000}, amp::Shape{1, 10000}}) {
+      const Tensor x = amp::mul(samples(shape, DType::Float32), 4.0).to(dtype);
+      const std::string what = " of " + describe(x);
+      check_matches_cpu(amp::softmax(gpu(x), 1), amp::softmax(x, 1), rounding_tolerance(dtype),
+                        "softmax" + what);
+      check_matches_cpu(amp::log_softmax(gpu(x), 1), amp::log_softmax(x, 1),
+                        rounding_tolerance(dtype), "log_softmax" + what);
+    }
+  }
+}
+
+// Elementwise ops on dense aligned operands move 16-byte vectors (the tail element by element),
+// others element by element: both give the CPU's bits. Lengths around the vector sizes, and
+// operands starting 1 element off alignment.
+BOOST_AUTO_TEST_CASE(vectorized_and_unaligned_elementwise_ops_match_cpu_bit_for_bit) {
+  for (DType dtype : kFloatDTypes) {
+    for (int64_t n : {int64_t{1}, int64_t{7}, int64_t{8}, int64_t{9}, int64_t{4099}}) {
+      for (int64_t offset : {int64_t{0}, int64_t{1}}) {
+        const Tensor a_full = samples({n + 1}, dtype), b_full = samples({n + 1}, dtype);
+        const Tensor a = a_full.narrow(0, offset, n), b = b_full.narrow(0, 1 - offset, n);
+        const Tensor ag = gpu(a_full).narrow(0, offset, n);
+        const Tensor bg = gpu(b_full).narrow(0, 1 - offset, n);
+        const std::string what = " of " + std::to_string(n) + " " + amp::dtype_name(dtype) +
+                                 " at offsets " + std::to_string(offset) + ", " +
+                                 std::to_string(1 - offset);
+        check_matches_cpu(amp::add(ag, bg), amp::add(a, b), kExact, "add" + what);
+        check_matches_cpu(amp::mul(ag, ag), amp::mul(a, a), kExact, "mul, aligned operands" + what);
+        check_matches_cpu(amp::gt(ag, bg), amp::gt(a, b), kExact, "gt" + what);
+        for (DType to : kFloatDTypes) {
+          check_matches_cpu(ag.to(to), a.to(to), kExact,
+                            std::string("cast to ") + amp::dtype_name(to) + what);
+        }
+      }
+    }
+  }
+}
+
 BOOST_AUTO_TEST_CASE(softmax_and_log_softmax_match_cpu) {
   for (DType dtype : kFloatDTypes) {
     const Tensor x = amp::mul(samples({5, 7, 300}, DType::Float32), 4.0).to(dtype);
@@ -533,7 +619,10 @@ BOOST_AUTO_TEST_CASE(embedding_runs_on_the_device_with_the_cpus_bits) {
 }
 
 // Sums over leading dims with 64 outputs or more run the sum_columns kernel, which adds each
-// column in row order on every device: the CPU's bits.
+// column in the blocked pairwise order of csrc/kernels/column_sum.h on every device: the CPU's
+// bits. The shapes cover one row, one partial row block, one block group (up to 256 rows) and
+// several (the second kernel), column counts that are not multiples of the 32-column tile, and a
+// bias-gradient-sized 8192 x 1000.
 BOOST_AUTO_TEST_CASE(sums_over_leading_dims_match_cpu_bit_for_bit) {
   for (DType dtype : kFloatDTypes) {
     const Tensor x = samples({300, 130}, dtype), y = samples({4, 5, 70}, dtype);
@@ -544,6 +633,13 @@ BOOST_AUTO_TEST_CASE(sums_over_leading_dims_match_cpu_bit_for_bit) {
     if (dtype == DType::Float32 || dtype == DType::Float64) {  // 16-bit means use the row kernel
       check_matches_cpu(amp::mean(gpu(y), {0, 1}), amp::mean(y, {0, 1}), kExact,
                         "mean over dims 0, 1 of " + describe(y));
+    }
+    for (const amp::Shape& shape :
+         {amp::Shape{2, 64}, amp::Shape{31, 65}, amp::Shape{256, 97}, amp::Shape{257, 64},
+          amp::Shape{3001, 67}, amp::Shape{70000, 65}, amp::Shape{8192, 1000}}) {
+      const Tensor z = samples(shape, dtype);
+      check_matches_cpu(amp::sum(gpu(z), {0}), amp::sum(z, {0}), kExact,
+                        "sum over dim 0 of " + describe(z));
     }
   }
 }

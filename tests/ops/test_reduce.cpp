@@ -7,12 +7,14 @@
 // terms is the classic one for the 8 accumulator chains of the kernel plus their pairwise
 // combination: |error| <= (n/8 + 4) * u * sum|x| (u = 2^-24 in fp32, 2^-53 in fp64); 16-bit results
 // must then be within 1 ulp of the 16-bit rounding of the exact sum. Max/min/arg* are exact.
+#include <algorithm>
 #include <boost/test/data/monomorphic.hpp>
 #include <boost/test/data/test_case.hpp>
 #include <boost/test/unit_test.hpp>
 #include <cmath>
 #include <functional>
 #include <ostream>
+#include <random>
 #include <set>
 #include <string>
 #include <vector>
@@ -229,31 +231,63 @@ BOOST_AUTO_TEST_CASE(sum_over_the_leading_dims_of_a_tall_tensor_matches_float64_
   }
 }
 
-// With 64 outputs or more, each column is added in row order from zero in fp32 (the
-// sum_columns kernel, the same order on every device and CPU level). Column j holds a 1 and a
-// thousand 2^-24: with the 1 first (even j) every small term rounds away and the sum is 1; with
-// it last (odd j) the small terms add up exactly first. A float loop in that order is the
-// reference.
-BOOST_AUTO_TEST_CASE(sum_over_leading_dims_with_many_outputs_adds_each_column_in_row_order) {
-  const int64_t rows = 1001, cols = 67;
-  std::vector<double> v(static_cast<size_t>(rows * cols));
-  const double small = std::ldexp(1.0, -24);
-  for (int64_t j = 0; j < cols; ++j) {
-    for (int64_t i = 0; i < rows; ++i) {
-      const bool big = j % 2 == 0 ? i == 0 : i == rows - 1;
-      v[static_cast<size_t>(i * cols + j)] = big ? 1.0 : small;
+// The column order of docs/numerics.md ("Reductions"), written here independently: blocks of 32
+// rows added in row order from +0 in fp32, the blocks' sums added by splitting at the largest
+// power of two below their count.
+float blocked_tree_sum(const std::vector<float>& block_sums, size_t first, size_t n) {
+  if (n == 1) return block_sums[first];
+  size_t h = 1;
+  while (2 * h < n) h *= 2;
+  return blocked_tree_sum(block_sums, first, h) + blocked_tree_sum(block_sums, first + h, n - h);
+}
+float column_order_sum(const std::vector<float>& column) {
+  std::vector<float> block_sums;
+  for (size_t r0 = 0; r0 < column.size(); r0 += 32) {
+    float s = 0.0f;
+    for (size_t i = r0; i < std::min(column.size(), r0 + 32); ++i) s += column[i];
+    block_sums.push_back(s);
+  }
+  return blocked_tree_sum(block_sums, 0, block_sums.size());
+}
+
+// With 64 outputs or more, each column is summed in the blocked pairwise order (the sum_columns
+// kernel, the same order on every device and CPU level), bit for bit. The values span 2^-20 to
+// 2^10 so that every order rounds differently; the row-order sum is checked to differ on most
+// columns, so a kernel adding in row order (or another tree) fails. 16-bit sums are the rounding
+// of the fp32 sum.
+BOOST_AUTO_TEST_CASE(sum_over_leading_dims_with_many_outputs_adds_each_column_in_blocked_pairs) {
+  std::mt19937 gen(29);
+  std::uniform_real_distribution<float> mantissa(1.0f, 2.0f);
+  std::uniform_int_distribution<int> exponent(-20, 10);
+  for (const int64_t rows : {int64_t{1}, int64_t{31}, int64_t{33}, int64_t{1001}, int64_t{9000}}) {
+    const int64_t cols = 67;
+    std::vector<float> v(static_cast<size_t>(rows * cols));
+    for (float& e : v) e = std::ldexp(mantissa(gen), exponent(gen)) * (gen() % 2 ? 1.0f : -1.0f);
+    const Tensor x = amp::from_vector(v, {rows, cols});
+    for (DType d : {DType::Float32, DType::BFloat16, DType::Float16}) {
+      // 16-bit inputs: the fp32 values of the rounded inputs, summed in the same order.
+      const std::vector<float> in = x.to(d).to(DType::Float32).to_vector<float>();
+      const std::vector<float> y = amp::sum(x.to(d), {0}).to(DType::Float32).to_vector<float>();
+      int row_order_differs = 0;
+      for (int64_t j = 0; j < cols; ++j) {
+        std::vector<float> column;
+        float row_order = 0.0f;
+        for (int64_t i = 0; i < rows; ++i) {
+          column.push_back(in[static_cast<size_t>(i * cols + j)]);
+          row_order += column.back();
+        }
+        const float expected = column_order_sum(column);
+        const float rounded = amp::from_vector(std::vector<float>{expected}, {1})
+                                  .to(d)
+                                  .to(DType::Float32)
+                                  .to_vector<float>()[0];
+        BOOST_TEST(y[static_cast<size_t>(j)] == rounded,
+                   amp::dtype_name(d) << " rows " << rows << " column " << j);
+        row_order_differs += row_order != expected;
+      }
+      if (rows > 64 && d == DType::Float32) BOOST_TEST(row_order_differs > cols / 2);
     }
   }
-  const Tensor x = amp::from_vector(v, {rows, cols});
-  const std::vector<double> y = amp::sum(x, {0}).to_vector<double>();
-  for (int64_t j = 0; j < cols; ++j) {
-    float expected = 0.0f;
-    for (int64_t i = 0; i < rows; ++i)
-      expected += static_cast<float>(v[static_cast<size_t>(i * cols + j)]);
-    BOOST_TEST(y[static_cast<size_t>(j)] == static_cast<double>(expected), "column " << j);
-  }
-  BOOST_TEST(y[0] == 1.0);
-  BOOST_TEST(y[1] > 1.0);
 }
 
 // The GEMM that sums leading dims is not an autocast op: under bf16 autocast a Float32 sum stays

@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <numbers>
+#include <ostream>
 #include <sstream>
 #include <string>
 #include <utility>
@@ -280,6 +281,195 @@ BOOST_AUTO_TEST_CASE(fused_fp32_sgd_rounds_every_term_as_torchs_ops) {
 // torch: "modified by an inplace operation") instead of differentiating with the updated values,
 // whether the step ran in one fused pass (SGD without dampening) or op by op (with dampening;
 // Adam).
+// ---------------------------------------------------------------------------------------------
+// The stepwise passes (csrc/multi_tensor/stepwise.h): parameters whose gradient and state share
+// their dtype take SGD's and Adam's step in one multi-tensor pass that rounds each term to that
+// dtype as the op-by-op loop does. O3's 16-bit parameters are the case that matters; the loop is
+// written out again here with tensor ops, and the optimizer must give its bits.
+
+struct StepwiseCase {
+  double lr = 0.1, momentum = 0, dampening = 0, weight_decay = 0;
+  bool nesterov = false;
+  double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
+  bool amsgrad = false, decoupled = false;
+};
+
+std::ostream& operator<<(std::ostream& out, const StepwiseCase& c) {
+  return out << "lr " << c.lr << " momentum " << c.momentum << " dampening " << c.dampening
+             << " wd " << c.weight_decay << " nesterov " << c.nesterov << " betas " << c.beta1
+             << "," << c.beta2 << " amsgrad " << c.amsgrad << " decoupled " << c.decoupled;
+}
+
+// The parameters of every stepwise test: odd sizes, a matrix and a vector.
+std::vector<Tensor> stepwise_params(DType dtype) {
+  amp::manual_seed(41);
+  return {amp::randn({5, 13}).to(dtype).requires_grad_(true),
+          amp::randn({37}).to(dtype).requires_grad_(true)};
+}
+
+// Gradients for step `step` of parameter `i`, of magnitudes from 1e-3 to 10.
+Tensor stepwise_grad(const Tensor& p, int step, size_t i) {
+  amp::manual_seed(100 + static_cast<uint64_t>(step) * 10 + i);
+  return (amp::randn(p.sizes()) * std::pow(10.0, step % 4 - 2.0)).to(p.dtype());
+}
+
+bool same_bits(const Tensor& a, const Tensor& b) {
+  return a.dtype() == b.dtype() && values(a) == values(b);
+}
+
+// Counts the optimizer events named `name` in one step of `opt`.
+int64_t stepwise_passes(Optimizer& opt, const std::string& name) {
+  amp::profiler::profile prof;
+  opt.step();
+  prof.stop();
+  int64_t n = 0;
+  for (const auto& e : prof.events()) n += e.name == name;
+  return n;
+}
+
+BOOST_AUTO_TEST_CASE(sgd_on_16_bit_params_takes_one_pass_with_the_op_by_op_bits) {
+  for (DType dtype : {DType::Float16, DType::BFloat16, DType::Float32}) {
+    for (const StepwiseCase c :
+         {StepwiseCase{.lr = 0.1, .momentum = 0.9, .weight_decay = 1e-2},
+          StepwiseCase{.lr = 0.05, .momentum = 0.9, .weight_decay = 1e-3, .nesterov = true},
+          StepwiseCase{.lr = 0.2, .momentum = 0.5, .dampening = 0.25},
+          StepwiseCase{.lr = 0.3, .weight_decay = 0.05}}) {
+      if (dtype == DType::Float32 && c.dampening == 0.0) continue;  // the apex fp32 kernel's case
+      BOOST_TEST_CONTEXT(amp::dtype_name(dtype) << " " << c) {
+        std::vector<Tensor> params = stepwise_params(dtype);
+        std::vector<Tensor> ref, bufs(params.size());
+        for (const Tensor& p : params) ref.push_back(p.detach().clone());
+        SGD opt(params, {.lr = c.lr,
+                         .momentum = c.momentum,
+                         .dampening = c.dampening,
+                         .weight_decay = c.weight_decay,
+                         .nesterov = c.nesterov});
+        for (int step = 0; step < 5; ++step) {
+          for (size_t i = 0; i < params.size(); ++i) {
+            const Tensor g = stepwise_grad(params[i], step, i);
+            params[i].set_grad(g);
+            // optimizers/sgd.cpp's loop, one tensor op per line.
+            Tensor d_p = g;
+            if (c.weight_decay != 0.0) d_p = d_p + ref[i] * c.weight_decay;
+            if (c.momentum != 0.0) {
+              bufs[i] = step == 0 ? d_p.clone() : bufs[i] * c.momentum + d_p * (1.0 - c.dampening);
+              d_p = c.nesterov ? d_p + bufs[i] * c.momentum : bufs[i];
+            }
+            ref[i].copy_(ref[i] + d_p * (-c.lr));
+          }
+          BOOST_TEST(stepwise_passes(opt, "multi_tensor::sgd_stepwise") == 1);
+          for (size_t i = 0; i < params.size(); ++i) {
+            BOOST_TEST(same_bits(params[i], ref[i]), "step " << step << " param " << i);
+            if (c.momentum != 0.0) {
+              BOOST_TEST(same_bits(opt.state(params[i]).tensors.at("momentum_buffer"), bufs[i]),
+                         "momentum buffer, step " << step << " param " << i);
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(adam_on_16_bit_params_takes_one_pass_with_the_op_by_op_bits) {
+  for (DType dtype : {DType::Float16, DType::BFloat16, DType::Float32}) {
+    for (const StepwiseCase c :
+         {StepwiseCase{.lr = 1e-2},
+          StepwiseCase{.lr = 3e-2,
+          .weight_decay = 0.1,
+          .beta1 = 0.8,
+          .beta2 = 0.99,
+          .eps = 1e-6,
+          .amsgrad = true},
+          StepwiseCase{.lr = 2e-2, .weight_decay = 0.05, .decoupled = true},
+          StepwiseCase{.lr = 1e-2, .weight_decay = 0.01, .amsgrad = true, .decoupled = true}}) {
+      BOOST_TEST_CONTEXT(amp::dtype_name(dtype) << " " << c) {
+        std::vector<Tensor> params = stepwise_params(dtype);
+        std::vector<Tensor> ref;
+        for (const Tensor& p : params) ref.push_back(p.detach().clone());
+        std::vector<Tensor> m, v, vmax;
+        for (const Tensor& p : params) {
+          m.push_back(amp::zeros(p.sizes(), {.dtype = dtype}));
+          v.push_back(amp::zeros(p.sizes(), {.dtype = dtype}));
+          vmax.push_back(amp::zeros(p.sizes(), {.dtype = dtype}));
+        }
+        const AdamOptions options{.lr = c.lr,
+                                  .betas = {c.beta1, c.beta2},
+                                  .eps = c.eps,
+                                  .weight_decay = c.weight_decay,
+                                  .amsgrad = c.amsgrad};
+        std::unique_ptr<Optimizer> opt;
+        if (c.decoupled) {
+          opt = std::make_unique<AdamW>(params, options);
+        } else {
+          opt = std::make_unique<Adam>(params, options);
+        }
+        for (int step = 1; step <= 5; ++step) {
+          for (size_t i = 0; i < params.size(); ++i) {
+            Tensor grad = stepwise_grad(params[i], step, i);
+            params[i].set_grad(grad);
+            // optimizers/adam.cpp's loop, one tensor op per line.
+            if (c.decoupled) {
+              ref[i].copy_(ref[i] * (1.0 - c.lr * c.weight_decay));
+            } else if (c.weight_decay != 0.0) {
+              grad = grad + ref[i] * c.weight_decay;
+            }
+            m[i] = m[i] * c.beta1 + grad * (1.0 - c.beta1);
+            v[i] = v[i] * c.beta2 + grad * (1.0 - c.beta2) * grad;
+            const double step_size = c.lr / (1.0 - std::pow(c.beta1, step));
+            const double bias_correction2_sqrt = std::sqrt(1.0 - std::pow(c.beta2, step));
+            Tensor second = v[i];
+            if (c.amsgrad) {
+              vmax[i] = amp::maximum(vmax[i], v[i]);
+              second = vmax[i];
+            }
+            const Tensor denom = amp::sqrt(second) / bias_correction2_sqrt + c.eps;
+            ref[i].copy_(ref[i] + m[i] * (-step_size) / denom);
+          }
+          BOOST_TEST(stepwise_passes(*opt, "multi_tensor::adam_stepwise") == 1);
+          for (size_t i = 0; i < params.size(); ++i) {
+            const auto& st = opt->state(params[i]).tensors;
+            BOOST_TEST(same_bits(params[i], ref[i]), "step " << step << " param " << i);
+            BOOST_TEST(same_bits(st.at("exp_avg"), m[i]), "exp_avg, step " << step);
+            BOOST_TEST(same_bits(st.at("exp_avg_sq"), v[i]), "exp_avg_sq, step " << step);
+            if (c.amsgrad) {
+              BOOST_TEST(same_bits(st.at("max_exp_avg_sq"), vmax[i]), "max, step " << step);
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+// A transposed (non-contiguous) gradient keeps the optimizer's loop: no pass, and the loop's
+// result is the pass's, bit for bit, over a few steps of Adam and SGD with momentum.
+BOOST_AUTO_TEST_CASE(params_the_stepwise_pass_cannot_take_run_the_op_by_op_loop_alike) {
+  for (const bool adam : {true, false}) {
+    Tensor p = stepwise_params(DType::BFloat16)[0];
+    Tensor twin = p.detach().clone().requires_grad_(true);
+    std::unique_ptr<Optimizer> opt, twin_opt;
+    if (adam) {
+      opt = std::make_unique<Adam>(std::vector<Tensor>{p}, AdamOptions{.lr = 1e-2});
+      twin_opt = std::make_unique<Adam>(std::vector<Tensor>{twin}, AdamOptions{.lr = 1e-2});
+    } else {
+      const SGDOptions o{.lr = 0.1, .momentum = 0.9, .weight_decay = 1e-2};
+      opt = std::make_unique<SGD>(std::vector<Tensor>{p}, o);
+      twin_opt = std::make_unique<SGD>(std::vector<Tensor>{twin}, o);
+    }
+    const std::string pass = adam ? "multi_tensor::adam_stepwise" : "multi_tensor::sgd_stepwise";
+    for (int step = 1; step <= 3; ++step) {
+      const Tensor g = stepwise_grad(p, step, 0);
+      p.set_grad(g.t().contiguous().t());  // same values, column-major
+      twin.set_grad(g);
+      BOOST_TEST(!p.grad().is_contiguous());
+      BOOST_TEST(stepwise_passes(*opt, pass) == 0);
+      BOOST_TEST(stepwise_passes(*twin_opt, pass) == 1);
+      BOOST_TEST(same_bits(p, twin), (adam ? "Adam" : "SGD") << " step " << step);
+    }
+  }
+}
+
 BOOST_AUTO_TEST_CASE(a_graph_that_saved_a_parameter_refuses_it_after_a_step) {
   const std::vector<std::pair<std::string, std::function<std::unique_ptr<Optimizer>(Tensor)>>>
       optimizers{
