@@ -33,6 +33,7 @@ namespace amp::fp8 {
 /// whose recorded amaxes include inf or NaN (an overflowed step) does not enter the histories.
 class AMPCPP_API autocast {
  public:
+  /// Enters an fp8 region with `recipe`; `enabled = false` turns fp8 off inside it.
   explicit autocast(Recipe recipe = DelayedScaling{}, bool enabled = true);
   ~autocast() noexcept(false);
   autocast(const autocast&) = delete;

@@ -5,8 +5,8 @@
 /// parameters, fp32 master weights updated in the same pass.
 ///
 /// Moments can be kept in BFloat16 or block-scaled Float8_e4m3fn, and BFloat16 parameters can do
-/// without fp32 masters, by Kahan summation or stochastic rounding (docs/fp8.md, "Optimizer
-/// states and weights below fp32"):
+/// without fp32 masters, by Kahan summation or stochastic rounding (docs/fp8.md,
+/// "Optimizer states and weights below fp32"):
 ///
 /// \code
 ///   amp::optimizers::FusedAdam opt(model.parameters(), {.lr = 3e-4, .weight_decay = 0.1});
@@ -27,9 +27,9 @@
 
 namespace amp::optimizers {
 
-/// How a fused optimizer keeps the weights of 16-bit parameters (API.md's `MasterWeights`). It
-/// is an enum of amp::optimizers, not to be confused with amp::multi_tensor::MasterWeights, the
-/// class that stores fp32 masters.
+/// How a fused optimizer keeps the weights of 16-bit parameters (the `MasterWeights` of the
+/// public API). It is an enum of amp::optimizers, not to be confused with
+/// amp::multi_tensor::MasterWeights, the class that stores fp32 masters.
 enum class MasterWeights {
   Float32,                    ///< fp32 master weights (apex's and amp's; the default)
   BFloat16Kahan,              ///< BFloat16 weights, no masters: Kahan summation (BFloat16 buffer)
