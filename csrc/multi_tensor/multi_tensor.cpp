@@ -301,6 +301,30 @@ std::pair<Tensor, Tensor> l2norm(int64_t chunk_size, const Tensor& noop_flag,
   return l2norm_of(multi_tensor_kernels_for(view.device), view, 0, chunk_size, noop, per_tensor);
 }
 
+namespace {
+
+// The fp32 arguments of an Adam step, as apex's kernel takes them: shared by the Adam kernels
+// with fp32 and with low-precision state.
+AdamArgs adam_args(const char* op, Device device, double lr, double beta1, double beta2,
+                   double epsilon, int64_t step, AdamMode mode, bool bias_correction_on,
+                   double weight_decay, const GradScaling& scaling) {
+  AdamArgs args;
+  args.lr = static_cast<float>(lr);
+  args.beta1 = static_cast<float>(beta1);
+  args.beta2 = static_cast<float>(beta2);
+  args.eps = static_cast<float>(epsilon);
+  if (bias_correction_on) {
+    args.bias_correction1 = bias_correction(args.beta1, step);
+    args.bias_correction2 = bias_correction(args.beta2, step);
+  }
+  args.weight_decay = static_cast<float>(weight_decay);
+  args.mode = mode;
+  resolve_scaling(op, scaling, device, &args.inv_scale, &args.found_inf);
+  return args;
+}
+
+}  // namespace
+
 void adam(int64_t chunk_size, const Tensor& noop_flag, const TensorLists& lists, double lr,
           double beta1, double beta2, double epsilon, int64_t step, AdamMode mode,
           bool bias_correction_on, double weight_decay, const GradScaling& scaling,
@@ -329,18 +353,8 @@ void adam(int64_t chunk_size, const Tensor& noop_flag, const TensorLists& lists,
             dtype_name(view.dtype[0]), " and p ", dtype_name(view.dtype[1]));
   int64_t* noop = flag_ptr(kOp, noop_flag, view.device);
   check_step(kOp, step, bias_correction_on);
-  AdamArgs args;
-  args.lr = static_cast<float>(lr);
-  args.beta1 = static_cast<float>(beta1);
-  args.beta2 = static_cast<float>(beta2);
-  args.eps = static_cast<float>(epsilon);
-  if (bias_correction_on) {
-    args.bias_correction1 = bias_correction(args.beta1, step);
-    args.bias_correction2 = bias_correction(args.beta2, step);
-  }
-  args.weight_decay = static_cast<float>(weight_decay);
-  args.mode = mode;
-  resolve_scaling(kOp, scaling, view.device, &args.inv_scale, &args.found_inf);
+  AdamArgs args = adam_args(kOp, view.device, lr, beta1, beta2, epsilon, step, mode,
+                            bias_correction_on, weight_decay, scaling);
   if (on_device.lr.defined()) args.lr_on_device = scalar_ptr(kOp, "lr", on_device.lr, view.device);
   if (on_device.step.defined() && bias_correction_on) {
     args.step_on_device = scalar_ptr(kOp, "step", on_device.step, view.device);
@@ -453,18 +467,8 @@ void adam_low_precision(int64_t chunk_size, const Tensor& noop_flag,
   int64_t* noop = flag_ptr(kOp, noop_flag, view.device);
   check_step(kOp, step, bias_correction_on);
   AdamLowPrecisionArgs args;
-  AdamArgs& adam = args.adam;
-  adam.lr = static_cast<float>(lr);
-  adam.beta1 = static_cast<float>(beta1);
-  adam.beta2 = static_cast<float>(beta2);
-  adam.eps = static_cast<float>(epsilon);
-  if (bias_correction_on) {
-    adam.bias_correction1 = bias_correction(adam.beta1, step);
-    adam.bias_correction2 = bias_correction(adam.beta2, step);
-  }
-  adam.weight_decay = static_cast<float>(weight_decay);
-  adam.mode = mode;
-  resolve_scaling(kOp, scaling, view.device, &adam.inv_scale, &adam.found_inf);
+  args.adam = adam_args(kOp, view.device, lr, beta1, beta2, epsilon, step, mode, bias_correction_on,
+                        weight_decay, scaling);
   args.weights = weights;
   args.seed = key.seed;
   args.step = static_cast<uint64_t>(step);
